@@ -1,0 +1,166 @@
+"""A call: what the caller passes (shapes, dtypes, present inputs), on which profile, with which tunables.
+
+:func:`make_call` normalises the caller's arguments and checks the parts of the
+contract that need no expression: argument names, shapes, dtypes within the type
+constraints, one dtype per type variable, required inputs present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import ContractError
+from .manifest import WGSL_DTYPE, Manifest
+from .profile import DeviceProfile
+
+#: Largest element count a call may name: keeps sizes exact in float64 and far beyond any device.
+MAX_NUMEL = 2**53
+MAX_RANK = 8
+
+_NUMPY_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int8": "int8",
+                "uint8": "uint8", "int16": "int16", "uint16": "uint16", "int32": "int32", "uint32": "uint32",
+                "int64": "int64", "uint64": "uint64", "bool": "bool"}
+_FROM_WGSL = {v: k for k, v in WGSL_DTYPE.items()}
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """One tensor argument as the contract sees it: a shape and a manifest dtype name (``float32``)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def wgsl(self) -> str:
+        return WGSL_DTYPE.get(self.dtype, self.dtype)
+
+
+@dataclass(frozen=True)
+class Call:
+    """Everything a plan depends on."""
+
+    inputs: Mapping[str, TensorArg | None]
+    profile: DeviceProfile
+    tunables: Mapping[str, int] = field(default_factory=dict)
+
+    def present(self, role: str) -> bool:
+        return self.inputs.get(role) is not None
+
+
+def dtype_name(value: Any, argument: str) -> str:
+    """A manifest dtype name from a string (``float16``, ``f16``) or a NumPy dtype."""
+    if isinstance(value, str):
+        if value in WGSL_DTYPE:
+            return value
+        if value in _FROM_WGSL:
+            return _FROM_WGSL[value]
+        raise ContractError(f"argument {argument!r}: unknown dtype {value!r}; expected one of "
+                            f"{', '.join(WGSL_DTYPE)}", reason="dtype", argument=argument)
+    try:
+        name = np.dtype(value).name
+    except TypeError:
+        raise ContractError(f"argument {argument!r}: cannot read a dtype from {value!r}", reason="dtype",
+                            argument=argument) from None
+    if name not in _NUMPY_NAMES:
+        raise ContractError(f"argument {argument!r}: dtype {name} is not a tensor dtype this suite knows",
+                            reason="dtype", argument=argument)
+    return _NUMPY_NAMES[name]
+
+
+def tensor_arg(value: Any, argument: str) -> TensorArg | None:
+    """Normalise ``None``, a NumPy array, or a ``(shape, dtype)`` pair."""
+    if value is None:
+        return None
+    if isinstance(value, TensorArg):
+        return value
+    if isinstance(value, np.ndarray):
+        return TensorArg(tuple(int(d) for d in value.shape), dtype_name(value.dtype, argument))
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        shape, dtype = value
+        return TensorArg(_shape(shape, argument), dtype_name(dtype, argument))
+    raise ContractError(f"argument {argument!r}: expected a NumPy array, a (shape, dtype) pair or None, "
+                        f"got {type(value).__name__}", reason="argument", argument=argument)
+
+
+def _shape(shape: Any, argument: str) -> tuple[int, ...]:
+    if not isinstance(shape, (tuple, list)):
+        raise ContractError(f"argument {argument!r}: shape must be a sequence of integers, got {shape!r}",
+                            reason="shape", argument=argument)
+    if len(shape) > MAX_RANK:
+        raise ContractError(f"argument {argument!r}: rank {len(shape)} exceeds the suite's maximum {MAX_RANK}",
+                            reason="shape", argument=argument)
+    dims = []
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise ContractError(f"argument {argument!r}: shape {list(shape)!r} must hold non-negative integers",
+                                reason="shape", argument=argument)
+        dims.append(int(d))
+    numel = 1
+    for d in dims:
+        numel *= d
+    if numel > MAX_NUMEL:
+        raise ContractError(f"argument {argument!r}: shape {dims} has {numel} elements, more than {MAX_NUMEL}",
+                            reason="shape", argument=argument)
+    return tuple(dims)
+
+
+def make_call(manifest: Manifest, args: Mapping[str, Any], profile: DeviceProfile,
+              tunables: Mapping[str, int] | None = None) -> Call:
+    input_roles = [s.role for s in manifest.inputs]
+    for name in args:
+        if name not in input_roles:
+            raise ContractError(f"{manifest.op_id} has no input {name!r}; inputs are {', '.join(input_roles)}",
+                                reason="unknown-argument", argument=name)
+    inputs = {role: tensor_arg(args.get(role), role) for role in input_roles}
+    merged = dict(manifest.tunables)
+    for key, value in (tunables or {}).items():
+        if key not in manifest.tunables:
+            raise ContractError(f"{manifest.op_id} has no tunable {key!r}; tunables are "
+                                f"{', '.join(manifest.tunables) or 'none'}", reason="tunable", argument=key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise ContractError(f"tunable {key!r} must be an integer in [0, 2**32), got {value!r}",
+                                reason="tunable", argument=key)
+        merged[key] = value
+    return Call(inputs, profile, merged)
+
+
+def check_types(manifest: Manifest, call: Call) -> dict[str, str]:
+    """Presence and type-constraint checks; returns each type variable's WGSL dtype."""
+    bound: dict[str, tuple[str, str]] = {}
+    for spec in manifest.inputs:
+        arg = call.inputs.get(spec.role)
+        if arg is None:
+            if not spec.optional:
+                raise ContractError(f"input {spec.role!r} is required by {manifest.op_id} but absent",
+                                    reason="missing-input", argument=spec.role)
+            continue
+        allowed = manifest.type_constraints[spec.typevar]
+        if arg.dtype not in allowed:
+            raise ContractError(f"input {spec.role!r} has dtype {arg.dtype}; type {spec.typevar} allows "
+                                f"{', '.join(allowed)}", reason="dtype", argument=spec.role)
+        if spec.typevar in bound and bound[spec.typevar][1] != arg.dtype:
+            other, other_dtype = bound[spec.typevar]
+            raise ContractError(f"input {spec.role!r} has dtype {arg.dtype} but {other!r} has {other_dtype}; "
+                                f"both are of type {spec.typevar}", reason="mixed-dtype", argument=spec.role)
+        bound.setdefault(spec.typevar, (spec.role, arg.dtype))
+    return {tv: WGSL_DTYPE[dt] for tv, (_, dt) in bound.items()}
+
+
+def rank_violation(manifest: Manifest, call: Call) -> tuple[str, str] | None:
+    """The first input whose rank differs from the declared one, as (role, message)."""
+    for spec in manifest.inputs:
+        arg = call.inputs.get(spec.role)
+        if arg is not None and spec.rank is not None and len(arg.shape) != spec.rank:
+            return spec.role, (f"input {spec.role!r} has rank {len(arg.shape)} (shape {list(arg.shape)}); "
+                               f"the contract declares rank {spec.rank}")
+    return None

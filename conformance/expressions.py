@@ -1,0 +1,488 @@
+"""Manifest expressions: Jinja2 expressions parsed, inlined and run in a locked-down sandbox.
+
+Manifests are untrusted.  Expressions are parsed with Jinja2's own parser and
+compiled by an :class:`~jinja2.sandbox.ImmutableSandboxedEnvironment` with
+``StrictUndefined``, tightened further:
+
+* no globals, filters or tests; attribute and item access only on the
+  documented :class:`Namespace` objects and on shape tuples;
+* only the documented :data:`builtin functions <BUILTIN_NAMES>` may be called,
+  with positional arguments;
+* arithmetic is intercepted: integers are capped at :data:`MAX_INT_BITS` bits and
+  strings at :data:`MAX_STRING` characters, so ``9**9**9`` or ``"a" * 10**9``
+  fail at once instead of exhausting the machine;
+* expressions are capped in length, and named rules (``derive`` entries and
+  constants) are *inlined* into the expressions that use them, with the inlined
+  tree capped in size, so a chain of rules cannot grow exponentially.
+
+Inlining keeps Jinja's short-circuit semantics across rule boundaries: in
+``present.bias and ranks.bias == 1`` the right side is never evaluated when the
+bias is absent, even when it sits in another rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from jinja2 import StrictUndefined, nodes
+from jinja2.environment import TemplateExpression
+from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
+from jinja2.parser import Parser
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .errors import ExpressionError
+
+MAX_SOURCE = 2000
+MAX_INLINED_NODES = 20000
+MAX_INT_BITS = 128
+MAX_STRING = 4096
+
+BUILTIN_NAMES = ("numel", "dim", "dtypeBytes", "f16Ok", "ceilDiv", "min", "max")
+
+
+class Namespace(Mapping):
+    """A read-only mapping whose keys are reachable as attributes in expressions (``shapes.X``)."""
+
+    def __init__(self, label: str, values: Mapping[str, Any]):
+        self._label = label
+        self._values = dict(values)
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        return f"<{self._label}>"
+
+
+class Absent:
+    """The shape/rank of an input that the call leaves out; any use of it is an error."""
+
+    def __init__(self, role: str):
+        self.role = role
+
+    def __repr__(self):
+        return f"<absent {self.role}>"
+
+    def _fail(self, *_):
+        raise ExpressionError(f"input {self.role!r} is absent (check present.{self.role} first)")
+
+    __bool__ = __eq__ = __lt__ = __le__ = __gt__ = __ge__ = __iter__ = __len__ = _fail
+    __hash__ = object.__hash__
+
+
+class Builtin:
+    """A function callable from expressions; nothing else is callable."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]):
+        self.name = name
+        self._fn = fn
+
+    def __call__(self, *args):
+        for a in args:
+            if isinstance(a, Absent):
+                a._fail()
+        return self._fn(*args)
+
+    def __repr__(self):
+        return f"<builtin {self.name}>"
+
+
+DTYPE_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+               "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bf16": 2, "bool": 1}
+
+
+def _shape(value, fn: str) -> tuple[int, ...]:
+    if not isinstance(value, tuple) or not all(isinstance(d, int) for d in value):
+        raise ExpressionError(f"{fn}() expects a shape, got {value!r}")
+    return value
+
+
+def _numel(shape):
+    return math.prod(_shape(shape, "numel"))
+
+
+def _dim(shape, axis):
+    shape = _shape(shape, "dim")
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(shape):
+        raise ExpressionError(f"dim() axis {axis!r} is out of range for a shape of rank {len(shape)}")
+    return shape[axis]
+
+
+def _dtype_bytes(dtype):
+    if dtype not in DTYPE_BYTES:
+        raise ExpressionError(f"dtypeBytes() does not know dtype {dtype!r}")
+    return DTYPE_BYTES[dtype]
+
+
+def _int(value, fn):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ExpressionError(f"{fn}() expects integers, got {value!r}")
+    return value
+
+
+def _ceil_div(a, b):
+    a, b = _int(a, "ceilDiv"), _int(b, "ceilDiv")
+    if b <= 0:
+        raise ExpressionError(f"ceilDiv() divisor must be positive, got {b}")
+    return -(-a // b)
+
+
+def _minmax(fn, name):
+    def run(*args):
+        if len(args) < 1:
+            raise ExpressionError(f"{name}() needs at least one argument")
+        if not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+            raise ExpressionError(f"{name}() expects numbers, got {args!r}")
+        return fn(args)
+    return run
+
+
+def builtins(features: Iterable[str]) -> dict[str, Builtin]:
+    """The functions in scope, ``f16Ok`` bound to the device profile's features."""
+    has_f16 = "shader-f16" in set(features)
+
+    def f16_ok(dtype):
+        if not isinstance(dtype, str):
+            raise ExpressionError(f"f16Ok() expects a dtype name, got {dtype!r}")
+        return dtype == "f32" or (dtype == "f16" and has_f16)
+
+    fns = {"numel": _numel, "dim": _dim, "dtypeBytes": _dtype_bytes, "f16Ok": f16_ok,
+           "ceilDiv": _ceil_div, "min": _minmax(min, "min"), "max": _minmax(max, "max")}
+    return {name: Builtin(name, fn) for name, fn in fns.items()}
+
+
+def _check_number(value):
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise SecurityError(f"integer result exceeds {MAX_INT_BITS} bits")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SecurityError("float result is not finite")
+    if isinstance(value, (str, tuple)) and len(value) > MAX_STRING:
+        raise SecurityError(f"result longer than {MAX_STRING}")
+    return value
+
+
+_NUMBER = (int, float)
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    intercepted_binops = frozenset(["+", "-", "*", "/", "//", "%", "**"])
+    intercepted_unops = frozenset(["-", "+"])
+
+    def __init__(self):
+        super().__init__(undefined=StrictUndefined, autoescape=False, optimized=True)
+        self.globals.clear()
+        self.filters.clear()
+        self.tests.clear()
+
+    def is_safe_attribute(self, obj, attr, value):
+        return False
+
+    def is_safe_callable(self, obj):
+        return isinstance(obj, Builtin)
+
+    def getattr(self, obj, attribute):
+        if isinstance(obj, Namespace) and attribute in obj:
+            return obj[attribute]
+        return self.undefined(obj=obj, name=attribute)
+
+    def getitem(self, obj, argument):
+        if isinstance(obj, Namespace) and isinstance(argument, str) and argument in obj:
+            return obj[argument]
+        if isinstance(obj, tuple) and isinstance(argument, int) and not isinstance(argument, bool):
+            if -len(obj) <= argument < len(obj):
+                return obj[argument]
+        return self.undefined(obj=obj, name=argument)
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's signature)
+        if not isinstance(__obj, Builtin):
+            raise SecurityError(f"{__obj!r} is not callable in manifest expressions")
+        if kwargs:
+            raise SecurityError(f"{__obj.name}() takes positional arguments only")
+        return __obj(*args)
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "+" and isinstance(left, tuple) and isinstance(right, tuple):
+            return _check_number(left + right)
+        if not (isinstance(left, _NUMBER) and isinstance(right, _NUMBER)):
+            raise SecurityError(f"operator {operator!r} needs numbers, got {left!r} and {right!r}")
+        if operator == "**":
+            if isinstance(right, int) and isinstance(left, int):
+                if right < 0 or (abs(left) > 1 and right * max(abs(left).bit_length(), 1) > MAX_INT_BITS):
+                    raise SecurityError(f"{left} ** {right} is too large")
+            elif abs(right) > 1024:
+                raise SecurityError(f"exponent {right} is too large")
+        return _check_number(self.binop_table[operator](left, right))
+
+    def call_unop(self, context, operator, arg):
+        if not isinstance(arg, _NUMBER):
+            raise SecurityError(f"unary {operator!r} needs a number, got {arg!r}")
+        return self.unop_table[operator](arg)
+
+
+SANDBOX = _Sandbox()
+
+
+def parse(source: Any, *, pointer: str = "", file: str | None = None) -> nodes.Expr:
+    """Parse one expression (a JSON string, or a JSON literal taken as a constant)."""
+    if isinstance(source, bool) or isinstance(source, (int, float)) and not isinstance(source, bool):
+        return nodes.Const(source, lineno=1)
+    if not isinstance(source, str):
+        raise ExpressionError(f"expected an expression string, number or boolean, got {type(source).__name__}",
+                              pointer=pointer, file=file)
+    if len(source) > MAX_SOURCE:
+        raise ExpressionError(f"expression is longer than {MAX_SOURCE} characters", pointer=pointer, file=file)
+    try:
+        parser = Parser(SANDBOX, source, state="variable")
+        expr = parser.parse_expression()
+        if not parser.stream.eos:
+            raise ExpressionError(f"unexpected {parser.stream.current.value!r} after the expression",
+                                  source=source, pointer=pointer, file=file)
+    except TemplateError as exc:
+        raise ExpressionError(f"syntax error: {exc.message}", source=source, pointer=pointer, file=file) from None
+    except RecursionError:
+        raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
+    return expr
+
+
+# -- printing (for messages, reports and case analysis) ----------------------------------------
+
+_BINOPS = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**"}
+_CMP = {"eq": "==", "ne": "!=", "gt": ">", "gteq": ">=", "lt": "<", "lteq": "<=", "in": "in", "notin": "not in"}
+_PREC = {"CondExpr": 1, "Or": 2, "And": 3, "Not": 4, "Compare": 5, "Add": 6, "Sub": 6, "Concat": 7,
+         "Mul": 8, "Div": 8, "FloorDiv": 8, "Mod": 8, "Pow": 9, "Neg": 10, "Pos": 10}
+
+
+def _prec(node) -> int:
+    return _PREC.get(type(node).__name__, 11)
+
+
+def unparse(node: nodes.Node) -> str:
+    """Jinja AST back to source text, parenthesised only where precedence needs it."""
+    kind = type(node).__name__
+
+    def wrap(child, min_prec):
+        text = unparse(child)
+        return f"({text})" if _prec(child) < min_prec else text
+
+    p = _prec(node)
+    if isinstance(node, nodes.Name):
+        return node.name
+    if isinstance(node, nodes.Const):
+        v = node.value
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return repr(v)
+    if isinstance(node, nodes.Getattr):
+        return f"{wrap(node.node, 11)}.{node.attr}"
+    if isinstance(node, nodes.Getitem):
+        return f"{wrap(node.node, 11)}[{unparse(node.arg)}]"
+    if isinstance(node, nodes.Call):
+        return f"{wrap(node.node, 11)}({', '.join(unparse(a) for a in node.args)})"
+    if kind in _BINOPS:
+        # left-associative, except ** which is right-associative
+        lp, rp = (p + 1, p) if kind == "Pow" else (p, p + 1)
+        return f"{wrap(node.left, lp)} {_BINOPS[kind]} {wrap(node.right, rp)}"
+    if isinstance(node, nodes.Concat):
+        return " ~ ".join(wrap(n, p + 1) for n in node.nodes)
+    if isinstance(node, (nodes.And, nodes.Or)):
+        word = "and" if isinstance(node, nodes.And) else "or"
+        return f"{wrap(node.left, p)} {word} {wrap(node.right, p + 1)}"
+    if isinstance(node, nodes.Not):
+        return f"not {wrap(node.node, p)}"
+    if isinstance(node, nodes.Neg):
+        return f"-{wrap(node.node, p)}"
+    if isinstance(node, nodes.Pos):
+        return f"+{wrap(node.node, p)}"
+    if isinstance(node, nodes.Compare):
+        parts = [wrap(node.expr, p + 1)]
+        parts += [f"{_CMP[op.op]} {wrap(op.expr, p + 1)}" for op in node.ops]
+        return " ".join(parts)
+    if isinstance(node, nodes.CondExpr):
+        text = f"{wrap(node.expr1, p + 1)} if {wrap(node.test, p + 1)}"
+        return text + (f" else {wrap(node.expr2, p)}" if node.expr2 is not None else "")
+    if isinstance(node, (nodes.Tuple, nodes.List)):
+        inner = ", ".join(unparse(n) for n in node.items)
+        return f"[{inner}]" if isinstance(node, nodes.List) else f"({inner}{',' if len(node.items) == 1 else ''})"
+    raise ExpressionError(f"unsupported expression element {kind}")
+
+
+def names_used(node: nodes.Node) -> set[str]:
+    """Top-level names an expression reads."""
+    return {n.name for n in node.find_all(nodes.Name)}
+
+
+def attribute_paths(node: nodes.Node) -> set[tuple[str, ...]]:
+    """Dotted paths an expression reads, such as ``("device", "limits", "maxBufferSize")``."""
+    paths = set()
+
+    def chain(n):
+        if isinstance(n, nodes.Name):
+            return (n.name,)
+        if isinstance(n, nodes.Getattr):
+            base = chain(n.node)
+            return base + (n.attr,) if base else None
+        return None
+
+    for getattr_node in node.find_all(nodes.Getattr):
+        path = chain(getattr_node)
+        if path:
+            paths.add(path)
+    # keep only maximal paths
+    return {p for p in paths if not any(q != p and q[: len(p)] == p for q in paths)}
+
+
+# -- rule tables, inlining and evaluation --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Rule:
+    """A named expression (a ``derive`` entry or a constant) with where it came from."""
+
+    name: str
+    tree: nodes.Expr
+    pointer: str
+
+
+@dataclass
+class RuleTable:
+    """Named rules visible to a set of expressions; inlines them on demand."""
+
+    rules: dict[str, Rule]
+    file: str | None = None
+    _inlined: dict[int, nodes.Expr] = field(default_factory=dict, repr=False)
+
+    def inline(self, tree: nodes.Expr, pointer: str = "") -> nodes.Expr:
+        """A copy of ``tree`` with every rule name replaced by the rule's own (inlined) tree."""
+        budget = [MAX_INLINED_NODES]
+
+        def visit(node, stack):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise ExpressionError(f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
+                                      pointer=pointer, file=self.file)
+            if isinstance(node, nodes.Name) and node.name in self.rules:
+                if node.name in stack:
+                    cycle = " -> ".join(stack[stack.index(node.name):] + [node.name])
+                    raise ExpressionError(f"rules form a cycle: {cycle}",
+                                          pointer=self.rules[node.name].pointer, file=self.file)
+                return visit(self.rules[node.name].tree, stack + [node.name])
+            clone = copy.copy(node)
+            for fname in clone.fields:
+                value = getattr(clone, fname)
+                if isinstance(value, nodes.Node):
+                    setattr(clone, fname, visit(value, stack))
+                elif isinstance(value, list):
+                    setattr(clone, fname, [visit(v, stack) if isinstance(v, nodes.Node) else v for v in value])
+            return clone
+
+        try:
+            return visit(tree, [])
+        except RecursionError:
+            raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
+
+
+class Compiled:
+    """One inlined expression compiled by the sandbox."""
+
+    def __init__(self, tree: nodes.Expr, *, source: str, pointer: str, file: str | None):
+        self.source, self.pointer, self.file = source, pointer, file
+        body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), tree, lineno=1)], lineno=1)
+        body.set_environment(SANDBOX)
+        try:
+            template = SANDBOX.from_string(body)
+        except RecursionError:
+            raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
+        except TemplateError as exc:
+            raise ExpressionError(str(exc), source=source, pointer=pointer, file=file) from None
+        self._expr = TemplateExpression(template, undefined_to_none=False)
+
+    def __call__(self, scope: Mapping[str, Any]) -> Any:
+        try:
+            value = self._expr(**scope)
+            if isinstance(value, StrictUndefined):
+                str(value)  # raises the UndefinedError with the missing name
+            return value
+        except ExpressionError as exc:
+            raise ExpressionError(exc.detail, source=self.source, pointer=self.pointer, file=self.file) from None
+        except UndefinedError as exc:
+            raise ExpressionError(f"undefined name: {exc.message}", source=self.source, pointer=self.pointer,
+                                  file=self.file) from None
+        except SecurityError as exc:
+            raise ExpressionError(f"refused by the sandbox: {exc}", source=self.source, pointer=self.pointer,
+                                  file=self.file) from None
+        except RecursionError:
+            raise ExpressionError("evaluation nested too deeply", source=self.source, pointer=self.pointer,
+                                  file=self.file) from None
+        except (ArithmeticError, TypeError, ValueError, TemplateError, MemoryError) as exc:
+            raise ExpressionError(f"{type(exc).__name__}: {exc}", source=self.source, pointer=self.pointer,
+                                  file=self.file) from None
+
+
+class Evaluator:
+    """Compiles expressions against a rule table, caching by source text."""
+
+    def __init__(self, table: RuleTable):
+        self.table = table
+        self._cache: dict[str, Compiled] = {}
+
+    def compiled(self, tree: nodes.Expr, pointer: str = "") -> Compiled:
+        source = unparse(tree)
+        hit = self._cache.get(source)
+        if hit is None:
+            hit = Compiled(self.table.inline(tree, pointer), source=source, pointer=pointer, file=self.table.file)
+            self._cache[source] = hit
+        return hit
+
+    def evaluate(self, tree: nodes.Expr, scope: Mapping[str, Any], pointer: str = "") -> Any:
+        return self.compiled(tree, pointer)(scope)
+
+    def explain_false(self, tree: nodes.Expr, scope: Mapping[str, Any]) -> str:
+        """Why ``tree`` is false: the first false conjunct and the values of its operands."""
+        if isinstance(tree, nodes.Name) and tree.name in self.table.rules:
+            return f"{tree.name} is false: " + self._why(self.table.rules[tree.name].tree, scope)
+        return f"{unparse(tree)} is false: " + self._why(tree, scope)
+
+    def _why(self, tree, scope) -> str:
+        if isinstance(tree, nodes.Name) and tree.name in self.table.rules:
+            return f"{tree.name} is false: " + self._why(self.table.rules[tree.name].tree, scope)
+        if isinstance(tree, nodes.And):
+            left_true = bool(self.evaluate(tree.left, scope))
+            return self._why(tree.right if left_true else tree.left, scope)
+        if isinstance(tree, nodes.Or):
+            return f"{self._why(tree.left, scope)}; and {self._why(tree.right, scope)}"
+        operands = self._operands(tree)
+        shown = [f"{unparse(o)} = {format_value(self.evaluate(o, scope))}" for o in operands]
+        if isinstance(tree, nodes.Call):
+            shown.insert(0, f"{unparse(tree)} = {format_value(self.evaluate(tree, scope))}")
+        return ", ".join(shown) if shown else f"{unparse(tree)} = {format_value(self.evaluate(tree, scope))}"
+
+    def _operands(self, tree) -> list[nodes.Expr]:
+        if isinstance(tree, nodes.Not):
+            return [tree.node]
+        if isinstance(tree, nodes.Compare):
+            found = [tree.expr] + [op.expr for op in tree.ops]
+        elif isinstance(tree, nodes.Call):
+            found = list(tree.args)
+        else:
+            found = [tree]
+        return [o for o in found if not isinstance(o, nodes.Const)]
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)

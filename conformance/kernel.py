@@ -1,0 +1,69 @@
+"""The public API: ``load_kernel(name)`` gives a :class:`Kernel` that plans and runs calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .call import make_call, tensor_arg
+from .device import Device, default_backend, get_device
+from .errors import ContractError
+from .package import Package, load_package
+from .plan import Plan
+from .planner import Planner
+from .profile import DeviceProfile
+from .runtime import Run, Runtime
+
+
+class Kernel:
+    """One kernel package bound to a device (opened on first use)."""
+
+    def __init__(self, package: Package, device: Device | None = None):
+        self.package = package
+        self.manifest = package.manifest
+        self.planner = Planner(package.manifest)
+        self._device = device
+
+    @property
+    def device(self) -> Device:
+        if self._device is None or self._device.lost:
+            self._device = get_device(*default_backend())
+        return self._device
+
+    def plan(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
+             **args: Any) -> Plan:
+        """Plan a call given as ``role=(shape, dtype)``, ``role=array`` or ``role=None``."""
+        profile = profile or self.device.profile
+        return self.planner.plan(make_call(self.manifest, args, profile, tunables))
+
+    def run(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None, *,
+            verify: bool = False, **arrays: np.ndarray | None) -> tuple[Plan, Run]:
+        """Plan and run; returns the plan with the run's outputs and checks."""
+        device = self.device
+        profile = profile or device.profile
+        lacking = profile.exceeds(device.profile)
+        if lacking:
+            raise ContractError(f"profile {profile.name!r} assumes what the device {device.profile.name!r} lacks: "
+                                f"{', '.join(lacking)}", reason="profile")
+        for role, value in arrays.items():
+            if value is not None and not isinstance(value, np.ndarray):
+                raise ContractError(f"argument {role!r}: expected a NumPy array or None, got {type(value).__name__}",
+                                    reason="argument", argument=role)
+            tensor_arg(value, role)
+        plan = self.plan(profile, tunables, **arrays)
+        inputs = {spec.role: arrays.get(spec.role) for spec in self.manifest.inputs}
+        return plan, Runtime(device, self.package).run(plan, inputs, verify=verify)
+
+    def __call__(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
+                 **arrays: np.ndarray | None) -> dict[str, np.ndarray]:
+        return self.run(profile, tunables, **arrays)[1].outputs
+
+    def __repr__(self):
+        return f"<Kernel {self.manifest.op_id} from {self.package.root}>"
+
+
+def load_kernel(ref: str | Path, *, device: Device | None = None, specs_dir: Path | None = None) -> Kernel:
+    """A kernel by package name under ``specs/`` (or ``specs_dir``), or by package directory."""
+    return Kernel(load_package(ref, specs_dir), device)

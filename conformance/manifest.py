@@ -1,0 +1,449 @@
+"""Load a kernel manifest: parse JSON, check the schema, check cross references, build the model.
+
+Every problem is reported with the file and JSON pointer it concerns; a
+manifest with problems never yields a :class:`Manifest`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jinja2 import nodes
+
+from .errors import ExpressionError, ManifestError
+from .expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
+from .profile import LIMIT_NAMES
+
+#: Names that expressions may read besides rules and builtins.
+SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables")
+
+#: Manifest dtype names (ONNX's) to the WGSL names expressions compare with.
+WGSL_DTYPE = {"float32": "f32", "float16": "f16", "float64": "f64", "bfloat16": "bf16", "int8": "i8",
+              "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32", "uint32": "u32",
+              "int64": "i64", "uint64": "u64", "bool": "bool"}
+
+
+def _pointer(*parts: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A parsed expression and where it stands in the manifest."""
+
+    tree: nodes.Expr
+    pointer: str
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    role: str
+    typevar: str
+    rank: int | None
+    optional: bool
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    role: str
+    typevar: str
+    rank: Expr | None
+    shape: Expr
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    name: str
+    buffer_type: str
+    arg: str | None
+    element_type: str | None
+    length: str | int | None
+    struct_name: str | None
+    fields: tuple[FieldSpec, ...]
+    pointer: str
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    id: str
+    name: str
+    shader: str
+    bindings: tuple[BindingSpec, ...]
+    threads: Expr
+    workgroup_size: Expr
+    pointer: str
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    id: str
+    priority: int
+    when: tuple[Expr, ...]
+    constant_names: tuple[str, ...]
+    passes: tuple[PassSpec, ...]
+    evaluator: Evaluator
+    pointer: str
+
+
+class Problems:
+    """Collects (pointer, message) pairs so one load reports every problem."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.items: list[tuple[str, str]] = []
+
+    def add(self, pointer: str, message: str):
+        self.items.append((pointer, message))
+
+    def raise_if_any(self):
+        if self.items:
+            pointer, message = self.items[0]
+            more = f" (and {len(self.items) - 1} more problem(s))" if len(self.items) > 1 else ""
+            err = ManifestError(message + more, file=self.file, pointer=pointer)
+            err.problems = [ManifestError(m, file=self.file, pointer=p) for p, m in self.items]
+            raise err
+
+
+def _schema() -> dict:
+    text = resources.files("conformance").joinpath("schema/manifest.schema.json").read_text()
+    return json.loads(text)
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(_schema())
+
+
+def _reject_duplicate_keys(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file, reporting line and column on a syntax error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestError(f"cannot read manifest: {exc.strerror or exc}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"manifest is not UTF-8: {exc.reason} at byte {exc.start}", file=str(path)) from None
+    return parse_json(text, str(path))
+
+
+def parse_json(text: str, file: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys,
+                          parse_constant=_bad_constant)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=file) from None
+    except ValueError as exc:
+        raise ManifestError(f"malformed JSON: {exc}", file=file) from None
+    except RecursionError:
+        raise ManifestError("malformed JSON: nested too deeply", file=file) from None
+
+
+def _bad_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def schema_problems(raw: Any, problems: Problems):
+    errors = sorted(_VALIDATOR.iter_errors(raw), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    for err in errors[:50]:
+        message = err.message if len(err.message) < 300 else err.message[:300] + "..."
+        problems.add(_pointer(*err.absolute_path), f"schema: {message}")
+
+
+class Manifest:
+    """A validated manifest: the op contract and its variants, ready for planning."""
+
+    def __init__(self, raw: dict, *, file: str, directory: Path | None = None, text: bytes | None = None):
+        self.raw = raw
+        self.file = file
+        self.directory = directory
+        self.sha256 = hashlib.sha256(text if text is not None else json.dumps(raw, sort_keys=True).encode()).hexdigest()
+        problems = Problems(file)
+        schema_problems(raw, problems)
+        problems.raise_if_any()
+        self._build(problems)
+        problems.raise_if_any()
+
+    # -- construction -----------------------------------------------------------------------
+    def _parse(self, source, pointer, problems) -> Expr | None:
+        try:
+            return Expr(parse(source, pointer=pointer, file=self.file), pointer)
+        except ExpressionError as exc:
+            problems.add(pointer, exc.detail + (f" in {source!r}" if exc.source else ""))
+            return None
+
+    def _build(self, problems: Problems):
+        raw = self.raw
+        self.domain: str = raw["domain"]
+        self.name: str = raw["name"]
+        self.type_constraints: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in raw["typeConstraints"].items()}
+        self.tunables: dict[str, int] = dict(raw.get("tunables", {}))
+        self.inputs = tuple(TensorSpec(t["role"], t["dtype"], t.get("rank"), bool(t.get("optional", False)))
+                            for t in raw["inputs"])
+        self.outputs = tuple(
+            OutputSpec(o["role"], o["dtype"],
+                       self._parse(o["rank"], _pointer("outputs", i, "rank"), problems) if "rank" in o else None,
+                       self._parse(o["shape"], _pointer("outputs", i, "shape"), problems))
+            for i, o in enumerate(raw["outputs"]))
+        self.args: dict[str, dict] = dict(raw.get("args", {}))
+        self._check_roles(problems)
+
+        derive = {name: self._parse(src, _pointer("derive", name), problems)
+                  for name, src in raw.get("derive", {}).items()}
+        top_constants = {name: self._parse(src, _pointer("constants", name), problems)
+                         for name, src in raw.get("constants", {}).items()}
+        for name in derive:
+            if name in top_constants:
+                problems.add(_pointer("constants", name), f"constant {name!r} has the name of a derive rule")
+        for name in list(derive) + list(top_constants):
+            if name in SCOPE_ROOTS or name in BUILTIN_NAMES:
+                problems.add(_pointer("derive" if name in derive else "constants", name),
+                             f"{name!r} is a reserved name (scope: {', '.join(SCOPE_ROOTS)}; "
+                             f"functions: {', '.join(BUILTIN_NAMES)})")
+        if problems.items:
+            return
+        self.derive_names = tuple(derive)
+        self.top_constant_names = tuple(top_constants)
+        base_rules = {n: Rule(n, e.tree, e.pointer) for n, e in {**derive, **top_constants}.items()}
+        self.base_table = RuleTable(base_rules, file=self.file)
+        self._check_rules(base_rules, derive.keys(), problems)
+
+        binding_sets = {name: self._bindings(lst, _pointer("bindingSets", name), problems)
+                        for name, lst in raw.get("bindingSets", {}).items()}
+        self.variants = tuple(self._variant(i, v, base_rules, derive.keys(), binding_sets, problems)
+                              for i, v in enumerate(raw["variants"]))
+        self._check_variant_ids(problems)
+        for out in self.outputs:
+            for expr in (out.rank, out.shape):
+                if expr is not None:
+                    self._check_names(expr, set(base_rules), problems, allow_rules=False)
+
+    def _check_roles(self, problems: Problems):
+        roles: dict[str, str] = {}
+        for kind, specs in (("inputs", self.inputs), ("outputs", self.outputs)):
+            for i, spec in enumerate(specs):
+                if spec.role in roles:
+                    problems.add(_pointer(kind, i, "role"), f"role {spec.role!r} is declared twice")
+                roles[spec.role] = kind
+                if spec.typevar not in self.type_constraints:
+                    problems.add(_pointer(kind, i, "dtype"),
+                                 f"type variable {spec.typevar!r} is not in typeConstraints "
+                                 f"(declared: {', '.join(self.type_constraints)})")
+        for name, arg in self.args.items():
+            expected_kind = "inputs" if arg["role"] == "input" else "outputs"
+            if roles.get(name) != expected_kind:
+                problems.add(_pointer("args", name),
+                             f"arg {name!r} has role {arg['role']!r} but no {expected_kind[:-1]} of that role exists")
+            spec = next((s for s in self.inputs if s.role == name), None)
+            if spec is not None and "required" in arg and arg["required"] == spec.optional:
+                problems.add(_pointer("args", name, "required"),
+                             f"arg {name!r} says required={arg['required']} but input {name!r} says "
+                             f"optional={spec.optional}")
+        self.roles = roles
+
+    def _check_rules(self, rules: dict[str, Rule], derive_names, problems: Problems):
+        known = set(rules)
+        for rule in rules.values():
+            self._check_names(Expr(rule.tree, rule.pointer), known, problems)
+        for rule in rules.values():
+            try:
+                self.base_table.inline(rule.tree, rule.pointer)
+            except ExpressionError as exc:
+                if (exc.pointer, exc.detail) not in problems.items:
+                    problems.add(exc.pointer or rule.pointer, exc.detail)
+
+    def _check_names(self, expr: Expr, rule_names: set[str], problems: Problems, *, allow_rules: bool = True):
+        """Every name resolves: rules, builtins, and documented paths under the scope roots."""
+        tree = expr.tree
+        for name in sorted(names_used(tree)):
+            if name in SCOPE_ROOTS or name in BUILTIN_NAMES or (allow_rules and name in rule_names):
+                continue
+            known = sorted(set(SCOPE_ROOTS) | set(BUILTIN_NAMES) | (rule_names if allow_rules else set()))
+            problems.add(expr.pointer, f"unknown name {name!r}; known names: {', '.join(known)}")
+        for call in tree.find_all(nodes.Call):
+            if not (isinstance(call.node, nodes.Name) and call.node.name in BUILTIN_NAMES):
+                problems.add(expr.pointer, f"only the functions {', '.join(BUILTIN_NAMES)} may be called")
+        for path in sorted(attribute_paths(tree)):
+            message = self._path_problem(path)
+            if message:
+                problems.add(expr.pointer, message)
+
+    def _path_problem(self, path: tuple[str, ...]) -> str | None:
+        root, rest = path[0], path[1:]
+        dotted = ".".join(path)
+        if root not in SCOPE_ROOTS:
+            return None if root in BUILTIN_NAMES else f"{dotted}: {root!r} has no attributes"
+        if not rest:
+            return None
+        key = rest[0]
+        if root in ("shapes", "ranks", "present"):
+            ok, expected = key in self.roles, sorted(self.roles)
+        elif root == "dtypes":
+            ok, expected = key in self.type_constraints, sorted(self.type_constraints)
+        elif root == "tunables":
+            ok, expected = key in self.tunables, sorted(self.tunables)
+        else:  # device
+            if key == "features":
+                return None if len(rest) == 1 else f"{dotted}: device.features has no attributes"
+            if key != "limits":
+                return f"{dotted}: device has only 'limits' and 'features'"
+            if len(rest) < 2:
+                return None
+            ok, expected = rest[1] in LIMIT_NAMES, ["WebGPU limit names in camelCase"]
+            key = rest[1]
+        if not ok:
+            return f"{dotted}: unknown {root[:-1] if root.endswith('s') else root} {key!r}; expected one of {expected}"
+        if len(rest) > (2 if root == "device" else 1):
+            return f"{dotted}: too many attribute levels"
+        return None
+
+    def _bindings(self, items: list[dict], pointer: str, problems: Problems) -> tuple[BindingSpec, ...]:
+        out = []
+        seen = set()
+        for i, b in enumerate(items):
+            bp = f"{pointer}/{i}"
+            if b["name"] in seen:
+                problems.add(_pointer_join(bp, "name"), f"binding name {b['name']!r} is used twice")
+            seen.add(b["name"])
+            arg = b.get("arg")
+            if arg is not None and arg not in self.args:
+                problems.add(_pointer_join(bp, "arg"), f"arg {arg!r} is not in args ({', '.join(self.args)})")
+            struct = b.get("struct")
+            fields = ()
+            if struct:
+                fields = tuple(FieldSpec(f["name"], f["type"],
+                                         self._parse(f["value"], _pointer_join(bp, "struct", "fields", j, "value"),
+                                                     problems))
+                               for j, f in enumerate(struct["fields"]))
+            out.append(BindingSpec(b["name"], b["buffer"]["type"], arg, b.get("elementType"), b.get("length"),
+                                   struct["name"] if struct else None, fields, bp))
+        return tuple(out)
+
+    def _variant(self, index, raw_variant, base_rules, derive_names, binding_sets, problems) -> VariantSpec:
+        vp = _pointer("variants", index)
+        constants = {name: self._parse(src, _pointer_join(vp, "constants", name), problems)
+                     for name, src in raw_variant.get("constants", {}).items()}
+        for name in constants:
+            if name in derive_names or name in SCOPE_ROOTS or name in BUILTIN_NAMES:
+                problems.add(_pointer_join(vp, "constants", name), f"constant {name!r} shadows a derive rule or a "
+                                                                      f"reserved name")
+        rules = dict(base_rules)
+        rules.update({n: Rule(n, e.tree, e.pointer) for n, e in constants.items() if e is not None})
+        table = RuleTable(rules, file=self.file)
+        constant_names = tuple(dict.fromkeys([*self.top_constant_names, *constants]))
+        for name, expr in constants.items():
+            if expr is not None:
+                self._check_names(expr, set(rules), problems)
+                try:
+                    table.inline(expr.tree, expr.pointer)
+                except ExpressionError as exc:
+                    problems.add(exc.pointer or expr.pointer, exc.detail)
+        when = tuple(e for j, src in enumerate(raw_variant["when"])
+                     if (e := self._parse(src, _pointer_join(vp, "when", j), problems)) is not None)
+        for expr in when:
+            self._check_names(expr, set(rules), problems)
+        passes = []
+        pass_ids = set()
+        for j, raw_pass in enumerate(raw_variant["passes"]):
+            pp = _pointer_join(vp, "passes", j)
+            if raw_pass["id"] in pass_ids:
+                problems.add(_pointer_join(pp, "id"), f"pass id {raw_pass['id']!r} is used twice")
+            pass_ids.add(raw_pass["id"])
+            bindings = raw_pass["bindings"]
+            if isinstance(bindings, str):
+                if bindings not in binding_sets:
+                    problems.add(_pointer_join(pp, "bindings"),
+                                 f"bindingSets has no entry {bindings!r} (known: {', '.join(binding_sets) or 'none'})")
+                    specs = ()
+                else:
+                    specs = binding_sets[bindings]
+            else:
+                specs = self._bindings(bindings, _pointer_join(pp, "bindings"), problems)
+            for spec in specs:
+                for ref in (spec.element_type, spec.length):
+                    if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in constant_names:
+                        problems.add(_pointer_join(pp, "bindings") if isinstance(bindings, str) else spec.pointer,
+                                     f"{ref} in binding {spec.name!r} is not a constant of variant "
+                                     f"{raw_variant['id']!r} (constants: {', '.join(constant_names)})")
+                for f in spec.fields:
+                    if f.value is not None:
+                        self._check_names(f.value, set(rules), problems)
+            threads = self._parse(raw_pass["dispatch"]["threads"], _pointer_join(pp, "dispatch", "threads"), problems)
+            wg = self._parse(raw_pass["dispatch"]["workgroupSize"], _pointer_join(pp, "dispatch", "workgroupSize"),
+                             problems)
+            for expr in (threads, wg):
+                if expr is not None:
+                    self._check_names(expr, set(rules), problems)
+            passes.append(PassSpec(raw_pass["id"], raw_pass["name"], raw_pass["shader"], specs, threads, wg, pp))
+        return VariantSpec(raw_variant["id"], raw_variant["priority"], when, constant_names, tuple(passes),
+                           Evaluator(table), vp)
+
+    def _check_variant_ids(self, problems: Problems):
+        ids, priorities = {}, {}
+        for v in self.variants:
+            if v.id in ids:
+                problems.add(_pointer_join(v.pointer, "id"), f"variant id {v.id!r} is used twice")
+            ids[v.id] = v
+            if v.priority in priorities:
+                problems.add(_pointer_join(v.pointer, "priority"),
+                             f"priority {v.priority} is shared with variant {priorities[v.priority]!r}: "
+                             f"selection would be ambiguous")
+            priorities[v.priority] = v.id
+        self.variants = tuple(sorted(self.variants, key=lambda v: -v.priority))
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def op_id(self) -> str:
+        return f"{self.domain}.{self.name}"
+
+    def variant(self, variant_id: str) -> VariantSpec:
+        for v in self.variants:
+            if v.id == variant_id:
+                return v
+        raise KeyError(f"{self.op_id} has no variant {variant_id!r}")
+
+    @cached_property
+    def shaders(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p.shader for v in self.variants for p in v.passes))
+
+    def input(self, role: str) -> TensorSpec:
+        return next(s for s in self.inputs if s.role == role)
+
+    def allowed_wgsl_dtypes(self, typevar: str) -> tuple[str, ...]:
+        return tuple(WGSL_DTYPE[d] for d in self.type_constraints[typevar])
+
+
+def _pointer_join(base: str, *parts: Any) -> str:
+    return base + _pointer(*parts)
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Load and validate ``path`` (a manifest.json file)."""
+    path = Path(path)
+    raw = read_json(path)
+    try:
+        text = path.read_bytes()
+    except OSError:
+        text = None
+    if not isinstance(raw, dict):
+        raise ManifestError(f"expected a JSON object at the top level, got {type(raw).__name__}", file=str(path))
+    return Manifest(raw, file=str(path), directory=path.parent, text=text)

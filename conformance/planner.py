@@ -1,0 +1,212 @@
+"""Turn a manifest and a call into a :class:`~conformance.plan.Plan`, or a ContractError saying why not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import nodes
+
+from .call import Call, check_types, rank_violation
+from .errors import ContractError, ExpressionError, NoVariantError
+from .expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
+from .layout import (binding_declaration, element_stride, element_type, pack_struct, split_workgroups)
+from .manifest import WGSL_DTYPE, BindingSpec, Manifest, PassSpec, VariantSpec
+from .plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
+
+
+def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
+              output_shapes: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
+    """The names an expression sees for this call (see specs/README.md, "Expressions")."""
+    shapes: dict[str, Any] = {}
+    for spec in manifest.inputs:
+        arg = call.inputs.get(spec.role)
+        shapes[spec.role] = arg.shape if arg is not None else Absent(spec.role)
+    for role, shape in (output_shapes or {}).items():
+        shapes[role] = shape
+    ranks = {role: (len(s) if isinstance(s, tuple) else s) for role, s in shapes.items()}
+    present = {role: isinstance(s, tuple) for role, s in shapes.items()}
+    dtypes = {tv: typevars.get(tv, Absent(f"dtype {tv}")) for tv in manifest.type_constraints}
+    device = Namespace("device", {"limits": Namespace("device.limits", call.profile.limits),
+                                  "features": tuple(sorted(call.profile.features))})
+    return {"shapes": Namespace("shapes", shapes), "ranks": Namespace("ranks", ranks),
+            "dtypes": Namespace("dtypes", dtypes), "present": Namespace("present", present),
+            "device": device, "tunables": Namespace("tunables", call.tunables),
+            **builtins(call.profile.features)}
+
+
+def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int = 0) -> int:
+    """An integer slot; ``/`` is true division in Jinja, so an integral float (``numel / 4``) is accepted."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ExpressionError(f"{what} must be an integer >= {minimum}, got {format_value(value)}",
+                              pointer=pointer, file=manifest.file)
+    return value
+
+
+class Planner:
+    """Plans calls for one manifest."""
+
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+        self._outputs_eval = Evaluator(RuleTable({}, file=manifest.file))
+
+    def plan(self, call: Call) -> Plan:
+        m = self.manifest
+        typevars = check_types(m, call)
+        outputs = self._outputs(call, typevars)
+        scope = scope_for(m, call, typevars, {r: o.shape for r, o in outputs.items()})
+        variant, failures = self._select(scope)
+        violation = rank_violation(m, call)
+        if variant is None:
+            lines = "\n".join(f"  {vid}: {why}" for vid, why in failures.items())
+            note = f"\n  (contract: {violation[1]})" if violation else ""
+            err = NoVariantError(f"no variant of {m.op_id} accepts this call:\n{lines}{note}", failures=failures)
+            err.argument = violation[0] if violation else None
+            raise err
+        if violation:
+            raise ContractError(violation[1], reason="rank", argument=violation[0])
+        constants = {name: variant.evaluator.evaluate(nodes.Name(name, "load"), scope,
+                                                      f"{variant.pointer}/constants/{name}")
+                     for name in variant.constant_names}
+        passes = tuple(self._pass(variant, p, scope, constants, call, typevars) for p in variant.passes)
+        return Plan(m.op_id, variant.id, passes, outputs, call.profile.name)
+
+    # -- steps --------------------------------------------------------------------------------
+    def _outputs(self, call: Call, typevars: dict[str, str]) -> dict[str, OutputPlan]:
+        m = self.manifest
+        scope = scope_for(m, call, typevars)
+        out = {}
+        for spec in m.outputs:
+            shape = self._outputs_eval.evaluate(spec.shape.tree, scope, spec.shape.pointer)
+            if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                       for d in shape):
+                raise ExpressionError(f"output shape must be a list of non-negative integers, got "
+                                      f"{format_value(shape)}", pointer=spec.shape.pointer, file=m.file)
+            if spec.rank is not None:
+                rank = self._outputs_eval.evaluate(spec.rank.tree, scope, spec.rank.pointer)
+                if rank != len(shape):
+                    raise ContractError(f"output {spec.role!r}: shape {list(shape)} has rank {len(shape)}, the "
+                                        f"contract says rank {format_value(rank)}", reason="output-rank",
+                                        argument=spec.role)
+            dtype = typevars.get(spec.typevar)
+            if dtype is None:
+                raise ContractError(f"output {spec.role!r}: type {spec.typevar} is bound by no present input",
+                                    reason="dtype", argument=spec.role)
+            out[spec.role] = OutputPlan(spec.role, shape, _manifest_dtype(dtype))
+        return out
+
+    def _select(self, scope) -> tuple[VariantSpec | None, dict[str, str]]:
+        failures: dict[str, str] = {}
+        for variant in self.manifest.variants:
+            for expr in variant.when:
+                value = variant.evaluator.evaluate(expr.tree, scope, expr.pointer)
+                if not isinstance(value, bool):
+                    raise ExpressionError(f"a when predicate must be true or false, got {format_value(value)}",
+                                          pointer=expr.pointer, file=self.manifest.file)
+                if not value:
+                    failures[variant.id] = variant.evaluator.explain_false(expr.tree, scope)
+                    break
+            else:
+                return variant, failures
+        return None, failures
+
+    def _pass(self, variant: VariantSpec, spec: PassSpec, scope, constants, call: Call, typevars) -> PassPlan:
+        ev, m, limits = variant.evaluator, self.manifest, call.profile.limits
+        wg = _int(ev.evaluate(spec.workgroup_size.tree, scope, spec.workgroup_size.pointer), "workgroupSize",
+                  spec.workgroup_size.pointer, m, minimum=1)
+        threads = _int(ev.evaluate(spec.threads.tree, scope, spec.threads.pointer), "threads",
+                       spec.threads.pointer, m)
+        for limit in ("maxComputeWorkgroupSizeX", "maxComputeInvocationsPerWorkgroup"):
+            if wg > limits[limit]:
+                raise ContractError(f"pass {spec.name}: workgroup size {wg} exceeds device.limits.{limit} = "
+                                    f"{limits[limit]}", reason="device-limit")
+        groups = -(-threads // wg)
+        counts = split_workgroups(groups, limits["maxComputeWorkgroupsPerDimension"])
+        if counts is None:
+            raise ContractError(f"pass {spec.name}: {groups} workgroups do not fit in 3 dimensions of at most "
+                                f"device.limits.maxComputeWorkgroupsPerDimension = "
+                                f"{limits['maxComputeWorkgroupsPerDimension']}", reason="device-limit")
+        bindings = tuple(self._binding(i, b, spec, scope, constants, call, ev) for i, b in enumerate(spec.bindings))
+        self._check_binding_limits(spec, bindings, limits)
+        return PassPlan(spec.id, spec.name, spec.shader, constants, bindings, Dispatch(threads, wg, counts))
+
+    def _binding(self, index: int, b: BindingSpec, spec: PassSpec, scope, constants, call: Call, ev) -> BindingPlan:
+        m = self.manifest
+
+        def resolve(ref):
+            return constants[ref[1:]] if isinstance(ref, str) and ref.startswith("$") else ref
+
+        if b.buffer_type == "uniform":
+            fields = tuple((f.name, f.type, self._field_value(f, scope, ev)) for f in b.fields)
+            try:
+                data = pack_struct(fields)
+            except (ValueError, KeyError) as exc:
+                raise ExpressionError(str(exc), pointer=b.pointer, file=m.file) from None
+            decl = binding_declaration(index, b.name, b.buffer_type, b.struct_name)
+            return BindingPlan(index, b.name, b.buffer_type, None, None, None, b.struct_name, fields, data,
+                               len(data), decl)
+        etype, length = resolve(b.element_type), resolve(b.length)
+        try:
+            scalar, width = element_type(str(etype))
+        except ValueError as exc:
+            raise ExpressionError(f"binding {b.name!r}: {exc}", pointer=b.pointer, file=m.file) from None
+        tensor = self._tensor_for(b.arg, call, scope)
+        if tensor is None:
+            raise ContractError(f"pass {spec.name}: binding {b.name!r} needs argument {b.arg!r}, which is absent",
+                                reason="missing-input", argument=b.arg)
+        shape, wgsl_dtype = tensor
+        numel = 1
+        for d in shape:
+            numel *= d
+        if scalar != wgsl_dtype:
+            raise ExpressionError(f"binding {b.name!r}: element type {etype} does not hold argument {b.arg!r} of "
+                                  f"dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
+        if numel % width:
+            raise ExpressionError(f"binding {b.name!r}: {numel} elements of {b.arg!r} are not a whole number of "
+                                  f"{etype}", pointer=b.pointer, file=m.file)
+        if length is not None:
+            length = _int(length, f"binding {b.name!r} length", b.pointer, m, minimum=1)
+            if length * width != numel:
+                raise ContractError(f"pass {spec.name}: binding {b.name!r} declares {length} x {etype} but "
+                                    f"argument {b.arg!r} has {numel} elements", reason="binding-length",
+                                    argument=b.arg)
+        type_text = f"array<{etype}, {length}>" if length is not None else f"array<{etype}>"
+        byte_size = (numel // width) * element_stride(str(etype))
+        decl = binding_declaration(index, b.name, b.buffer_type, type_text)
+        return BindingPlan(index, b.name, b.buffer_type, str(etype), length, b.arg, None, (), b"", byte_size, decl)
+
+    def _field_value(self, f, scope, ev):
+        value = ev.evaluate(f.value.tree, scope, f.value.pointer)
+        if f.type.endswith(("u32", "i32", "u32>", "i32>")) and not isinstance(value, (tuple, list)):
+            return _int(value, f"field {f.name!r}", f.value.pointer, self.manifest,
+                        minimum=0 if "u32" in f.type else -2**31)
+        return value
+
+    def _tensor_for(self, arg: str, call: Call, scope) -> tuple[tuple[int, ...], str] | None:
+        shapes = scope["shapes"]
+        shape = shapes[arg]
+        if not isinstance(shape, tuple):
+            return None
+        spec = next((s for s in (*self.manifest.inputs, *self.manifest.outputs) if s.role == arg))
+        return shape, scope["dtypes"][spec.typevar]
+
+    @staticmethod
+    def _check_binding_limits(spec: PassSpec, bindings: tuple[BindingPlan, ...], limits):
+        storage = [b for b in bindings if b.buffer_type != "uniform"]
+        if len(storage) > limits["maxStorageBuffersPerShaderStage"]:
+            raise ContractError(f"pass {spec.name}: {len(storage)} storage buffers exceed "
+                                f"device.limits.maxStorageBuffersPerShaderStage = "
+                                f"{limits['maxStorageBuffersPerShaderStage']}", reason="device-limit")
+        for b in bindings:
+            caps = (("maxUniformBufferBindingSize",) if b.buffer_type == "uniform"
+                    else ("maxStorageBufferBindingSize", "maxBufferSize"))
+            for cap in caps:
+                if b.byte_size > limits[cap]:
+                    raise ContractError(f"pass {spec.name}: binding {b.name!r} needs {b.byte_size} bytes, more "
+                                        f"than device.limits.{cap} = {limits[cap]}", reason="device-limit",
+                                        argument=b.arg)
+
+
+def _manifest_dtype(wgsl: str) -> str:
+    return next(k for k, v in WGSL_DTYPE.items() if v == wgsl)

@@ -1,0 +1,135 @@
+"""Compare a kernel output with a reference output under a Tolerance.
+
+Expected NaN means "unconstrained" (see README.md) and is skipped. Any other
+element must satisfy |actual - expected| <= tolerance.allowed(expected); a NaN or
+Inf in `actual` therefore fails. -0 and +0 are equal. Shape and dtype problems
+are reported as a failed Comparison, never raised.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .tolerance import Tolerance
+
+
+@dataclass(frozen=True)
+class WorstElement:
+    index: tuple[int, ...]
+    input: float | None
+    expected: float
+    actual: float
+    abs_err: float
+    rel_err: float
+    ulp_err: float
+    allowed: float
+
+    @property
+    def ratio(self) -> float:
+        return _ratio(np.float64(self.abs_err), np.float64(self.allowed)).item()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    passed: bool
+    checked: int
+    mismatches: int
+    mismatch_fraction: float
+    worst: tuple[WorstElement, ...]
+    worst_ratio: float
+    tolerance: Tolerance
+    unconstrained: int = 0
+    error: str | None = None  # shape/dtype problem; nothing was compared
+
+    def message(self) -> str:
+        tol = self.tolerance
+        head = f"{tol.dtype}: |actual - expected| <= {tol.atol:.3g} + {tol.rtol:.3g}*|expected| ({tol.reason})"
+        if self.error:
+            return f"FAILED: {self.error}\n  tolerance {head}"
+        verdict = "passed" if self.passed else "FAILED"
+        lines = [
+            f"{verdict}: {self.mismatches} of {self.checked} checked elements out of tolerance "
+            f"({100 * self.mismatch_fraction:.3g}%), {self.unconstrained} unconstrained (non-finite x+bias); "
+            f"worst error = {self.worst_ratio:.3g} x allowed",
+            f"  tolerance {head}",
+        ]
+        if self.worst:
+            cols = ("index", "input", "expected", "actual", "abs_err", "rel_err", "ulp_err", "allowed", "err/allowed")
+            rows = [
+                (str(w.index), "-" if w.input is None else f"{w.input:.9g}", f"{w.expected:.9g}", f"{w.actual:.9g}",
+                 f"{w.abs_err:.3g}", f"{w.rel_err:.3g}", f"{w.ulp_err:.3g}", f"{w.allowed:.3g}", f"{w.ratio:.3g}")
+                for w in self.worst
+            ]
+            widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+            fmt = "  " + "  ".join(f"{{:>{w}}}" for w in widths)
+            lines += [f"  worst elements (largest err/allowed first):", fmt.format(*cols)]
+            lines += [fmt.format(*r) for r in rows]
+        return "\n".join(lines)
+
+
+def _ratio(abs_err: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(allowed > 0, abs_err / allowed, np.where(abs_err > 0, np.inf, 0.0))
+    return np.where(np.isnan(abs_err), np.inf, r)
+
+
+def ulp(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """One ULP of `dtype` at each value (float64 in, float64 out)."""
+    info = np.finfo(dtype)
+    mag = np.minimum(np.abs(values), float(info.max))
+    _, exp = np.frexp(np.where(np.isfinite(mag), mag, 0.0))  # mag = m * 2**exp, m in [0.5, 1)
+    return np.maximum(np.ldexp(1.0, exp - 1 - info.nmant), float(info.smallest_subnormal))
+
+
+def _failed(tolerance: Tolerance, error: str) -> Comparison:
+    return Comparison(False, 0, 0, 0.0, (), 0.0, tolerance, error=error)
+
+
+def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: int = 5) -> Comparison:
+    actual, expected = np.asarray(actual), np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        return _failed(tolerance, f"shape mismatch: actual {actual.shape}, expected {expected.shape}")
+    if actual.dtype.name != tolerance.dtype:
+        return _failed(tolerance, f"dtype mismatch: actual {actual.dtype.name}, expected {tolerance.dtype}")
+    if inputs is not None:
+        inputs = np.asarray(inputs)
+        if inputs.shape != expected.shape:
+            return _failed(tolerance, f"inputs shape {inputs.shape} differs from output shape {expected.shape}")
+
+    a = actual.astype(np.float64)
+    constrained = ~np.isnan(expected)
+    allowed = tolerance.allowed(expected)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        abs_err = np.abs(a - expected)  # NaN/Inf in actual -> NaN/Inf error
+        abs_err = np.where(np.isfinite(a), abs_err, np.inf)
+        rel_err = np.where(expected != 0, abs_err / np.abs(expected), np.where(abs_err > 0, np.inf, 0.0))
+    ratio = np.where(constrained, _ratio(abs_err, allowed), -1.0)
+    bad = constrained & ~(abs_err <= allowed)
+
+    checked, mismatches = int(constrained.sum()), int(bad.sum())
+    order = np.argsort(-ratio, axis=None, kind="stable")[: min(max_report, checked)]
+    ulps = ulp(expected, actual.dtype)
+    worst = tuple(
+        WorstElement(
+            index=tuple(int(i) for i in np.unravel_index(k, expected.shape)),
+            input=None if inputs is None else float(inputs.flat[k]),
+            expected=float(expected.flat[k]),
+            actual=float(a.flat[k]),
+            abs_err=float(abs_err.flat[k]),
+            rel_err=float(rel_err.flat[k]),
+            ulp_err=float(abs_err.flat[k] / ulps.flat[k]),
+            allowed=float(allowed.flat[k]),
+        )
+        for k in order
+    )
+    return Comparison(
+        passed=mismatches == 0,
+        checked=checked,
+        mismatches=mismatches,
+        mismatch_fraction=mismatches / checked if checked else 0.0,
+        worst=worst,
+        worst_ratio=float(ratio.max()) if checked else 0.0,
+        tolerance=tolerance,
+        unconstrained=int(expected.size - checked),
+    )
