@@ -79,7 +79,8 @@ def ulp(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     info = np.finfo(dtype)
     mag = np.minimum(np.abs(values), float(info.max))
     _, exp = np.frexp(np.where(np.isfinite(mag), mag, 0.0))  # mag = m * 2**exp, m in [0.5, 1)
-    return np.maximum(np.ldexp(1.0, exp - 1 - info.nmant), float(info.smallest_subnormal))
+    spacing = np.ldexp(1.0, exp - 1 - info.nmant)
+    return np.where(mag < float(info.tiny), float(info.smallest_subnormal), spacing)
 
 
 def _failed(tolerance: Tolerance, error: str) -> Comparison:
