@@ -85,6 +85,7 @@ class Device:
     backend: str
     pipelines: dict = field(default_factory=dict)
     compilations: int = 0
+    dispatches: int = 0
     lost: bool = False
 
     @property

@@ -120,6 +120,7 @@ class Runtime:
                 cpass.set_bind_group(0, group)
                 cpass.dispatch_workgroups(*pass_plan.dispatch.counts)
                 cpass.end()
+                self.device.dispatches += 1
                 result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
             readback = {}
             for role, array in outputs.items():

@@ -1,0 +1,322 @@
+"""pytest plugin: certify kernel packages on a real WebGPU device.
+
+``pytest conformance/ --device=vulkan`` collects one test per generated case
+of every package under ``--specs`` (default: the repository's ``specs/``) and
+checks it with :mod:`conformance.checks`.  Registered through the ``pytest11``
+entry point ``conformance.plugin``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from .device import BACKENDS
+
+VERDICT_KEY = "conformance"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("conformance", "WebGPU kernel conformance")
+    group.addoption("--device", choices=sorted(BACKENDS), default="auto",
+                    help="WebGPU backend to certify on (default: auto, preferring a GPU over a CPU adapter)")
+    group.addoption("--adapter", default=None, metavar="SUBSTRING",
+                    help="use the adapter whose name contains SUBSTRING (case-insensitive)")
+    group.addoption("--specs", default=None, metavar="DIR",
+                    help="kernel packages to certify: a directory of packages or one package directory "
+                         "(default: the repository's specs/)")
+    group.addoption("--run-heavy", action="store_true", default=False,
+                    help="also run the heavy cases (buffers of hundreds of MB)")
+    group.addoption("--conformance-report", default=None, metavar="PATH",
+                    help="write a JSON report to PATH and a Markdown summary beside it")
+    group.addoption("--expectations", default=None, metavar="FILE",
+                    help="YAML list of {id: glob, reason: text}: known failures, run as strict xfails")
+
+
+class Session:
+    """Per-process state: packages, their cases, the device and the checker (created lazily)."""
+
+    def __init__(self, config):
+        self.config = config
+        self.backend = config.getoption("device")
+        self.adapter = config.getoption("adapter")
+        specs = config.getoption("specs")
+        from .package import REPO_SPECS
+        self.specs = Path(specs).resolve() if specs else REPO_SPECS
+        self._packages = None
+        self._checker = None
+        self.verdicts: list[dict] = []
+        self.compilations: dict[int, int] = {}
+        self.deselected_heavy = 0
+        self.expected_ids: set[str] = set()
+
+    def packages(self):
+        """[(directory, Package or error message, cases)] for every package under --specs."""
+        if self._packages is None:
+            from .errors import ConformanceError
+            from .package import Package, find_package_dirs, manifest_path
+            from .manifest import load_manifest
+            import cases as case_generator
+            found = find_package_dirs(self.specs)
+            if not found:
+                raise pytest.UsageError(f"--specs {self.specs}: no kernel package found (a directory with "
+                                        f"manifest.json, or build/webgpu/manifest.json, or such directories)")
+            self._packages = []
+            for directory in found:
+                try:
+                    path = manifest_path(directory)
+                    package = Package(path.parent, load_manifest(path))
+                    self._packages.append((directory, package, case_generator.generate(package)))
+                except ConformanceError as err:
+                    self._packages.append((directory, str(err), []))
+        return self._packages
+
+    @property
+    def checker(self):
+        if self._checker is None:
+            from reference import compare, reference_for
+            from cases.data import make_inputs
+            from .checks import CaseChecker
+            from .device import get_device
+            self._checker = CaseChecker(get_device(self.backend, self.adapter), make_inputs, reference_for, compare)
+        return self._checker
+
+    def rerun_command(self, nodeid: str) -> str:
+        parts = ["pytest", nodeid, f"--device={self.backend}"]
+        if self.adapter:
+            parts.append(f"--adapter={self.adapter}")
+        if self.config.getoption("specs"):
+            parts.append(f"--specs={self.specs}")
+        if self.config.getoption("run_heavy"):
+            parts.append("--run-heavy")
+        return " ".join(shlex.quote(p) for p in parts)
+
+
+_SESSION = pytest.StashKey[Session]()
+
+
+def session_of(config) -> Session:
+    if _SESSION not in config.stash:
+        config.stash[_SESSION] = Session(config)
+    return config.stash[_SESSION]
+
+
+def marker_name(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
+
+
+def _marks(config, names) -> list:
+    marks = []
+    for name in dict.fromkeys(marker_name(n) for n in names):
+        config.addinivalue_line("markers", f"{name}: conformance case marker")
+        marks.append(getattr(pytest.mark, name))
+    return marks
+
+
+class LoadFailure:
+    """Stands in for the cases of a package whose manifest could not be loaded."""
+
+    def __init__(self, directory: Path, message: str):
+        self.directory, self.message = directory, message
+
+
+def pytest_generate_tests(metafunc):
+    if "conformance_case" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    state = session_of(config)
+    params = []
+    for directory, package, generated in state.packages():
+        if isinstance(package, str):
+            params.append(pytest.param(LoadFailure(directory, package), id=f"{directory.name}/manifest",
+                                       marks=_marks(config, ["load_error"])))
+            continue
+        for case in generated:
+            names = list(case.markers) + (["heavy"] if case.heavy else [])
+            params.append(pytest.param((package, case), id=case.id, marks=_marks(config, names)))
+    metafunc.parametrize("conformance_case", params)
+
+
+def pytest_collection_modifyitems(config, items):
+    state = session_of(config)
+    expectations = _load_expectations(config.getoption("expectations"))
+    kept, heavy = [], []
+    for item in items:
+        if not config.getoption("run_heavy") and item.get_closest_marker("heavy"):
+            heavy.append(item)
+            continue
+        kept.append(item)
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "conformance_case" not in callspec.params:
+            continue
+        case_id = callspec.id
+        state.expected_ids.add(item.nodeid)
+        for pattern, reason in expectations:
+            if fnmatch.fnmatchcase(case_id, pattern):
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
+                break
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = kept
+        state.deselected_heavy = len(heavy)
+
+
+def _load_expectations(path):
+    if not path:
+        return []
+    import yaml
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise pytest.UsageError(f"--expectations {path}: cannot read it: {exc}") from None
+    if data is None:
+        return []
+    if not isinstance(data, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
+                                             and isinstance(e.get("reason"), str) for e in data):
+        raise pytest.UsageError(f"--expectations {path}: expected a YAML list of entries with string fields "
+                                f"'id' (a glob over case ids) and 'reason'")
+    return [(e["id"], e["reason"]) for e in data]
+
+
+@pytest.fixture
+def conformance_checker(request):
+    return session_of(request.config).checker
+
+
+def run_case(request, conformance_case):
+    """The body of every conformance test."""
+    from .checks import CaseFailed, CaseSkipped, verdict_for
+    state = session_of(request.config)
+    if isinstance(conformance_case, LoadFailure):
+        pytest.fail(f"cannot load the package in {conformance_case.directory}:\n{conformance_case.message}",
+                    pytrace=False)
+    package, case = conformance_case
+    verdict = verdict_for(case)
+    props = request.node.user_properties
+    checker = state.checker
+    try:
+        checker.check(case, package, verdict)
+    except CaseFailed as err:
+        verdict.status, verdict.detail = "failed", str(err)
+        props.append((VERDICT_KEY, verdict.as_dict()))
+        raise AssertionError(f"{err}\n\nrerun: {state.rerun_command(request.node.nodeid)}") from None
+    except CaseSkipped as err:
+        verdict.status, verdict.detail = "skipped", str(err)
+        props.append((VERDICT_KEY, verdict.as_dict()))
+        pytest.skip(str(err))
+    finally:
+        props.append(("conformance_compilations", (os.getpid(), checker.device.compilations)))
+    props.append((VERDICT_KEY, verdict.as_dict()))
+
+
+def pytest_runtest_logreport(report):
+    """Collect verdicts on the process that writes the report (the xdist controller, or the only one)."""
+    props = dict(report.user_properties) if report.user_properties else {}
+    if VERDICT_KEY not in props or report.when not in ("call", "setup"):
+        return
+    if report.when == "setup" and not report.skipped:
+        return
+    config = _CONFIG.get("config")
+    if config is None:
+        return
+    state = session_of(config)
+    verdict = dict(props[VERDICT_KEY])
+    if hasattr(report, "wasxfail"):
+        verdict["status"] = "xfailed" if report.skipped else "xpassed"
+    elif report.failed:
+        verdict["status"] = "failed"
+        verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
+    elif report.skipped:
+        verdict["status"] = "skipped"
+    state.verdicts.append(verdict)
+    pid, compiled = props.get("conformance_compilations", (None, 0))
+    if pid is not None:
+        state.compilations[pid] = max(state.compilations.get(pid, 0), compiled)
+
+
+_CONFIG: dict = {}
+
+
+def pytest_configure(config):
+    _CONFIG["config"] = config
+    config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
+    config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
+
+
+def pytest_report_header(config):
+    if not _wants_conformance(config):
+        return None
+    from .errors import DeviceError
+    from .device import get_device
+    state = session_of(config)
+    try:
+        summary = get_device(state.backend, state.adapter).summary
+    except DeviceError as err:
+        return [f"conformance device: none ({err})"]
+    limits = ", ".join(f"{k}={v}" for k, v in summary["limits"].items())
+    return [f"conformance device: {summary['adapter']} ({summary['type']}, {summary['backend']}, "
+            f"driver {summary['driver']})",
+            f"conformance features: {', '.join(summary['features']) or 'none'}; limits: {limits}",
+            f"conformance specs: {state.specs}"]
+
+
+def _wants_conformance(config) -> bool:
+    here = Path(__file__).resolve().parent
+    return any(Path(str(a).split("::")[0]).resolve() in (here, here / "test_kernels.py") for a in config.args)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = config.stash.get(_SESSION, None)
+    if state is None or not (state.verdicts or state.deselected_heavy):
+        return
+    tr = terminalreporter
+    tr.section("conformance")
+    counts = Counter(v["status"] for v in state.verdicts)
+    tr.write_line("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
+    for reason, n in skipped.items():
+        tr.write_line(f"skipped {n}: {reason}")
+    if state.deselected_heavy:
+        tr.write_line(f"heavy cases deselected: {state.deselected_heavy} (run them with --run-heavy)")
+    if state.compilations:
+        tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
+                      f"(over {len(state.compilations)} process(es))")
+    path = config.getoption("conformance_report")
+    if path:
+        tr.write_line(f"report: {path} and {Path(path).with_suffix('.md')}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    path = config.getoption("conformance_report", None)
+    state = config.stash.get(_SESSION, None)
+    if not path or state is None or hasattr(config, "workerinput"):
+        return
+    from . import report
+    from .device import get_device
+    ran = {v["id"] for v in state.verdicts}
+    verdicts = list(state.verdicts)
+    identity = [pkg.identity for _, pkg, _ in state.packages() if not isinstance(pkg, str)]
+    try:
+        device = get_device(state.backend, state.adapter).summary
+    except Exception:  # the report still records the cases when the device is gone
+        device = None
+    for nodeid in sorted(state.expected_ids):
+        case_id = nodeid.split("[", 1)[1][:-1] if "[" in nodeid else nodeid
+        if case_id not in ran:
+            verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
+                             "family": "?", "status": "not-run", "worst_ratio": None,
+                             "detail": "no result (the worker running it died, or the run was interrupted)"})
+    skipped = dict(Counter(v["detail"] for v in verdicts if v["status"] == "skipped"))
+    data = report.build(verdicts, identity=identity, device=device, implementation="manifest-runtime",
+                        skipped_reasons=skipped, deselected_heavy=state.deselected_heavy)
+    report.write(data, Path(path))
+    if not data["conforms"] and session.exitstatus == 0:
+        session.exitstatus = 1

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what the suite needs on a fresh Debian machine (root, Python 3.11, no GPU):
+# a Vulkan driver (Mesa's lavapipe) when none is present, and the Python packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+log=$(mktemp)
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]" >"$log" 2>&1 \
+  || { cat "$log" >&2; echo "setup failed: pip install" >&2; exit 1; }
+python3 -c "import conformance, wgpu" || { echo "setup failed: the project is not importable" >&2; exit 1; }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: set up, then each gate in order, stopping at the first red.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PYTHONDONTWRITEBYTECODE=1
+echo "== cases: golden files match the manifests"
+python3 -m cases --check
+echo "== the suite's own tests"
+python3 -m pytest tests -q -p no:cacheprovider
+echo "== conformance on $(python3 -c 'from conformance.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null)"
+python3 -m pytest conformance/ --device=vulkan -q -p no:cacheprovider

@@ -1,0 +1,32 @@
+import shutil
+
+import pytest
+
+from conformance import load_kernel
+from conformance.device import get_device
+from conformance.package import REPO_SPECS
+
+
+@pytest.fixture(scope="session")
+def device():
+    return get_device("vulkan")
+
+
+@pytest.fixture(scope="session")
+def fast_gelu(device):
+    return load_kernel("com.microsoft.FastGelu", device=device)
+
+
+@pytest.fixture(scope="session")
+def gelu(device):
+    return load_kernel("com.microsoft.Gelu", device=device)
+
+
+@pytest.fixture
+def package_copy(tmp_path):
+    """A scratch copy of a package in specs/, to break on purpose."""
+    def copy(name):
+        dst = tmp_path / name
+        shutil.copytree(REPO_SPECS / name, dst)
+        return dst
+    return copy

@@ -1,0 +1,57 @@
+"""The shared template: identical copies, and every variant/dtype renders and compiles."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from conformance import BASELINE, load_kernel
+from conformance.package import REPO_SPECS, find_package_dirs
+
+
+def test_identically_named_templates_are_byte_identical():
+    by_name = {}
+    for pkg in find_package_dirs(REPO_SPECS):
+        for path in pkg.glob("*.jinja"):
+            by_name.setdefault(path.name, []).append(path)
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert "elementwise-bias-gelu.wgsl.jinja" in shared
+    for name, paths in shared.items():
+        contents = {p.read_bytes() for p in paths}
+        assert len(contents) == 1, f"{name} differs between {[str(p) for p in paths]}"
+
+
+CALLS = {  # one call per variant of each manifest
+    "com.microsoft.FastGelu": [dict(X=(2, 8), bias=(8,)), dict(X=(8,)), dict(X=(4, 3), bias=(3,)), dict(X=(5,)),
+                               dict(X=(0, 4), bias=(4,)), dict(X=(0, 4))],
+    "com.microsoft.Gelu": [dict(X=(8,)), dict(X=(6,))],
+}
+
+
+@pytest.mark.parametrize("op,dtype", itertools.product(CALLS, ["float32", "float16"]))
+def test_every_variant_renders_compiles_and_enables_f16_only_when_used(device, op, dtype):
+    kernel = load_kernel(op, device=device)
+    seen = set()
+    for call in CALLS[op]:
+        args = {role: (shape, dtype) for role, shape in call.items()}
+        plan = kernel.plan(profile=BASELINE, **args)
+        seen.add(plan.variant)
+        for pass_plan in plan.passes:
+            _, _, wgsl = kernel_runtime(kernel).pipeline(plan, pass_plan)
+            assert ("enable f16;" in wgsl) == (dtype == "float16")
+    assert seen == {v.id for v in kernel.manifest.variants}
+
+
+def kernel_runtime(kernel):
+    from conformance.runtime import Runtime
+    return Runtime(kernel.device, kernel.package)
+
+
+def test_pipelines_are_compiled_once_per_distinct_shader(device):
+    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    x = np.linspace(-3, 3, 4096, dtype=np.float32)
+    kernel(X=x)
+    before = device.compilations
+    for n in (4096, 8192, 400):  # same variant and constants: no new compilation
+        kernel(X=np.ones(n, np.float32))
+    assert device.compilations == before
