@@ -26,7 +26,7 @@ RAISED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWork
                  "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY",
                  "maxComputeWorkgroupSizeZ", "maxStorageBuffersPerShaderStage", "maxComputeWorkgroupStorageSize",
                  "maxUniformBufferBindingSize", "maxBindingsPerBindGroup")
-OPTIONAL_FEATURES = ("shader-f16", "timestamp-query")
+OPTIONAL_FEATURES = ("shader-f16", "timestamp-query", "timestamp-query-inside-encoders")
 
 
 def _wgpu():

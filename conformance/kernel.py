@@ -34,16 +34,32 @@ class Kernel:
 
     def plan(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
              **args: Any) -> Plan:
-        """Plan a call given as ``role=(shape, dtype)``, ``role=array`` or ``role=None``."""
+        """Plan a call given as ``role=(shape, dtype)``, ``role=array`` or ``role=None``.
+
+        Without an explicit profile and tunables, the device's tuning table (written by
+        ``python -m conformance bench --write-tuning``) may replace the manifest's default tunables.
+        """
+        tune = tunables is None and profile is None  # the device's tuning table serves plain calls only
         profile = profile or self.device.profile
-        return self.planner.plan(make_call(self.manifest, args, profile, tunables))
+        plan = self.planner.plan(make_call(self.manifest, args, profile, tunables))
+        if tune:
+            tuned = self._tuned(plan)
+            if tuned:
+                plan = self.planner.plan(make_call(self.manifest, args, profile, tuned))
+        return plan
+
+    def _tuned(self, plan: Plan) -> dict[str, int]:
+        """The device's tuning-table entry for this plan's dtype and variant, if it differs from the defaults."""
+        from . import tuning
+        dtype = next(iter(plan.outputs.values())).dtype if plan.outputs else ""
+        tuned = tuning.lookup(self._device.summary, self.manifest.op_id, dtype, plan.variant)
+        return tuned if any(self.manifest.tunables.get(k) != v for k, v in tuned.items()) else {}
 
     def run(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None, *,
             verify: bool = False, **arrays: np.ndarray | None) -> tuple[Plan, Run]:
         """Plan and run; returns the plan with the run's outputs and checks."""
         device = self.device
-        profile = profile or device.profile
-        lacking = profile.exceeds(device.profile)
+        lacking = profile.exceeds(device.profile) if profile is not None else []
         if lacking:
             raise ContractError(f"profile {profile.name!r} assumes what the device {device.profile.name!r} lacks: "
                                 f"{', '.join(lacking)}", reason="profile")
@@ -52,7 +68,7 @@ class Kernel:
                 raise ContractError(f"argument {role!r}: expected a NumPy array or None, got {type(value).__name__}",
                                     reason="argument", argument=role)
             tensor_arg(value, role)
-        plan = self.plan(profile, tunables, **arrays)
+        plan = self.plan(profile, tunables, **arrays)  # the profile as given: None lets the tuning table apply
         inputs = {spec.role: arrays.get(spec.role) for spec in self.manifest.inputs}
         return plan, Runtime(device, self.package).run(plan, inputs, verify=verify)
 

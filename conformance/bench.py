@@ -1,0 +1,272 @@
+"""``python -m conformance bench``: kernel bandwidth against same-run copy baselines, and tuning.
+
+Every figure is a ratio to baselines measured in the same run on the same
+device (``copy_buffer_to_buffer`` and a vec4 copy shader moving the same bytes),
+so runs on different days and devices compare.  Kernel time comes from GPU
+timestamp queries where the device has them (wall clock otherwise, said so).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .device import Device
+from .errors import ContractError
+from .kernel import Kernel
+from .runtime import NUMPY_DTYPES, Runtime
+from .timing import Timer, Timing
+from . import tuning
+
+SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
+WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
+
+COPY_SHADER = """
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 256u + lid;
+  if (i < arrayLength(&dst)) { dst[i] = src[i]; }
+}
+"""
+
+
+@dataclass
+class Row:
+    package: str
+    variant: str
+    dtype: str
+    shape: list
+    bias: bool
+    workgroup_size: int
+    bytes_moved: int
+    seconds: float
+    spread: float
+    method: str
+    gbps: float
+    copy_shader_gbps: float
+    copy_buffer_gbps: float
+
+    @property
+    def vs_shader(self) -> float:
+        return self.gbps / self.copy_shader_gbps if self.copy_shader_gbps else math.nan
+
+    @property
+    def vs_buffer(self) -> float:
+        return self.gbps / self.copy_buffer_gbps if self.copy_buffer_gbps else math.nan
+
+
+def _sample(shape, dtype, seed=0) -> np.ndarray:
+    """Cheap, non-trivial data of any size: a random block tiled."""
+    block = np.random.default_rng(seed).normal(0, 2, 1 << 16).astype(dtype)
+    return np.resize(block, int(np.prod(shape, dtype=np.int64))).reshape(shape)
+
+
+class Baselines:
+    """Copy bandwidth for a byte count, cached per size."""
+
+    def __init__(self, device: Device, timer: Timer):
+        self.device, self.timer = device, timer
+        self._cache: dict[int, tuple[Timing, Timing]] = {}
+        dev = device.device
+        self._pipeline = dev.create_compute_pipeline(layout="auto", compute={
+            "module": dev.create_shader_module(code=COPY_SHADER), "entry_point": "main"})
+
+    def measure(self, nbytes: int) -> tuple[Timing, Timing]:
+        """(copy shader, copy_buffer_to_buffer) timings moving ``nbytes`` (rounded to 16)."""
+        nbytes = -(-nbytes // 16) * 16
+        if nbytes not in self._cache:
+            import wgpu
+            dev, usage = self.device.device, wgpu.BufferUsage
+            src = dev.create_buffer(size=nbytes, usage=usage.STORAGE | usage.COPY_SRC)
+            dst = dev.create_buffer(size=nbytes, usage=usage.STORAGE | usage.COPY_DST)
+            group = dev.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
+                {"binding": 0, "resource": {"buffer": src}}, {"binding": 1, "resource": {"buffer": dst}}])
+            from .layout import split_workgroups
+            counts = split_workgroups(-(-nbytes // 16 // 256), self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
+
+            def shader(cpass):
+                cpass.set_pipeline(self._pipeline)
+                cpass.set_bind_group(0, group)
+                cpass.dispatch_workgroups(*counts)
+
+            self._cache[nbytes] = (self.timer.time_pass(shader),
+                                   self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes)))
+            src.destroy()
+            dst.destroy()
+        return self._cache[nbytes]
+
+
+def per_thread_proposal(package_dir: Path, per_thread: int, into: Path) -> Path:
+    """A scratch copy of a package whose vec4 variants handle ``per_thread`` vec4 per invocation.
+
+    The manifest change this measures: constant ``vecPerThread`` and dispatch threads
+    ``ceilDiv(numel(shapes.X), 4 * vecPerThread)`` in every variant with ``vec4 == true``.
+    """
+    import shutil
+    from .manifest import read_json
+    dst = into / f"{package_dir.name}.x{per_thread}"
+    shutil.copytree(package_dir, dst, dirs_exist_ok=True)
+    raw = read_json(dst / "manifest.json")
+    for variant in raw["variants"]:
+        if variant.get("constants", {}).get("vec4") is True:
+            variant["constants"]["vecPerThread"] = per_thread
+            for p in variant["passes"]:
+                p["dispatch"]["threads"] = "ceilDiv(numel(shapes.X), 4 * vecPerThread)"
+    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
+    return dst
+
+
+def bench_calls(kernel: Kernel, sizes, dtypes):
+    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not."""
+    manifest = kernel.manifest
+    optional = [s for s in manifest.inputs if s.optional]
+    main = next(s for s in manifest.inputs if not s.optional)
+    for n in sizes:
+        for dtype in dtypes:
+            for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], [n + 1]):
+                for with_optional in ([False, True] if optional else [False]):
+                    args = {main.role: (tuple(shape), dtype)}
+                    for spec in optional if with_optional else []:
+                        args[spec.role] = ((shape[-1],) if spec.rank == 1 else tuple(shape), dtype)
+                    yield args, with_optional
+
+
+def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunables=None) -> Row | None:
+    try:
+        plan = kernel.plan(tunables=tunables, **args)
+    except ContractError:
+        return None
+    arrays = {role: (_sample(shape, NUMPY_DTYPES[dtype]) if shape is not None else None)
+              for role, (shape, dtype) in args.items()}
+    runtime = Runtime(kernel.device, kernel.package)
+    bound = runtime.bind(plan, {spec.role: arrays.get(spec.role) for spec in kernel.manifest.inputs})
+    try:
+        timing = timer.time_pass(bound.record)
+    finally:
+        bound.release()
+    moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
+    x_bytes = next(b.byte_size for b in plan.passes[0].bindings if b.buffer_type == "read-only-storage")
+    shader, buffer = baselines.measure(x_bytes)
+    dtype = next(iter(args.values()))[1]
+    main_shape = next(iter(args.values()))[0]
+    return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
+               plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
+               moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9)
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")
+    sys.stderr.flush()
+    if done == total:
+        sys.stderr.write("\n")
+
+
+def run_bench(kernels: list[Kernel], *, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
+              out: Path | None, plot: Path | None) -> dict:
+    device = kernels[0].device
+    timer = Timer(device, reps=reps)
+    baselines = Baselines(device, timer)
+    limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])
+    sizes = [n for n in SIZES if n <= max_elements and (n + 1) * 4 <= limit]
+    dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
+    work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
+    rows = []
+    for i, (kernel, args) in enumerate(work, 1):
+        _progress(i, len(work), f"{kernel.manifest.name} {args}")
+        row = measure_call(kernel, args, timer, baselines)
+        if row:
+            rows.append(row)
+    best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep else []
+    result = {"device": device.summary, "timing": timer.copies_timed and "timestamp" or
+              ("timestamp (kernels), wall clock (copy_buffer_to_buffer)" if timer.passes_timed else "wall clock"),
+              "timestamp_period_ns": timer.period, "rows": [asdict(r) | {"vs_copy_shader": r.vs_shader,
+                                                                          "vs_copy_buffer": r.vs_buffer}
+                                                             for r in rows],
+              "tuning": best}
+    if write_tuning and best:
+        path = tuning.write(device, best)
+        result["tuning_table"] = str(path)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if plot:
+        plot_rows(rows, plot, device.summary.get("adapter", "device"))
+    return result
+
+
+def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
+    """Best WORKGROUP_SIZE per (package, dtype, variant) at ``size`` elements."""
+    cap = min(kernels[0].device.profile.limits["maxComputeInvocationsPerWorkgroup"],
+              kernels[0].device.profile.limits["maxComputeWorkgroupSizeX"])
+    best = []
+    for kernel in kernels:
+        if "WORKGROUP_SIZE" not in kernel.manifest.tunables:
+            continue
+        for args, _ in bench_calls(kernel, [size], dtypes):
+            results = {}
+            for wg in [w for w in WORKGROUP_SWEEP if w <= cap]:
+                row = measure_call(kernel, args, timer, baselines, tunables={"WORKGROUP_SIZE": wg})
+                if row:
+                    results[wg] = row
+            if results:
+                top = max(results.values(), key=lambda r: r.gbps)
+                best.append({"package": kernel.manifest.op_id, "dtype": top.dtype, "variant": top.variant,
+                             "WORKGROUP_SIZE": top.workgroup_size, "gbps": top.gbps,
+                             "sweep": {wg: r.gbps for wg, r in results.items()}})
+    return best
+
+
+def format_table(result: dict) -> str:
+    lines = [f"device: {result['device'].get('adapter')} ({result['device'].get('backend')}); timing: "
+             f"{result['timing']}",
+             f"{'package':<24}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}{'GB/s':>9}{'spread':>8}"
+             f"{'/copy-shader':>14}{'/copy-buffer':>14}"]
+    for r in result["rows"]:
+        n = int(np.prod(r["shape"]))
+        lines.append(f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}"
+                     f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}")
+    for t in result.get("tuning", []):
+        lines.append(f"tuning: {t['package']} {t['dtype']} {t['variant']}: WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
+                     f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")
+    return "\n".join(lines)
+
+
+def plot_rows(rows: list[Row], path: Path, title: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    series: dict = {}
+    for r in rows:
+        series.setdefault((r.package.split(".")[-1], r.variant, r.dtype), []).append(r)
+    for (pkg, variant, dtype), rs in sorted(series.items()):
+        rs.sort(key=lambda r: r.bytes_moved)
+        ax.plot([r.bytes_moved for r in rs], [r.gbps for r in rs], marker="o", label=f"{pkg} {variant} {dtype}")
+    for attr, style, label in (("copy_shader_gbps", "k--", "vec4 copy shader"),
+                               ("copy_buffer_gbps", "k:", "copy_buffer_to_buffer")):
+        pts = sorted({(2 * r.bytes_moved // 2, getattr(r, attr)) for r in rows})
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("bytes moved per call")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"GELU kernels vs copy baselines: {title}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)

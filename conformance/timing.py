@@ -1,0 +1,121 @@
+"""GPU timing: timestamp queries around compute passes and copies, wall clock where the device has none.
+
+Timestamps are converted to nanoseconds with the queue's timestamp period
+(``wgpuQueueGetTimestampPeriod``).  Each repetition is its own pass with its own
+pair of queries, so the spread over repetitions is real.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .device import Device
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per repetition, and how they were measured."""
+
+    samples: tuple[float, ...]
+    method: str  # "timestamp" or "wall"
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median."""
+        q = np.percentile(self.samples, [25, 75])
+        return float((q[1] - q[0]) / self.median) if self.median else 0.0
+
+
+def timestamp_period_ns(device: Device) -> float:
+    try:
+        from wgpu.backends.wgpu_native._ffi import lib
+        return float(lib.wgpuQueueGetTimestampPeriod(device.device.queue._internal))
+    except Exception:  # another backend of wgpu-py: WebGPU reports nanoseconds
+        return 1.0
+
+
+class Timer:
+    """Times GPU work recorded by callbacks, ``reps`` times after ``warmup`` untimed runs."""
+
+    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, force_wall: bool = False):
+        self.device = device
+        self.reps, self.warmup = reps, warmup
+        features = device.profile.features
+        self.passes_timed = "timestamp-query" in features and not force_wall
+        self.copies_timed = self.passes_timed and "timestamp-query-inside-encoders" in features
+        self.period = timestamp_period_ns(device) if self.passes_timed else 1.0
+
+    def time_pass(self, record: Callable[[object], None]) -> Timing:
+        """``record(compute_pass)`` sets the pipeline, bind groups and dispatches of one repetition."""
+        dev = self.device.device
+
+        def encode(encoder, query_set, i):
+            writes = None
+            if query_set is not None:
+                writes = {"query_set": query_set, "beginning_of_pass_write_index": 2 * i,
+                          "end_of_pass_write_index": 2 * i + 1}
+            cpass = encoder.begin_compute_pass(timestamp_writes=writes)
+            record(cpass)
+            cpass.end()
+
+        return self._time(encode, timed=self.passes_timed)
+
+    def time_encoder(self, record: Callable[[object], None]) -> Timing:
+        """``record(encoder)`` records encoder-level work (a buffer copy)."""
+        from wgpu.backends.wgpu_native.extras import write_timestamp
+
+        def encode(encoder, query_set, i):
+            if query_set is not None:
+                write_timestamp(encoder, query_set, 2 * i)
+            record(encoder)
+            if query_set is not None:
+                write_timestamp(encoder, query_set, 2 * i + 1)
+
+        return self._time(encode, timed=self.copies_timed)
+
+    def _wait(self) -> None:
+        """Block until submitted work is done (a tiny read-back: wgpu 0.32's on_submitted_work_done is broken)."""
+        import wgpu
+        if not hasattr(self, "_fence"):
+            self._fence = self.device.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+        self.device.device.queue.read_buffer(self._fence)
+
+    def _time(self, encode, *, timed: bool) -> Timing:
+        import wgpu
+        dev = self.device.device
+        for _ in range(self.warmup):
+            encoder = dev.create_command_encoder()
+            encode(encoder, None, 0)
+            dev.queue.submit([encoder.finish()])
+        self._wait()
+        if not timed:
+            samples = []
+            for _ in range(self.reps):
+                start = time.perf_counter()
+                encoder = dev.create_command_encoder()
+                encode(encoder, None, 0)
+                dev.queue.submit([encoder.finish()])
+                self._wait()
+                samples.append(time.perf_counter() - start)
+            return Timing(tuple(samples), "wall")
+        query_set = dev.create_query_set(type=wgpu.QueryType.timestamp, count=2 * self.reps)
+        resolve = dev.create_buffer(size=16 * self.reps, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        encoder = dev.create_command_encoder()
+        for i in range(self.reps):
+            encode(encoder, query_set, i)
+        encoder.resolve_query_set(query_set, 0, 2 * self.reps, resolve, 0)
+        dev.queue.submit([encoder.finish()])
+        ticks = np.frombuffer(dev.queue.read_buffer(resolve), dtype=np.uint64).astype(np.int64)
+        resolve.destroy()
+        query_set.destroy()
+        elapsed = (ticks[1::2] - ticks[0::2]) * self.period * 1e-9
+        return Timing(tuple(float(s) for s in elapsed), "timestamp")
