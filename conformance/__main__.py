@@ -29,6 +29,15 @@ def _bench(args) -> int:
     return 0
 
 
+def _plot(args) -> int:
+    import json
+    from . import bench
+    result = json.loads(Path(args.json).read_text())
+    bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
+    print(f"wrote {args.png}")
+    return 0
+
+
 def main(argv=None) -> int:
     from .package import REPO_SPECS
     parser = argparse.ArgumentParser(prog="python -m conformance")
@@ -48,6 +57,10 @@ def main(argv=None) -> int:
                    help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation")
     b.add_argument("--peers", action="store_true", help="also time PyTorch's GELU (CUDA) in the same run")
     b.set_defaults(func=_bench)
+    pl = sub.add_parser("plot", help="plot a bench JSON file as PNG")
+    pl.add_argument("json")
+    pl.add_argument("png")
+    pl.set_defaults(func=_plot)
     args = parser.parse_args(argv)
     from .errors import ConformanceError
     try:

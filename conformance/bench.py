@@ -202,7 +202,7 @@ def run_bench(kernels: list[Kernel], *, max_elements: int, reps: int, sweep: boo
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")
     if plot:
-        plot_rows(rows, plot, device.summary.get("adapter", "device"))
+        plot_rows(result["rows"], plot, device.summary.get("adapter", "device"))
     return result
 
 
@@ -243,7 +243,8 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_rows(rows: list[Row], path: Path, title: str) -> None:
+def plot_rows(rows: list[dict], path: Path, title: str) -> None:
+    """Bandwidth against bytes moved, one line per package/variant/dtype, copy baselines dashed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -254,19 +255,20 @@ def plot_rows(rows: list[Row], path: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(9, 5.5))
     series: dict = {}
     for r in rows:
-        series.setdefault((r.package.split(".")[-1], r.variant, r.dtype), []).append(r)
-    for (pkg, variant, dtype), rs in sorted(series.items()):
-        rs.sort(key=lambda r: r.bytes_moved)
-        ax.plot([r.bytes_moved for r in rs], [r.gbps for r in rs], marker="o", label=f"{pkg} {variant} {dtype}")
-    for attr, style, label in (("copy_shader_gbps", "k--", "vec4 copy shader"),
-                               ("copy_buffer_gbps", "k:", "copy_buffer_to_buffer")):
-        pts = sorted({(2 * r.bytes_moved // 2, getattr(r, attr)) for r in rows})
+        series.setdefault((r["package"].split(".")[-1], r["variant"], r["dtype"], r["bias"]), []).append(r)
+    for (pkg, variant, dtype, _), rs in sorted(series.items()):
+        rs.sort(key=lambda r: r["bytes_moved"])
+        ax.plot([r["bytes_moved"] for r in rs], [r["gbps"] for r in rs], marker="o", ms=3,
+                label=f"{pkg} {variant} {dtype}")
+    for key, style, label in (("copy_shader_gbps", "k--", "vec4 copy shader"),
+                              ("copy_buffer_gbps", "k:", "copy_buffer_to_buffer")):
+        pts = sorted({(r["bytes_moved"], r[key]) for r in rows if r["variant"].startswith("vec4") and not r["bias"]})
         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("bytes moved per call")
     ax.set_ylabel("GB/s")
     ax.set_title(f"GELU kernels vs copy baselines: {title}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
