@@ -1,0 +1,108 @@
+"""A call as cases describe it (hashable), and what the engine makes of it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.call import make_call
+from conformance.errors import ContractError, ExpressionError, NoVariantError
+from conformance.manifest import WGSL_DTYPE, Manifest
+from conformance.planner import Planner
+
+from .profiles import PROFILE_ORDER, PROFILES
+
+#: Input bytes above which a case is heavy (the conformance run may skip it).
+HEAVY_BYTES = 64 * 2**20
+
+_ITEM_BYTES = {"float16": 2, "float32": 4, "float64": 8, "int32": 4, "bfloat16": 2, "int8": 1, "uint8": 1,
+               "int16": 2, "uint16": 2, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """Inputs in manifest order as (role, shape, dtype) with shape None when absent; profile by name."""
+
+    inputs: tuple[tuple[str, tuple[int, ...] | None, str | None], ...]
+    profile: str = "baseline"
+    tunables: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def of(manifest: Manifest, args: dict[str, tuple | None], profile: str = "baseline",
+           tunables: dict[str, int] | None = None) -> "CallSpec":
+        rows = []
+        for spec in manifest.inputs:
+            arg = args.get(spec.role)
+            rows.append((spec.role, None, None) if arg is None else (spec.role, tuple(arg[0]), arg[1]))
+        return CallSpec(tuple(rows), profile, tuple(sorted((tunables or {}).items())))
+
+    def args(self) -> dict[str, tuple | None]:
+        return {role: None if shape is None else (shape, dtype) for role, shape, dtype in self.inputs}
+
+    def arg(self, role: str):
+        return self.args().get(role)
+
+    @property
+    def numel(self) -> int:
+        return sum(math.prod(s) for _, s, _ in self.inputs if s is not None)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(math.prod(s) * _ITEM_BYTES.get(d, 8) for _, s, d in self.inputs if s is not None)
+
+    @property
+    def heavy(self) -> bool:
+        return self.nbytes > HEAVY_BYTES
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(d for _, s, d in self.inputs if s is not None))
+
+    def cost(self) -> tuple:
+        """Cheaper first: light, few elements, baseline profile, default tunables, low rank."""
+        return (self.heavy, self.numel, PROFILE_ORDER.get(self.profile, 99), len(self.tunables),
+                sum(len(s) for _, s, _ in self.inputs if s is not None))
+
+    def with_profile(self, profile: str) -> "CallSpec":
+        return CallSpec(self.inputs, profile, self.tunables)
+
+
+def scope_of(planner: Planner, spec: CallSpec):
+    """The expression scope the planner would build, or None when the call fails before selection."""
+    try:
+        return planner.scope(make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+    except (ContractError, ExpressionError):
+        return None
+
+
+def outcome(planner: Planner, spec: CallSpec) -> dict[str, Any]:
+    """The expected outcome as the golden files record it."""
+    try:
+        call = make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables))
+        plan = planner.plan(call)
+    except NoVariantError as exc:
+        out = {"outcome": "rejected", "reason": exc.reason, "detail": dict(exc.failures)}
+        if exc.argument:
+            out["argument"] = exc.argument
+        return out
+    except ContractError as exc:
+        return {"outcome": "rejected", "reason": exc.reason, "detail": exc.argument}
+    except ExpressionError as exc:  # a manifest expression failed for this call: recorded, a defect to review
+        return {"outcome": "rejected", "reason": "expression", "detail": exc.pointer or str(exc)}
+    d = plan.as_dict()
+    return {"outcome": "accepted", "variant": d["variant"],
+            "passes": [{"name": p["name"], **p["dispatch"]} for p in d["passes"]],
+            "outputs": d["outputs"]}
+
+
+def accepted(planner: Planner, spec: CallSpec) -> bool:
+    try:
+        planner.plan(make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+        return True
+    except (ContractError, ExpressionError):
+        return False
+
+
+def wgsl(dtype: str) -> str:
+    return WGSL_DTYPE.get(dtype, dtype)

@@ -1,0 +1,85 @@
+"""Data recipes: how a case's input arrays are drawn, so that they are regenerated bit-exactly, never stored.
+
+Every input is drawn from ``numpy.random.default_rng([seed, input index])`` (normal
+with standard deviation ``scale``, or uniform on [-scale, scale]) and cast to its
+dtype.  ``special`` values (kept as text, so NaN compares equal in goldens) then
+overwrite the even flat positions of the first input, cycling through the list, so
+each special value also has ordinary neighbours in the same vec4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+DISTRIBUTIONS = ("normal", "uniform")
+
+#: Magnitudes where exp/tanh (or x**3 inside them) overflow or saturate, per dtype.
+OVERFLOW_MAGNITUDES = {"float16": (4.0, 9.0, 11.0, 12.0, 40.0, 100.0),
+                       "float32": (9.0, 10.0, 20.0, 44.0, 88.0, 89.0, 100.0, 1e4, 1e13, 3e38)}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    seed: int
+    dist: str = "normal"
+    scale: float = 3.0
+    special: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        out = {"seed": self.seed, "dist": self.dist, "scale": self.scale}
+        if self.special:
+            out["special"] = list(self.special)
+        return out
+
+    @staticmethod
+    def from_dict(data: dict) -> "Recipe":
+        return Recipe(int(data["seed"]), data["dist"], float(data["scale"]), tuple(data.get("special", ())))
+
+
+def seed_for(case_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:4], "little")
+
+
+def special_values(dtype: str) -> tuple[str, ...]:
+    """Signed zeros, subnormals, the smallest normal, overflow magnitudes and the largest finite value."""
+    if dtype not in OVERFLOW_MAGNITUDES:
+        return ()
+    info = np.finfo(dtype)
+    tiny_sub = float(info.smallest_subnormal)
+    magnitudes = [tiny_sub, float(info.smallest_normal) - tiny_sub, float(info.smallest_normal),
+                  *OVERFLOW_MAGNITUDES[dtype], float(info.max)]
+    values = [0.0, -0.0] + [s * float(np.asarray(v, dtype)) for v in magnitudes for s in (1.0, -1.0)]
+    return tuple(repr(v) for v in values)
+
+
+NONFINITE = ("nan", "inf", "-inf", "0.5", "-0.5", "-0.0")
+
+
+def make_inputs(case) -> dict[str, np.ndarray | None]:
+    """The case's input arrays, role -> array (None for an absent input), regenerated from its recipe."""
+    recipe: Recipe = case.data
+    out: dict[str, np.ndarray | None] = {}
+    for index, (role, arg) in enumerate(case.inputs.items()):
+        if arg is None:
+            out[role] = None
+            continue
+        shape, dtype = arg
+        rng = np.random.default_rng([recipe.seed, index])
+        size = math.prod(shape)
+        if recipe.dist == "normal":
+            raw = rng.standard_normal(size) * recipe.scale
+        elif recipe.dist == "uniform":
+            raw = rng.uniform(-recipe.scale, recipe.scale, size)
+        else:
+            raise ValueError(f"case {case.id}: unknown distribution {recipe.dist!r}; expected {DISTRIBUTIONS}")
+        array = raw.astype(dtype)
+        if recipe.special and index == 0 and size:
+            specials = np.array([float(v) for v in recipe.special], dtype=np.float64).astype(dtype)
+            even = np.arange(0, size, 2)
+            array[even] = specials[np.arange(even.size) % specials.size]
+        out[role] = array.reshape(shape)
+    return out

@@ -1,0 +1,282 @@
+"""The mission's case families, each derived from the manifest (inputs, ranks, type constraints, limits).
+
+Every family is a function ``(ctx) -> list[Item]``; the shapes it uses are generic
+(small shapes, a 0 in each position, sizes found by bisection on the engine's
+own verdict), and whatever input is optional or rank-constrained is found in the
+manifest, so a new package gets every family that applies to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.call import make_call
+from conformance.errors import ContractError, ExpressionError
+from conformance.planner import Planner
+
+from .calls import CallSpec, accepted, scope_of
+from .conditions import Analysis
+from .data import NONFINITE, special_values
+from .pool import _first_change
+from .profiles import PROFILES
+from .shapes import companions, primary
+
+UNSUPPORTED_DTYPES = ("float64", "int32")
+UNALIGNED_SIZES = (1, 2, 3, 5, 6, 7, 4097)
+HEAVY_SEARCH_LIMIT = 2**28
+
+
+@dataclass(frozen=True)
+class Item:
+    family: str
+    spec: CallSpec
+    suffix: str = ""            # id suffix for a value-focused variant of a call
+    dist: str = "normal"
+    scale: float = 3.0
+    special: tuple[str, ...] = ()
+
+
+class Ctx:
+    """A manifest with the helpers families share: the primary input, fitting companion shapes."""
+
+    def __init__(self, manifest, planner: Planner, analysis: Analysis):
+        self.m, self.planner, self.analysis = manifest, planner, analysis
+        self.lead = primary(manifest)
+        self.dtypes = manifest.type_constraints[self.lead.typevar]
+        self.others = [s for s in manifest.inputs if s is not self.lead]
+        self.has_optional = any(s.optional for s in manifest.inputs)
+        self.fit = {s.role: self._fitting_label(s) for s in self.others}
+
+    def _fitting_label(self, spec) -> str:
+        """Which companion guess ("match": trailing dims, "lead": leading dims) the contract accepts."""
+        probe = tuple(range(3, 3 + 2 * max(2, (spec.rank or 0) + 1), 2))
+        for label in ("match", "lead"):
+            if self.accepted(self.call(probe, self.dtypes[0], label=label, only=spec.role)):
+                return label
+        return "match"
+
+    def companion(self, spec, shape, label: str | None = None) -> tuple[int, ...]:
+        options = dict(companions(spec, shape))
+        return options.get(label or self.fit.get(spec.role, "match"), options["match"])
+
+    def dtype_of(self, spec, dtype: str) -> str:
+        allowed = self.m.type_constraints[spec.typevar]
+        return dtype if spec.typevar == self.lead.typevar or dtype not in allowed else allowed[0]
+
+    def call(self, shape, dtype, *, optional=True, profile="baseline", tunables=None, label=None, only=None,
+             override=None) -> CallSpec:
+        args = {self.lead.role: (tuple(shape), dtype)}
+        for s in self.others:
+            if s.optional and not optional:
+                continue
+            args[s.role] = (self.companion(s, shape, label if only in (None, s.role) else None),
+                            self.dtype_of(s, dtype))
+        args.update(override or {})
+        return CallSpec.of(self.m, args, profile, tunables)
+
+    def states(self) -> tuple[bool, ...]:
+        return (False, True) if self.has_optional else (False,)
+
+    def accepted(self, spec: CallSpec) -> bool:
+        """The planner's verdict, short-cut through the conditions when no variant can be selected."""
+        scope = scope_of(self.planner, spec)
+        if scope is None or self.analysis.selected(scope) is False:
+            return False
+        return accepted(self.planner, spec)
+
+    def plan(self, spec: CallSpec):
+        try:
+            return self.planner.plan(make_call(self.m, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+        except (ContractError, ExpressionError):
+            return None
+
+    def modulus(self) -> int:
+        return max([k for _, k in self.analysis.moduli()] or [1])
+
+    def crossings(self, pred, limit: int, residues=(0, 1)) -> list[tuple[int, int]]:
+        """(n, n+1) where pred([n]) turns from its value at small n, per residue class of the modulus."""
+        step = self.modulus()
+        out = []
+        for r in dict.fromkeys(r % step for r in residues):
+            m = _first_change(lambda k: pred(step * k + r), limit // step)
+            if m is None:
+                continue
+            lo = step * (m - 1) + r
+            base = pred(lo)
+            n = next(n for n in range(lo + 1, step * m + r + 1) if pred(n) != base)
+            out.append((n - 1, n))
+        return list(dict.fromkeys(out))
+
+
+# -- families -------------------------------------------------------------------------------------
+
+def empty(ctx: Ctx):
+    """A 0 in each position of shapes of rank 1 to 4."""
+    base = (2, 3, 4, 5)
+    shapes = [base[:r][:i] + (0,) + base[:r][i + 1:] for r in range(1, 5) for i in range(r)]
+    return [Item("empty", ctx.call(s, d, optional=o)) for s in shapes for d in ctx.dtypes for o in ctx.states()]
+
+
+def unaligned(ctx: Ctx):
+    """Sizes that are not a multiple of 4, rank 1 and rank 2 (last dim not a multiple either)."""
+    shapes = [(n,) for n in UNALIGNED_SIZES] + [(3, 5), (5, 3)]
+    return [Item("unaligned", ctx.call(s, d, optional=o)) for s in shapes for d in ctx.dtypes for o in ctx.states()]
+
+
+def optional_mismatch(ctx: Ctx):
+    """Every rank-declared non-primary input: rank one lower and higher, one short and one long, with an
+    empty primary too; the fitting shape as control."""
+    out = []
+    for spec in [s for s in ctx.others if s.rank is not None]:
+        for shape in ((4, 3), (2, 8), (0, 3), (3, 0)):
+            for d in ctx.dtypes:
+                for label, _ in companions(spec, shape):
+                    out.append(Item("optional-mismatch", ctx.call(shape, d, label=label, only=spec.role)))
+    return out
+
+
+def f16_availability(ctx: Ctx):
+    """float16 calls on profiles with and without shader-f16 (and float32 on the latter as control)."""
+    out = []
+    for d in ctx.dtypes:
+        profiles = ("baseline", "no-f16") if d == "float16" else ("no-f16",)
+        for profile in profiles:
+            for shape in ((8,), (4, 3), (0,)):
+                out += [Item("f16-availability", ctx.call(shape, d, optional=o, profile=profile))
+                        for o in ctx.states()]
+    return out if "float16" in ctx.dtypes else []
+
+
+def buffer_limit(ctx: Ctx):
+    """At the storage-binding limit and one element past: small-limit profile per dtype, baseline heavy."""
+    out = []
+    for d in ctx.dtypes:
+        for profile, limit, states, residues in (("small-storage", 2**20, ctx.states(), (0, 1)),
+                                                 ("baseline", HEAVY_SEARCH_LIMIT, (False,), (0,))):
+            for o in states:
+                def ok(n):
+                    return ctx.accepted(ctx.call((n,), d, optional=o, profile=profile))
+                for pair in ctx.crossings(ok, limit, residues if not o else (0,)):
+                    out += [Item("buffer-limit", ctx.call((n,), d, optional=o, profile=profile)) for n in pair]
+    return out
+
+
+def dispatch_limit(ctx: Ctx):
+    """On a profile with 4 workgroups per dimension: where the dispatch first splits over 2 dimensions,
+    the last accepted size and one past."""
+    out = []
+    d = ctx.dtypes[0]
+
+    def split(n):
+        spec = ctx.call((n,), d, optional=False, profile="small-dispatch")
+        plan = ctx.plan(spec) if ctx.accepted(spec) else None
+        return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
+
+    def ok(n):
+        return ctx.accepted(ctx.call((n,), d, optional=False, profile="small-dispatch"))
+
+    for pred in (split, ok):
+        for pair in ctx.crossings(pred, 2**22):
+            out += [Item("dispatch-limit", ctx.call((n,), d, optional=o, profile="small-dispatch"))
+                    for n in pair for o in ctx.states()]
+    return out
+
+
+def ranks(ctx: Ctx):
+    """Rank 0 and ranks 1 to 6, with a last dim of 3 and of 4."""
+    shapes = [()] + [(2,) * (r - 1) + (n,) for r in range(1, 7) for n in (3, 4)]
+    return [Item("ranks", ctx.call(s, d, optional=o)) for s in shapes for d in ctx.dtypes for o in ctx.states()]
+
+
+def dtypes(ctx: Ctx):
+    """Each dtype of every type constraint, on every input of that type variable."""
+    out = []
+    for tv, allowed in ctx.m.type_constraints.items():
+        for d in allowed:
+            for shape in ((8,), (4, 3)):
+                for o in ctx.states():
+                    base = ctx.call(shape, d if tv == ctx.lead.typevar else ctx.dtypes[0], optional=o).args()
+                    args = {r: a if a is None or ctx.m.input(r).typevar != tv else (a[0], d) for r, a in base.items()}
+                    out.append(Item("dtypes", CallSpec.of(ctx.m, args)))
+    return out
+
+
+def dtype_unsupported(ctx: Ctx):
+    """float64 and int32 on each input in turn."""
+    out = []
+    base = ctx.call((4, 3), ctx.dtypes[0]).args()
+    for spec in ctx.m.inputs:
+        for d in UNSUPPORTED_DTYPES:
+            out.append(Item("dtype-unsupported", CallSpec.of(ctx.m, {**base, spec.role: (base[spec.role][0], d)})))
+    return out
+
+
+def mixed_dtype(ctx: Ctx):
+    """Inputs of one type variable with different dtypes."""
+    out = []
+    for tv, allowed in ctx.m.type_constraints.items():
+        roles = [s for s in ctx.m.inputs if s.typevar == tv]
+        if len(roles) < 2:
+            continue
+        for first in allowed:
+            for other in allowed:
+                if first != other:
+                    base = ctx.call((4, 3), first).args()
+                    args = {r: (a[0], other if r != roles[0].role and ctx.m.input(r).typevar == tv else a[1])
+                            for r, a in base.items()}
+                    out.append(Item("mixed-dtype", CallSpec.of(ctx.m, args)))
+    return out
+
+
+def missing_input(ctx: Ctx):
+    """Each required input absent, the others present; and every input absent."""
+    out = [Item("missing-input", CallSpec.of(ctx.m, {}))]
+    for spec in ctx.m.inputs:
+        if not spec.optional:
+            out.append(Item("missing-input", CallSpec.of(ctx.m, {**ctx.call((4, 3), ctx.dtypes[0]).args(),
+                                                                  spec.role: None})))
+    return out
+
+
+def tunables(ctx: Ctx):
+    """Each tunable at 0, 1, 64 and twice its default; the default on a profile with a small workgroup cap."""
+    out = []
+    for key, default in ctx.m.tunables.items():
+        for value in (0, 1, 64, 2 * default):
+            out += [Item("tunables", ctx.call((8,), ctx.dtypes[0], optional=o, tunables={key: value}))
+                    for o in ctx.states()]
+    out += [Item("tunables", ctx.call(s, ctx.dtypes[0], optional=o, profile="small-workgroup"))
+            for s in ((8,), (4, 3), (300, 4)) for o in ctx.states()]
+    return out
+
+
+def values_special(ctx: Ctx):
+    """Signed zeros, subnormals, smallest normal, overflow magnitudes, largest finite value."""
+    return [Item("values-special", ctx.call(s, d, optional=o), "special", "normal", 1.0, special_values(d))
+            for d in ctx.dtypes for s in ((2, 32), (3, 13)) for o in ctx.states()]
+
+
+def values_nonfinite(ctx: Ctx):
+    """NaN and infinities next to finite values (the reference leaves them unconstrained)."""
+    return [Item("values-nonfinite", ctx.call(s, d, optional=o), "nonfinite", "normal", 2.0, NONFINITE)
+            for d in ctx.dtypes for s in ((4, 8), (7,)) for o in ctx.states()]
+
+
+def values_random(ctx: Ctx):
+    """Larger random tensors: normal around the GELU knee, uniform over a wide range."""
+    return [Item("values-random", ctx.call(s, d, optional=o), f"{dist}{scale:g}", dist, scale)
+            for d in ctx.dtypes for s in ((64, 36), (33, 17)) for o in ctx.states()
+            for dist, scale in (("normal", 1.0), ("uniform", 8.0))]
+
+
+#: Family generators in the order cases are listed; a call two families produce keeps the first family.
+FAMILIES = {
+    "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,
+    "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
+    "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
+    "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
+    "values-nonfinite": values_nonfinite, "values-random": values_random,
+}
+#: Families filled by the condition search (generate.py), after the ones above.
+SEARCH_FAMILIES = ("conditions", "residues")
+FAMILY_NAMES = tuple(FAMILIES) + SEARCH_FAMILIES

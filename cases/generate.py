@@ -1,0 +1,105 @@
+"""generate(package) -> cases: the condition search's witnesses plus every family, planned by the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.package import Package
+from conformance.planner import Planner
+
+from .calls import CallSpec, outcome, scope_of
+from .conditions import Analysis
+from .data import Recipe, seed_for
+from .families import FAMILIES, FAMILY_NAMES, Ctx, Item
+from .model import Case, case_from, case_id
+from .pool import build_pool
+from .search import Entry, Result, boundaries, search
+
+
+@dataclass
+class Derivation:
+    """What generation worked out for one manifest (the coverage report reuses it)."""
+
+    analysis: Analysis
+    planner: Planner
+    pool: Result
+    cases: list[Case]
+
+
+def entries(analysis: Analysis, planner: Planner, specs) -> list[Entry]:
+    out = []
+    for spec in specs:
+        scope = scope_of(planner, spec)
+        if scope is not None:
+            out.append(Entry(spec, analysis.values(scope)))
+    return out
+
+
+def residue_items(ctx: Ctx, pool_entries: list[Entry]) -> list[Item]:
+    """Per combination of residues of every ``x % k`` operand (numel and last dim separately), dtype and
+    optional-input presence, the cheapest pool call with fitting companions."""
+    moduli = ctx.analysis.moduli()
+    if not moduli:
+        return []
+    best: dict[tuple, CallSpec] = {}
+    for e in pool_entries:
+        spec = e.spec
+        if spec.profile != "baseline" or spec.tunables:
+            continue
+        shape, dtype = spec.arg(ctx.lead.role)
+        fitting = ctx.call(shape, dtype).args()
+        if any(a is not None and a != fitting[r] for r, a in spec.args().items()):
+            continue
+        scope = scope_of(ctx.planner, spec)
+        residues = tuple(ctx.analysis.evaluate(op, scope) for op, _ in moduli)
+        if any(not isinstance(v, int) for v in residues):
+            continue
+        key = (tuple(v % k for v, (_, k) in zip(residues, moduli)), dtype,
+               tuple(a is None for a in spec.args().values()))
+        if key not in best or spec.cost() < best[key].cost():
+            best[key] = spec
+    return [Item("residues", spec) for spec in best.values()]
+
+
+def derive(package: Package) -> Derivation:
+    m = package.manifest
+    analysis, planner = Analysis(m), Planner(m)
+    ctx = Ctx(m, planner, analysis)
+    pool_entries = entries(analysis, planner, build_pool(m, planner, analysis))
+    pool = search(analysis, pool_entries)
+    items: list[Item] = []
+    for name, family in FAMILIES.items():
+        items += family(ctx)
+    witnesses = list(pool.witnesses.values()) + list(pool.reached.values())
+    witnesses += boundaries(analysis, pool, pool_entries, lambda spec: scope_of(planner, spec))
+    items += [Item("conditions", spec) for spec in sorted(dict.fromkeys(witnesses), key=lambda s: s.cost())]
+    items += residue_items(ctx, pool_entries)
+    return Derivation(analysis, planner, pool, build_cases(package, planner, items))
+
+
+def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[Case]:
+    m = package.manifest
+    expects: dict[CallSpec, dict] = {}
+    merged: dict[str, tuple[Item, list[str], dict]] = {}
+    for item in items:
+        if item.spec not in expects:
+            expects[item.spec] = outcome(planner, item.spec)
+        expect = expects[item.spec]
+        cid = case_id(m.name, item.spec, expect, item.suffix)
+        if cid in merged:
+            if item.family not in merged[cid][1]:
+                merged[cid][1].append(item.family)
+            continue
+        merged[cid] = (item, [item.family], expect)
+    order = {name: i for i, name in enumerate(FAMILY_NAMES)}
+    cases = []
+    for cid, (item, families, expect) in merged.items():
+        families.sort(key=order.__getitem__)
+        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special)
+        cases.append(case_from(m.op_id, m.name, families[0], item.spec, expect, cid, recipe, families))
+    return cases
+
+
+def generate(package: Package) -> list[Case]:
+    """Every case for ``package``, in a stable order."""
+    return derive(package).cases

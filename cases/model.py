@@ -1,0 +1,71 @@
+"""The Case record, its readable id and its pytest markers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.profile import DeviceProfile
+
+from .calls import CallSpec, wgsl
+from .data import Recipe
+from .profiles import PROFILES
+from .shapes import fmt_shape
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    package: str                                   # op id, e.g. com.microsoft.FastGelu
+    family: str
+    inputs: dict[str, tuple[tuple[int, ...], str] | None]
+    profile: DeviceProfile
+    tunables: dict[str, int]                       # overrides of the manifest's defaults only
+    data: Recipe
+    expect: dict[str, Any]
+    heavy: bool = False
+    markers: tuple[str, ...] = field(default=())
+
+    @property
+    def accepted(self) -> bool:
+        return self.expect["outcome"] == "accepted"
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """Every family the case serves (one call can belong to several): the family markers."""
+        from .families import FAMILY_NAMES
+        return tuple(f for f in FAMILY_NAMES if marker(f) in self.markers)
+
+
+def marker(name: str) -> str:
+    return name.replace("-", "_").replace(".", "_")
+
+
+def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
+    present = [(role, shape, dtype) for role, shape, dtype in spec.inputs if shape is not None]
+    dtypes = spec.dtypes
+    tag = wgsl(dtypes[0]) if len(dtypes) == 1 else ("mixed" if dtypes else "none")
+    parts = [f"{role}{fmt_shape(shape)}" + (f":{wgsl(dtype)}" if len(dtypes) > 1 else "")
+             for role, shape, dtype in present]
+    outcome = expect["variant"] if expect["outcome"] == "accepted" else f"reject-{expect['reason']}"
+    text = f"{short}/{tag}/{'+'.join(parts) or 'none'}/{outcome}"
+    if spec.profile != "baseline":
+        text += f"@{spec.profile}"
+    text += "".join(f"~{k}={v}" for k, v in spec.tunables)
+    return text + (f"#{suffix}" if suffix else "")
+
+
+def markers_for(short: str, families: list[str], spec: CallSpec, expect: dict) -> tuple[str, ...]:
+    out = [marker(f) for f in families]
+    out += [wgsl(d) for d in spec.dtypes]
+    out.append(marker(expect["variant"]) if expect["outcome"] == "accepted" else "rejected")
+    out.append(marker(short))
+    if spec.heavy:
+        out.append("heavy")
+    return tuple(dict.fromkeys(out))
+
+
+def case_from(package: str, short: str, family: str, spec: CallSpec, expect: dict, case_id_: str,
+              recipe: Recipe, families: list[str]) -> Case:
+    return Case(case_id_, package, family, spec.args(), PROFILES[spec.profile], dict(spec.tunables), recipe,
+                expect, spec.heavy, markers_for(short, families, spec, expect))

@@ -1,0 +1,37 @@
+"""The named device profiles cases run on, and their YAML form (what differs from BASELINE)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.profile import BASELINE, DeviceProfile
+
+#: Small limits make limit cases run for real on little data (a 4 KiB storage binding, 4 workgroups per dimension).
+PROFILES: dict[str, DeviceProfile] = {
+    "baseline": BASELINE,
+    "no-f16": BASELINE.restricted("no-f16", drop_features={"shader-f16"}),
+    "small-storage": BASELINE.restricted("small-storage", limits={"maxStorageBufferBindingSize": 4096}),
+    "small-dispatch": BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgroupsPerDimension": 4}),
+    "small-workgroup": BASELINE.restricted("small-workgroup", limits={"maxComputeInvocationsPerWorkgroup": 64,
+                                                                      "maxComputeWorkgroupSizeX": 64}),
+}
+
+PROFILE_ORDER = {name: i for i, name in enumerate(PROFILES)}
+
+
+def profile_to_dict(profile: DeviceProfile) -> dict:
+    out: dict = {"name": profile.name}
+    limits = {k: v for k, v in sorted(profile.limits.items()) if BASELINE.limits.get(k) != v}
+    if limits:
+        out["limits"] = limits
+    if BASELINE.features - profile.features:
+        out["drop_features"] = sorted(BASELINE.features - profile.features)
+    if profile.features - BASELINE.features:
+        out["add_features"] = sorted(profile.features - BASELINE.features)
+    return out
+
+
+def profile_from_dict(data: dict) -> DeviceProfile:
+    profile = BASELINE.restricted(data["name"], limits=data.get("limits"),
+                                  drop_features=set(data.get("drop_features", ())))
+    return replace(profile, features=profile.features | frozenset(data.get("add_features", ())))

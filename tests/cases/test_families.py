@@ -1,0 +1,98 @@
+"""Every family that applies to a manifest is present; the hand-checkable expectations are among the cases."""
+
+from __future__ import annotations
+
+import cases
+from cases.conditions import Analysis
+from cases.families import FAMILY_NAMES
+from cases.shapes import primary
+
+
+def applicable(manifest) -> set[str]:
+    lead = primary(manifest)
+    out = set(FAMILY_NAMES)
+    if not any(s.rank is not None for s in manifest.inputs if s is not lead):
+        out.discard("optional-mismatch")
+    if not any(sum(s.typevar == tv for s in manifest.inputs) > 1 for tv in manifest.type_constraints):
+        out.discard("mixed-dtype")
+    if not any("float16" in allowed for allowed in manifest.type_constraints.values()):
+        out.discard("f16-availability")
+    return out
+
+
+def test_every_applicable_family_present(package, generated):
+    present = {f for c in generated for f in c.families}
+    assert applicable(package.manifest) <= present
+
+
+def test_value_families_have_several_cases(generated):
+    for family in ("values-special", "values-nonfinite"):
+        assert sum(family in c.families for c in generated) >= 2
+
+
+def find(cases_, short, dtype, inputs):
+    return [c for c in cases_ if c.id.startswith(f"{short}/{dtype}/{inputs}/") and c.profile.name == "baseline"
+            and not c.tunables]
+
+
+def test_hand_checked_expectations(package, generated):
+    short = package.manifest.name
+    expected = {
+        "FastGelu": {"X[2,8]+bias[8]": "vec4_bias", "X[4,3]+bias[3]": "vec4_tail_bias", "X[5]": "vec4_tail_no_bias"},
+        "Gelu": {"X[6]": "scalar", "X[8]": "vec4"},
+    }.get(short, {})
+    for inputs, variant in expected.items():
+        found = find(generated, short, "f32", inputs)
+        assert found, f"no case {short}/f32/{inputs}"
+        assert {c.expect.get("variant") for c in found} == {variant}
+
+
+def test_ids_unique_readable_and_stable(package, generated):
+    ids = [c.id for c in generated]
+    assert len(ids) == len(set(ids))
+    assert all(" " not in i and i.startswith(package.manifest.name + "/") for i in ids)
+    assert [c.id for c in cases.generate(package)] == ids
+
+
+def test_case_counts_in_range(generated):
+    assert 100 <= len(generated) <= 600
+
+
+def test_rejections_record_reason_and_detail(generated):
+    for c in generated:
+        if c.expect["outcome"] == "rejected":
+            assert c.expect["reason"]
+            if c.expect["reason"] == "no-variant":
+                assert c.expect["detail"] and all(isinstance(v, str) for v in c.expect["detail"].values())
+            assert "rejected" in c.markers
+
+
+def test_limit_cases_run_cheaply_at_and_past_the_limit(generated):
+    small = [c for c in generated if c.profile.name == "small-storage" and c.inputs.get("bias") is None]
+    limit = small[0].profile.limits["maxStorageBufferBindingSize"]
+    for c in small:
+        shape, dtype = c.inputs[primary_role(c)]
+        nbytes = shape[0] * (2 if dtype == "float16" else 4)
+        assert c.accepted == (nbytes <= limit), c.id
+    assert {c.accepted for c in small} == {True, False}
+    assert any(c.heavy for c in generated if "buffer_limit" in c.markers)
+    split = [c for c in generated if c.profile.name == "small-dispatch" and c.accepted]
+    assert any(p["workgroups"][1] > 1 for c in split for p in c.expect["passes"])
+
+
+def primary_role(case):
+    return next(iter(case.inputs))
+
+
+def test_residue_classes_of_numel_and_last_dim(package, generated):
+    pairs = set()
+    for c in generated:
+        shape, _ = c.inputs[primary_role(c)] or ((), None)
+        if shape and c.profile.name == "baseline":
+            n = 1
+            for d in shape:
+                n *= d
+            pairs.add((n % 4, shape[-1] % 4))
+    assert {p[0] for p in pairs} == {0, 1, 2, 3}
+    if len(Analysis(package.manifest).moduli()) > 1:  # the manifest tests the last dim's residue too
+        assert {(0, 1), (0, 2), (0, 3), (0, 0), (1, 1), (2, 2), (3, 3)} <= pairs

@@ -1,0 +1,85 @@
+"""Golden files: round trip, bit-exact data, `--check` passing on the committed files and failing on a change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import cases
+from cases.data import make_inputs
+from conformance.package import load_package
+
+import pathlib
+
+from conformance.package import find_package_dirs
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGES = [d.name for d in find_package_dirs(ROOT / "specs")]
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "cases", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_golden_matches_generation(package, generated):
+    loaded = cases.load_golden(cases.golden_path(ROOT / "cases", package.name))
+    assert loaded == generated
+    assert cases.to_yaml(loaded) == cases.to_yaml(generated)
+
+
+def test_data_regenerated_bit_exactly(generated):
+    for case in [c for c in generated if not c.heavy][::7] + [c for c in generated if c.family.startswith("values")]:
+        first, second = make_inputs(case), make_inputs(case)
+        for role, arg in case.inputs.items():
+            if arg is None:
+                assert first[role] is None
+                continue
+            assert first[role].shape == tuple(arg[0]) and first[role].dtype == np.dtype(arg[1])
+            assert first[role].tobytes() == second[role].tobytes()
+
+
+def test_special_values_land_in_the_data(generated):
+    special = next(c for c in generated if c.family == "values-special")
+    x = next(iter(make_inputs(special).values())).ravel()
+    assert np.signbit(x[2]) and x[2] == 0            # -0.0 sits at the second even slot
+    assert np.isfinite(x).all() and np.abs(x).max() == np.finfo(x.dtype).max
+    nonfinite = next(c for c in generated if c.family == "values-nonfinite")
+    y = next(iter(make_inputs(nonfinite).values())).ravel()
+    assert np.isnan(y).any() and np.isposinf(y).any() and np.isneginf(y).any()
+
+
+def test_seeds_differ_between_cases(generated):
+    seeds = [c.data.seed for c in generated]
+    assert len(set(seeds)) == len(seeds)
+
+
+def test_check_passes_on_committed_goldens():
+    result = run_cli("--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_fails_with_a_diff_on_a_changed_manifest(tmp_path):
+    specs = tmp_path / "specs"
+    shutil.copytree(ROOT / "specs", specs)
+    path = specs / "com.microsoft.FastGelu" / "manifest.json"
+    raw = json.loads(path.read_text())
+    raw["tunables"]["WORKGROUP_SIZE"] = 128
+    path.write_text(json.dumps(raw, indent=2))
+    result = run_cli("--check", "--specs", str(specs))
+    assert result.returncode == 1
+    assert "out of date" in result.stdout and "@@" in result.stdout
+    assert "-    - {name: FastGelu.vec4Bias, threads: 2, workgroupSize: 256" in result.stdout
+    assert "+    - {name: FastGelu.vec4Bias, threads: 2, workgroupSize: 128" in result.stdout
+
+
+def test_generation_of_every_package_is_fast():
+    packages = [load_package(name) for name in PACKAGES]
+    start = time.perf_counter()
+    for package in packages:
+        cases.generate(package)
+    assert time.perf_counter() - start < 5.0

@@ -1,0 +1,158 @@
+"""Hostile expressions: refused (ManifestError at load, or ExpressionError at plan) quickly, with a pointer.
+
+Each payload is planted in a copy of the FastGelu seed, either as the first `when` predicate of
+the highest-priority variant (so it is the first thing a plan evaluates) or as a derive rule
+that predicate uses, and the test loads the manifest and plans an ordinary call.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import kernel_from
+
+from conformance import BASELINE, ConformanceError, ExpressionError, ManifestError
+
+LIMIT_S = 1.0
+WHEN = "/variants/0/when/0"
+
+PAYLOADS = [
+    # Python internals through attributes
+    "''.__class__",
+    "''.__class__.__mro__[1].__subclasses__()",
+    "cycler.__init__.__globals__",          # Jinja's default globals are not in scope
+    "joiner.__init__.__globals__",
+    "lipsum.__globals__",
+    "namespace.__init__",
+    "self.__init__.__globals__",
+    "shapes.__class__.__mro__",
+    "shapes._values",                        # the namespace's private storage
+    "shapes.X.__class__.__base__",
+    "shapes.X.count(1) > 0",                 # methods of the shape tuple
+    "dtypes.T.upper() == \"F32\"",           # methods of strings
+    "dtypes.T.__class__.__base__.__subclasses__()",
+    "\"{0.__class__}\".format(shapes)",
+    "numel.__globals__",
+    "numel._fn.__globals__",
+    "numel.__call__(shapes.X) > 0",
+    "min(1, 2, key=numel) > 0",              # keyword arguments
+    "range(10 ** 9)",
+    "dict(a=1)",
+    "x.__class__",
+    # unbounded cost
+    "9 ** 9 ** 9 > 0",
+    "10 ** 100000 > 0",
+    "2 ** 100000 > 0",
+    "numel(shapes.X) ** 1000000 > 0",
+    "\"a\" * 1000000000 == \"\"",
+    "\"ab\" * 10 ** 9 == \"\"",
+    "[1] * 10 ** 9 == []",
+    "shapes.X * 1000000000 == shapes.X",     # tuple repetition
+    "\"%s\" % shapes == \"\"",
+    "1e308 * 10 > 0",                        # overflow to inf
+    "(" * 500 + "1" + ")" * 500 + " > 0",
+    "-" * 1500 + "1 > 0",
+    "not " * 450 + "true",
+    "[" * 400 + "]" * 400,
+    "x" * 3000,                              # longer than any expression may be
+]
+
+
+def _refused(raw, *, pointers, expect_load_error=False):
+    """Load + plan; the call must fail with a ManifestError/ExpressionError within LIMIT_S."""
+    start = time.perf_counter()
+    with pytest.raises((ManifestError, ExpressionError)) as info:
+        k = kernel_from(raw)
+        assert not expect_load_error, "loaded"
+        k.plan(profile=BASELINE, X=((8,), "float32"))
+    elapsed = time.perf_counter() - start
+    err = info.value
+    assert isinstance(err, ValueError) and isinstance(err, ConformanceError)
+    assert elapsed < LIMIT_S, f"took {elapsed:.2f} s: {str(err)[:200]}"
+    assert err.pointer in pointers, str(err)[:300]
+    assert "x.json" in str(err)
+    assert "must be true or false" not in str(err)  # refused, not evaluated to a non-boolean
+    return err
+
+
+@pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
+def test_payload_in_when(fastgelu_raw, payload):
+    fastgelu_raw["variants"][0]["when"].insert(0, payload)
+    _refused(fastgelu_raw, pointers={WHEN})
+
+
+@pytest.mark.parametrize("payload", PAYLOADS, ids=range(len(PAYLOADS)))
+def test_payload_in_derive(fastgelu_raw, payload):
+    fastgelu_raw["derive"]["evil"] = payload
+    fastgelu_raw["variants"][0]["when"].insert(0, "evil")
+    # at load the rule's own pointer; at plan the predicate that inlines it
+    _refused(fastgelu_raw, pointers={"/derive/evil", WHEN})
+
+
+def test_exponential_derive_chain(fastgelu_raw):
+    # d{i+1} = d{i} + d{i}: 64 rules whose inlined size doubles each step (2**64 nodes for d63)
+    derive = fastgelu_raw["derive"]
+    derive["d0"] = "numel(shapes.X)"
+    for i in range(63):
+        derive[f"d{i + 1}"] = f"d{i} + d{i}"
+    fastgelu_raw["variants"][0]["when"].insert(0, "d63 > 0")
+    err = _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/d{i}" for i in range(64)}, expect_load_error=True)
+    assert "nodes" in str(err) or "too" in str(err)
+
+
+def test_exponential_concat_chain(fastgelu_raw):
+    # the same doubling with string concatenation
+    derive = fastgelu_raw["derive"]
+    derive["s0"] = '"' + "a" * 1000 + '"'
+    for i in range(40):
+        derive[f"s{i + 1}"] = f"s{i} ~ s{i}"
+    fastgelu_raw["variants"][0]["when"].insert(0, 's40 == ""')
+    _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/s{i}" for i in range(41)}, expect_load_error=True)
+
+
+def test_wide_concat_is_capped(fastgelu_raw):
+    """Strings are capped (expressions.MAX_STRING = 4096): '~' of 390 copies of a 1,900-character
+    literal stays far under the inlining budget (~800 nodes) but would build a 741,000-character
+    string; it must be refused, as "a" * n is."""
+    derive = fastgelu_raw["derive"]
+    derive["w0"] = '"' + "a" * 1900 + '"'
+    derive["w1"] = " ~ ".join(["w0"] * 390)
+    fastgelu_raw["variants"][0]["when"].insert(0, 'w1 == ""')
+    _refused(fastgelu_raw, pointers={WHEN, "/derive/w1"})
+
+
+def test_multiplicative_chain_is_bounded(fastgelu_raw):
+    """Squaring 11 times: m11 inlines to 2**11 copies of m0 (~16,000 nodes, under the 20,000-node
+    budget) and 9 ** 2048 is refused by the integer cap -- but compiling that inlined tree must not
+    take seconds either (Jinja compiles ~7,000 nodes a second here)."""
+    derive = fastgelu_raw["derive"]
+    derive["m0"] = "numel(shapes.X) + 1"
+    for i in range(11):
+        derive[f"m{i + 1}"] = f"m{i} * m{i}"
+    fastgelu_raw["variants"][0]["when"].insert(0, "m11 > 0")
+    _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/m{i}" for i in range(12)})
+
+
+def test_chain_just_under_the_budget_is_quick(fastgelu_raw):
+    # c0 = 1, c{i+1} = c{i} + c{i}: c13 inlines to 2**14 - 1 = 16383 nodes, which a manifest may use
+    derive = fastgelu_raw["derive"]
+    derive["c0"] = "1"
+    for i in range(13):
+        derive[f"c{i + 1}"] = f"c{i} + c{i}"
+    fastgelu_raw["variants"][0]["when"].insert(0, "c13 == 8192")
+    start = time.perf_counter()
+    try:
+        plan = kernel_from(fastgelu_raw).plan(profile=BASELINE, X=((8,), "float32"))
+    except (ManifestError, ExpressionError) as exc:  # refusing it is fine too, if quick
+        assert exc.pointer
+    else:
+        assert plan.variant == "vec4_no_bias"
+    assert time.perf_counter() - start < LIMIT_S
+
+
+def test_sandbox_leaves_the_seed_working(fastgelu_raw):
+    # planting a harmless predicate the same way still plans (guards the helper above)
+    fastgelu_raw["variants"][0]["when"].insert(0, "numel(shapes.X) ** 2 > 0 and 2 ** 60 > 0")
+    start = time.perf_counter()
+    assert kernel_from(fastgelu_raw).plan(profile=BASELINE, X=((8,), "float32")).variant == "vec4_no_bias"
+    assert time.perf_counter() - start < LIMIT_S
