@@ -36,7 +36,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from .errors import ExpressionError
 
 MAX_SOURCE = 2000
-MAX_INLINED_NODES = 20000
+MAX_INLINED_NODES = 2000
 MAX_INT_BITS = 128
 MAX_STRING = 4096
 
@@ -216,7 +216,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
             raise SecurityError(f"operator {operator!r} needs numbers, got {left!r} and {right!r}")
         if operator == "**":
             if isinstance(right, int) and isinstance(left, int):
-                if right < 0 or (abs(left) > 1 and right * max(abs(left).bit_length(), 1) > MAX_INT_BITS):
+                if right < 0 or (abs(left) > 1 and right * math.log2(abs(left)) > MAX_INT_BITS):
                     raise SecurityError(f"{left} ** {right} is too large")
             elif abs(right) > 1024:
                 raise SecurityError(f"exponent {right} is too large")
@@ -317,9 +317,15 @@ def unparse(node: nodes.Node) -> str:
     raise ExpressionError(f"unsupported expression element {kind}")
 
 
+def _self_and_descendants(node: nodes.Node, kind):
+    if isinstance(node, kind):
+        yield node
+    yield from node.find_all(kind)
+
+
 def names_used(node: nodes.Node) -> set[str]:
     """Top-level names an expression reads."""
-    return {n.name for n in node.find_all(nodes.Name)}
+    return {n.name for n in _self_and_descendants(node, nodes.Name)}
 
 
 def attribute_paths(node: nodes.Node) -> set[tuple[str, ...]]:
@@ -334,7 +340,7 @@ def attribute_paths(node: nodes.Node) -> set[tuple[str, ...]]:
             return base + (n.attr,) if base else None
         return None
 
-    for getattr_node in node.find_all(nodes.Getattr):
+    for getattr_node in _self_and_descendants(node, nodes.Getattr):
         path = chain(getattr_node)
         if path:
             paths.add(path)
@@ -360,10 +366,37 @@ class RuleTable:
     rules: dict[str, Rule]
     file: str | None = None
     _inlined: dict[int, nodes.Expr] = field(default_factory=dict, repr=False)
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def _tree_size(self, tree, stack) -> int:
+        total = 0
+        for node in _self_and_descendants(tree, nodes.Node):
+            total += 1
+            if isinstance(node, nodes.Name) and node.name in self.rules:
+                total += self._rule_size(node.name, stack)
+            if total > MAX_INLINED_NODES:
+                break
+        return total
+
+    def _rule_size(self, name, stack) -> int:
+        if name not in self._sizes:
+            if name in stack:
+                cycle = " -> ".join(stack[stack.index(name):] + [name])
+                raise ExpressionError(f"rules form a cycle: {cycle}", pointer=self.rules[name].pointer,
+                                      file=self.file)
+            self._sizes[name] = self._tree_size(self.rules[name].tree, stack + [name])
+        return self._sizes[name]
 
     def inline(self, tree: nodes.Expr, pointer: str = "") -> nodes.Expr:
         """A copy of ``tree`` with every rule name replaced by the rule's own (inlined) tree."""
-        budget = [MAX_INLINED_NODES]
+        try:
+            size = self._tree_size(tree, [])
+        except RecursionError:
+            raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
+        if size > MAX_INLINED_NODES:
+            raise ExpressionError(f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
+                                  pointer=pointer, file=self.file)
+        budget = [MAX_INLINED_NODES * 2]
 
         def visit(node, stack):
             budget[0] -= 1
@@ -391,11 +424,36 @@ class RuleTable:
             raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
 
 
+def _concat(*parts):
+    for p in parts:
+        if isinstance(p, Absent):
+            p._fail()
+    return _check_number("".join(str(p) for p in parts))
+
+
+_CONCAT = Builtin("~", _concat)
+
+
+def _guard_concat(tree):
+    """Rewrite ``a ~ b`` into a call of a length-checked join (an internal name manifests cannot use)."""
+    if isinstance(tree, nodes.Concat):
+        return nodes.Call(nodes.Name("__concat", "load"), [_guard_concat(n) for n in tree.nodes], [], None, None)
+    clone = copy.copy(tree)
+    for fname in clone.fields:
+        value = getattr(clone, fname)
+        if isinstance(value, nodes.Node):
+            setattr(clone, fname, _guard_concat(value))
+        elif isinstance(value, list):
+            setattr(clone, fname, [_guard_concat(v) if isinstance(v, nodes.Node) else v for v in value])
+    return clone
+
+
 class Compiled:
     """One inlined expression compiled by the sandbox."""
 
     def __init__(self, tree: nodes.Expr, *, source: str, pointer: str, file: str | None):
         self.source, self.pointer, self.file = source, pointer, file
+        tree = _guard_concat(tree)
         body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), tree, lineno=1)], lineno=1)
         body.set_environment(SANDBOX)
         try:
@@ -408,7 +466,7 @@ class Compiled:
 
     def __call__(self, scope: Mapping[str, Any]) -> Any:
         try:
-            value = self._expr(**scope)
+            value = self._expr(**scope, __concat=_CONCAT)
             if isinstance(value, StrictUndefined):
                 str(value)  # raises the UndefinedError with the missing name
             return value

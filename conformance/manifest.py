@@ -126,13 +126,31 @@ def _schema() -> dict:
 _VALIDATOR = jsonschema.Draft202012Validator(_schema())
 
 
+class _Object(dict):
+    duplicates: tuple = ()
+
+
 def _reject_duplicate_keys(pairs):
-    seen = {}
+    seen = _Object()
+    dups = []
     for key, value in pairs:
         if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
+            dups.append(key)
         seen[key] = value
+    seen.duplicates = tuple(dups)
     return seen
+
+
+def _plain(value, file, path=()):
+    """Plain dicts again, raising at the first duplicated key with its JSON pointer."""
+    if isinstance(value, dict):
+        if getattr(value, "duplicates", ()):
+            key = value.duplicates[0]
+            raise ManifestError(f"malformed JSON: duplicate key {key!r}", file=file, pointer=_pointer(*path, key))
+        return {k: _plain(v, file, path + (k,)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v, file, path + (i,)) for i, v in enumerate(value)]
+    return value
 
 
 def read_json(path: Path) -> Any:
@@ -148,22 +166,28 @@ def read_json(path: Path) -> Any:
 
 def parse_json(text: str, file: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys,
-                          parse_constant=_bad_constant)
+        raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_bad_constant)
     except json.JSONDecodeError as exc:
         raise ManifestError(f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=file) from None
     except ValueError as exc:
         raise ManifestError(f"malformed JSON: {exc}", file=file) from None
     except RecursionError:
         raise ManifestError("malformed JSON: nested too deeply", file=file) from None
+    return _plain(raw, file)
 
 
 def _bad_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _deepest(err):
+    if not err.context:
+        return err
+    return max((_deepest(c) for c in err.context), key=lambda e: len(e.absolute_path))
+
+
 def schema_problems(raw: Any, problems: Problems):
-    errors = sorted(_VALIDATOR.iter_errors(raw), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted(map(_deepest, _VALIDATOR.iter_errors(raw)), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     for err in errors[:50]:
         message = err.message if len(err.message) < 300 else err.message[:300] + "..."
         problems.add(_pointer(*err.absolute_path), f"schema: {message}")
@@ -279,7 +303,7 @@ class Manifest:
                 continue
             known = sorted(set(SCOPE_ROOTS) | set(BUILTIN_NAMES) | (rule_names if allow_rules else set()))
             problems.add(expr.pointer, f"unknown name {name!r}; known names: {', '.join(known)}")
-        for call in tree.find_all(nodes.Call):
+        for call in ([tree] if isinstance(tree, nodes.Call) else []) + list(tree.find_all(nodes.Call)):
             if not (isinstance(call.node, nodes.Name) and call.node.name in BUILTIN_NAMES):
                 problems.add(expr.pointer, f"only the functions {', '.join(BUILTIN_NAMES)} may be called")
         for path in sorted(attribute_paths(tree)):

@@ -57,7 +57,6 @@ def run_peers(result: dict, max_elements: int) -> list[dict]:
                     "cuda_copy_gbps": 2 * x.numel() * x.element_size() / copy / 1e9,
                     "ours_gbps": row["gbps"], "ours_vs_cuda_copy": row["gbps"] / (2 * x.numel() * x.element_size()
                                                                                   / copy / 1e9)})
-        del x, b
     return out
 
 

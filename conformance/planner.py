@@ -38,9 +38,12 @@ def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int =
     """An integer slot; ``/`` is true division in Jinja, so an integral float (``numel / 4``) is accepted."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise ExpressionError(f"{what} must be an integer >= {minimum}, got {format_value(value)}",
                               pointer=pointer, file=manifest.file)
+    if value < minimum:  # a well-formed value this call makes out of range (e.g. a tunable of 0)
+        raise ContractError(f"{what} is {value} for this call, below {minimum} ({manifest.file}:{pointer})",
+                            reason="dispatch")
     return value
 
 
@@ -73,6 +76,12 @@ class Planner:
         return Plan(m.op_id, variant.id, passes, outputs, call.profile.name)
 
     # -- steps --------------------------------------------------------------------------------
+    def scope(self, call: Call) -> dict[str, Any]:
+        """The names every variant's expressions see for ``call`` (contract checks and output shapes first)."""
+        typevars = check_types(self.manifest, call)
+        outputs = self._outputs(call, typevars)
+        return scope_for(self.manifest, call, typevars, {r: o.shape for r, o in outputs.items()})
+
     def _outputs(self, call: Call, typevars: dict[str, str]) -> dict[str, OutputPlan]:
         m = self.manifest
         scope = scope_for(m, call, typevars)

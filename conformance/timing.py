@@ -56,7 +56,6 @@ class Timer:
 
     def time_pass(self, record: Callable[[object], None]) -> Timing:
         """``record(compute_pass)`` sets the pipeline, bind groups and dispatches of one repetition."""
-        dev = self.device.device
 
         def encode(encoder, query_set, i):
             writes = None

@@ -63,7 +63,7 @@ class Comparison:
             ]
             widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
             fmt = "  " + "  ".join(f"{{:>{w}}}" for w in widths)
-            lines += [f"  worst elements (largest err/allowed first):", fmt.format(*cols)]
+            lines += ["  worst elements (largest err/allowed first):", fmt.format(*cols)]
             lines += [fmt.format(*r) for r in rows]
         return "\n".join(lines)
 
