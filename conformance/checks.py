@@ -184,14 +184,14 @@ class CaseChecker:
         manifest = kernel.manifest
         ref = self._reference_for(manifest.domain, manifest.name)
         expected = ref.compute(inputs)
-        worst = 0.0
+        worst = None
         for role, y in outputs.items():
             if y.size == 0:
                 continue
             first_input = next(a for a in inputs.values() if a is not None)
             result = self._compare(y, expected[role], ref.tolerance(str(y.dtype)),
                                    inputs=first_input if first_input.shape == y.shape else None)
-            worst = max(worst, result.worst_ratio)
+            worst = max(worst or 0.0, result.worst_ratio)
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")

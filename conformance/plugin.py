@@ -8,7 +8,6 @@ entry point ``conformance.plugin``.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import shlex
@@ -36,7 +35,8 @@ def pytest_addoption(parser):
     group.addoption("--conformance-report", default=None, metavar="PATH",
                     help="write a JSON report to PATH and a Markdown summary beside it")
     group.addoption("--expectations", default=None, metavar="FILE",
-                    help="YAML list of {id: glob, reason: text}: known failures, run as strict xfails")
+                    help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
+                         "(in a pattern * and ? are wildcards, all else is literal)")
 
 
 class Session:
@@ -157,15 +157,27 @@ def pytest_collection_modifyitems(config, items):
         if callspec is None or "conformance_case" not in callspec.params:
             continue
         case_id = callspec.id
-        state.expected_ids.add(item.nodeid)
         for pattern, reason in expectations:
-            if fnmatch.fnmatchcase(case_id, pattern):
+            if pattern.fullmatch(case_id):
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
                 break
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = kept
         state.deselected_heavy = len(heavy)
+
+
+def pytest_collection_finish(session):
+    """What this process will run, after every deselection (-k, -m, heavy): cases without a result are reported."""
+    session_of(session.config).expected_ids.update(
+        item.nodeid for item in session.items if "conformance_case" in getattr(item, "fixturenames", ()))
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """On the xdist controller: remember what the workers will run, to report cases that never ran."""
+    config = _CONFIG.get("config")
+    if config is not None:
+        session_of(config).expected_ids.update(i for i in ids if "test_kernels.py::" in i)
 
 
 def _load_expectations(path):
@@ -182,7 +194,12 @@ def _load_expectations(path):
                                              and isinstance(e.get("reason"), str) for e in data):
         raise pytest.UsageError(f"--expectations {path}: expected a YAML list of entries with string fields "
                                 f"'id' (a glob over case ids) and 'reason'")
-    return [(e["id"], e["reason"]) for e in data]
+    return [(_id_pattern(e["id"]), e["reason"]) for e in data]
+
+
+def _id_pattern(glob: str) -> re.Pattern:
+    """``*`` and ``?`` are wildcards; everything else (brackets included: ids hold shapes) is literal."""
+    return re.compile(re.escape(glob).replace(r"\*", ".*").replace(r"\?", "."))
 
 
 @pytest.fixture
@@ -274,8 +291,10 @@ def _wants_conformance(config) -> bool:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_SESSION, None)
-    if state is None or not (state.verdicts or state.deselected_heavy):
+    if state is None or not state.verdicts:
         return
+    if not state.deselected_heavy and not config.getoption("run_heavy") and not hasattr(config, "workerinput"):
+        state.deselected_heavy = _heavy_count(state)
     tr = terminalreporter
     tr.section("conformance")
     counts = Counter(v["status"] for v in state.verdicts)
@@ -291,6 +310,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path} and {Path(path).with_suffix('.md')}")
+
+
+def _heavy_count(state: Session) -> int:
+    """Heavy cases among those generated (the xdist controller collects nothing itself)."""
+    return sum(1 for _, _, generated in state.packages() for case in generated if case.heavy)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,0 +1,124 @@
+"""The plugin on broken and unbroken packages, through pytest's own pytester."""
+
+import json
+import shutil
+
+import pytest
+
+from conformance.package import REPO_SPECS
+
+TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
+
+
+@pytest.fixture
+def specs(tmp_path):
+    """A scratch specs/ directory; ``break_(pkg, old, new)`` edits a package's template."""
+    root = tmp_path / "specs"
+
+    def copy(*names):
+        for name in names:
+            shutil.copytree(REPO_SPECS / name, root / name)
+        return root
+    return copy
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+def run(pytester, specs_dir, *args):
+    conformance_tests = REPO_SPECS.parent / "conformance" / "test_kernels.py"
+    return pytester.runpytest_inprocess(str(conformance_tests), f"--specs={specs_dir}", "--device=vulkan",
+                                        "-p", "no:cacheprovider", "-q", *args)
+
+
+def test_unbroken_package_passes(pytester, specs):
+    root = specs("com.microsoft.Gelu")
+    result = run(pytester, root)
+    result.assert_outcomes(passed=result.parseoutcomes()["passed"], failed=0)
+    assert result.parseoutcomes()["passed"] > 50
+    result.stdout.fnmatch_lines(["*conformance*", "cases: * passed*"])
+
+
+def test_single_package_directory_works(pytester, specs):
+    root = specs("com.microsoft.Gelu")
+    result = run(pytester, root / "com.microsoft.Gelu", "-k", "vec4")
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] > 5 and "failed" not in outcomes
+
+
+def test_skipped_bias_fails_exactly_the_bias_cases(pytester, specs):
+    root = specs("com.microsoft.FastGelu")
+    tpl = root / "com.microsoft.FastGelu" / TEMPLATE
+    edit(tpl, "  v += vec4<f32>(f32(bias[b])", "  v += 0.0 * vec4<f32>(f32(bias[b])")
+    edit(tpl, "    v += vec4<f32>(f32(bias[base % HIDDEN])", "    v += 0.0 * vec4<f32>(f32(bias[base % HIDDEN])")
+    edit(tpl, "gelu1(f32(x[e]) + f32(bias[e % HIDDEN]))", "gelu1(f32(x[e]))")
+    edit(tpl, "gelu1(f32(x[i]) + f32(bias[i % HIDDEN]))", "gelu1(f32(x[i]))")
+    result = run(pytester, root, "-k", "bias and not reject and not X[0")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) > 10
+    result.stdout.fnmatch_lines(["*output Y differs from the reference*", "*worst elements*", "*rerun: pytest*"])
+    clean = run(pytester, root, "-k", "no_bias")
+    assert "failed" not in clean.parseoutcomes()
+
+
+def test_dropped_tail_element_fails_the_tail_cases(pytester, specs):
+    root = specs("com.microsoft.FastGelu")
+    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = base; e < params.count; e++)",
+         "for (var e = base; e + 1u < params.count; e++)")
+    result = run(pytester, root, "-k", "vec4_tail_no_bias and f32")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 3 and outcomes.get("passed", 0) >= 1  # numel % 4 == 0 still passes
+    result.stdout.fnmatch_lines(["*output Y differs from the reference*"])
+
+
+def test_tanh_where_erf_is_specified_fails(pytester, specs):
+    root = specs("com.microsoft.Gelu")
+    edit(root / "com.microsoft.Gelu" / TEMPLATE, '{% if approximate == "tanh" %}', "{% if true %}")
+    result = run(pytester, root, "-m", "f32 and not rejected")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) > 10
+    result.stdout.fnmatch_lines(["*differs from the reference*"])
+
+
+def test_malformed_manifest_is_a_clear_error_not_a_traceback(pytester, specs):
+    root = specs("com.microsoft.Gelu", "com.microsoft.FastGelu")
+    manifest = root / "com.microsoft.Gelu" / "manifest.json"
+    raw = json.loads(manifest.read_text())
+    raw["variants"][1]["when"][1] = "f16Ok(dtypes.T) and shapes.Nope"
+    manifest.write_text(json.dumps(raw))
+    result = run(pytester, root, "-k", "manifest or vec4_bias")
+    result.stdout.fnmatch_lines(["*cannot load the package*", "*manifest.json:/variants/1/when/1: *Nope*"])
+    assert "Traceback" not in result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1 and outcomes["passed"] > 5  # the other package still runs
+
+
+def test_expectations_turn_known_failures_into_strict_xfails(pytester, specs, tmp_path):
+    root = specs("com.microsoft.FastGelu")
+    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = base; e < params.count; e++)",
+         "for (var e = base; e + 1u < params.count; e++)")
+    expectations = tmp_path / "known.yaml"
+    expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n"
+                            "- id: 'FastGelu/f32/X[4]/vec4_no_bias'\n  reason: 'wrongly listed, it passes'\n")
+    result = run(pytester, root, "-k", "X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias",
+                 f"--expectations={expectations}")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("xfailed", 0) >= 1
+    assert outcomes.get("failed", 0) >= 1  # the strict xfail that passed is reported as a failure
+    result.stdout.fnmatch_lines(["*XPASS(strict)*"])
+
+
+def test_report_names_every_package_and_counts(pytester, specs, tmp_path):
+    root = specs("com.microsoft.Gelu")
+    report = tmp_path / "out" / "report.json"
+    result = run(pytester, root, "-k", "vec4 and f32", f"--conformance-report={report}")
+    assert result.ret == 0
+    data = json.loads(report.read_text())
+    assert data["conforms"] and data["totals"]["passed"] == result.parseoutcomes()["passed"]
+    assert data["packages"][0]["files"]["manifest.json"] and data["device"]["backend"] == "Vulkan"
+    cell = data["summary"]["com.microsoft.Gelu"]["vec4"]["float32"]
+    assert cell["passed"] > 0 and 0 <= cell["worst_ratio"] < 1
+    assert (report.with_suffix(".md")).read_text().startswith("# Conformance report")
