@@ -70,38 +70,36 @@ def _sample(shape, dtype, seed=0) -> np.ndarray:
 
 
 class Baselines:
-    """Copy bandwidth for a byte count, cached per size."""
+    """Copy bandwidth measured on the very buffers a kernel reads and writes.
+
+    Large allocations can land in memory of different speed (seen on the H200:
+    the same copy shader at 1.6 or 4.1 TB/s depending on the buffers), so a
+    baseline is only comparable when it moves the kernel's own input into the
+    kernel's own output, right after the kernel is timed.
+    """
 
     def __init__(self, device: Device, timer: Timer):
         self.device, self.timer = device, timer
-        self._cache: dict[int, tuple[Timing, Timing]] = {}
         dev = device.device
         self._pipeline = dev.create_compute_pipeline(layout="auto", compute={
             "module": dev.create_shader_module(code=COPY_SHADER), "entry_point": "main"})
 
-    def measure(self, nbytes: int) -> tuple[Timing, Timing]:
-        """(copy shader, copy_buffer_to_buffer) timings moving ``nbytes`` (rounded to 16)."""
-        nbytes = -(-nbytes // 16) * 16
-        if nbytes not in self._cache:
-            import wgpu
-            dev, usage = self.device.device, wgpu.BufferUsage
-            src = dev.create_buffer(size=nbytes, usage=usage.STORAGE | usage.COPY_SRC)
-            dst = dev.create_buffer(size=nbytes, usage=usage.STORAGE | usage.COPY_DST)
-            group = dev.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
-                {"binding": 0, "resource": {"buffer": src}}, {"binding": 1, "resource": {"buffer": dst}}])
-            from .layout import split_workgroups
-            counts = split_workgroups(-(-nbytes // 16 // 256), self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
+    def measure(self, src, dst, nbytes: int) -> tuple[Timing, Timing]:
+        """(vec4 copy shader, copy_buffer_to_buffer) timings moving ``nbytes`` (rounded down to 16) src -> dst."""
+        from .layout import split_workgroups
+        nbytes = max(16, nbytes // 16 * 16)
+        group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
+            {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
+            {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": nbytes}}])
+        counts = split_workgroups(-(-nbytes // 16 // 256), self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
 
-            def shader(cpass):
-                cpass.set_pipeline(self._pipeline)
-                cpass.set_bind_group(0, group)
-                cpass.dispatch_workgroups(*counts)
+        def shader(cpass):
+            cpass.set_pipeline(self._pipeline)
+            cpass.set_bind_group(0, group)
+            cpass.dispatch_workgroups(*counts)
 
-            self._cache[nbytes] = (self.timer.time_pass(shader),
-                                   self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes)))
-            src.destroy()
-            dst.destroy()
-        return self._cache[nbytes]
+        return (self.timer.time_pass(shader),
+                self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes)))
 
 
 def per_thread_proposal(package_dir: Path, per_thread: int, into: Path) -> Path:
@@ -148,13 +146,16 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
               for role, (shape, dtype) in args.items()}
     runtime = Runtime(kernel.device, kernel.package)
     bound = runtime.bind(plan, {spec.role: arrays.get(spec.role) for spec in kernel.manifest.inputs})
+    first = plan.passes[0].bindings
+    x = next(b for b in first if b.buffer_type == "read-only-storage")
+    y = next(b for b in first if b.buffer_type == "storage")
     try:
         timing = timer.time_pass(bound.record)
+        shader, buffer = baselines.measure(bound.buffers[x.arg], bound.buffers[y.arg], x.byte_size)
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
-    x_bytes = next(b.byte_size for b in plan.passes[0].bindings if b.buffer_type == "read-only-storage")
-    shader, buffer = baselines.measure(x_bytes)
+    x_bytes = x.byte_size
     dtype = next(iter(args.values()))[1]
     main_shape = next(iter(args.values()))[0]
     return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
@@ -173,13 +174,13 @@ def _progress(done: int, total: int, label: str) -> None:
         sys.stderr.write("\n")
 
 
-def run_bench(kernels: list[Kernel], *, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
+def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
               out: Path | None, plot: Path | None) -> dict:
     device = kernels[0].device
     timer = Timer(device, reps=reps)
     baselines = Baselines(device, timer)
     limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])
-    sizes = [n for n in SIZES if n <= max_elements and (n + 1) * 4 <= limit]
+    sizes = [n for n in SIZES if min_elements <= n <= max_elements and (n + 1) * 4 <= limit]
     dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
     work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
     rows = []

@@ -1,0 +1,61 @@
+"""``bench`` and ``plot``: kernel bandwidth against same-run copy baselines, WORKGROUP_SIZE tuning."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+
+def _bench(args) -> int:
+    from .. import bench
+    from ..device import get_device
+    from ..kernel import Kernel
+    from ..package import find_package_dirs, load_package
+    device = get_device(args.device, args.adapter)
+    dirs = find_package_dirs(Path(args.specs))
+    if args.per_thread > 1:
+        scratch = Path(tempfile.mkdtemp(prefix="bench-proposal-"))
+        dirs = [bench.per_thread_proposal(d, args.per_thread, scratch) for d in dirs]
+    kernels = [Kernel(load_package(d), device) for d in dirs]
+    result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
+                             reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,
+                             out=Path(args.json) if args.json else None,
+                             plot=Path(args.plot) if args.plot else None)
+    print(bench.format_table(result))
+    if args.peers:
+        from .. import peers
+        print(peers.format_peers(peers.run_peers(result, args.max_elements)))
+    return 0
+
+
+def _plot(args) -> int:
+    from .. import bench
+    result = json.loads(Path(args.json).read_text())
+    bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
+    print(f"wrote {args.png}")
+    return 0
+
+
+def register(sub) -> None:
+    from ..package import REPO_SPECS
+    b = sub.add_parser("bench", help="kernel bandwidth vs same-run copy baselines, and WORKGROUP_SIZE tuning")
+    b.add_argument("--specs", default=str(REPO_SPECS))
+    b.add_argument("--device", default="auto")
+    b.add_argument("--adapter", default=None)
+    b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
+    b.add_argument("--max-elements", type=int, default=1 << 20,
+                   help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")
+    b.add_argument("--reps", type=int, default=20)
+    b.add_argument("--sweep", action="store_true", help="sweep WORKGROUP_SIZE 32..1024 at the largest size")
+    b.add_argument("--write-tuning", action="store_true", help="write the sweep's best values as this device's table")
+    b.add_argument("--json", default=None, help="write the results as JSON here")
+    b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
+    b.add_argument("--per-thread", type=int, default=1,
+                   help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation")
+    b.add_argument("--peers", action="store_true", help="also time PyTorch's GELU (CUDA) in the same run")
+    b.set_defaults(func=_bench)
+    p = sub.add_parser("plot", help="plot a bench JSON file as PNG")
+    p.add_argument("json")
+    p.add_argument("png")
+    p.set_defaults(func=_plot)
