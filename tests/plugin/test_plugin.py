@@ -66,8 +66,8 @@ def test_skipped_bias_fails_exactly_the_bias_cases(pytester, specs):
 
 def test_dropped_tail_element_fails_the_tail_cases(pytester, specs):
     root = specs("com.microsoft.FastGelu")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = base; e < params.count; e++)",
-         "for (var e = base; e + 1u < params.count; e++)")
+    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
+         "for (var e = i; e + 1u < params.count; e += stride)")
     result = run(pytester, root, "-k", "vec4_tail_no_bias and f32")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 3 and outcomes.get("passed", 0) >= 1  # numel % 4 == 0 still passes
@@ -98,8 +98,8 @@ def test_malformed_manifest_is_a_clear_error_not_a_traceback(pytester, specs):
 
 def test_expectations_turn_known_failures_into_strict_xfails(pytester, specs, tmp_path):
     root = specs("com.microsoft.FastGelu")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = base; e < params.count; e++)",
-         "for (var e = base; e + 1u < params.count; e++)")
+    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
+         "for (var e = i; e + 1u < params.count; e += stride)")
     expectations = tmp_path / "known.yaml"
     expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n"
                             "- id: 'FastGelu/f32/X[4]/vec4_no_bias'\n  reason: 'wrongly listed, it passes'\n")
