@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FASTGELU, GELU, SPECS, kernel_from
+from .conftest import FASTGELU, GELU, SPECS, kernel_from
 
 from conformance import BASELINE, ConformanceError, ContractError, ManifestError, load_kernel
 from conformance.manifest import Manifest, load_manifest

@@ -53,7 +53,7 @@ def test_skipped_bias_fails_exactly_the_bias_cases(pytester, specs):
     root = specs("com.microsoft.FastGelu")
     tpl = root / "com.microsoft.FastGelu" / TEMPLATE
     edit(tpl, "  v += vec4<f32>(f32(bias[b])", "  v += 0.0 * vec4<f32>(f32(bias[b])")
-    edit(tpl, "    v += vec4<f32>(f32(bias[base % HIDDEN])", "    v += 0.0 * vec4<f32>(f32(bias[base % HIDDEN])")
+    edit(tpl, "    v += vec4<f32>(f32(bias[e.x % HIDDEN])", "    v += 0.0 * vec4<f32>(f32(bias[e.x % HIDDEN])")
     edit(tpl, "gelu1(f32(x[e]) + f32(bias[e % HIDDEN]))", "gelu1(f32(x[e]))")
     edit(tpl, "gelu1(f32(x[i]) + f32(bias[i % HIDDEN]))", "gelu1(f32(x[i]))")
     result = run(pytester, root, "-k", "bias and not reject and not X[0")
