@@ -487,18 +487,23 @@ class Compiled:
 
 
 class Evaluator:
-    """Compiles expressions against a rule table, caching by source text."""
+    """Compiles expressions against a rule table, caching by tree (then by source text)."""
 
     def __init__(self, table: RuleTable):
         self.table = table
         self._cache: dict[str, Compiled] = {}
+        self._by_tree: dict[int, tuple[nodes.Expr, Compiled]] = {}  # the tree is kept so its id stays unique
 
     def compiled(self, tree: nodes.Expr, pointer: str = "") -> Compiled:
+        known = self._by_tree.get(id(tree))
+        if known is not None and known[0] is tree:
+            return known[1]
         source = unparse(tree)
         hit = self._cache.get(source)
         if hit is None:
             hit = Compiled(self.table.inline(tree, pointer), source=source, pointer=pointer, file=self.table.file)
             self._cache[source] = hit
+        self._by_tree[id(tree)] = (tree, hit)
         return hit
 
     def evaluate(self, tree: nodes.Expr, scope: Mapping[str, Any], pointer: str = "") -> Any:
