@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
+echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree"
+python3 -m conformance lint specs --device vulkan
 echo "== cases: golden files match the manifests"
 python3 -m cases --check
 echo "== the suite's own tests"

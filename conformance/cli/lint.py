@@ -1,0 +1,40 @@
+"""``lint``: schema, reachability, render/compile/bindings and shared-template checks of kernel packages."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def _lint(args) -> int:
+    from ..device import default_backend, get_device
+    from ..errors import DeviceError
+    from ..lint import Finding, lint
+    start = time.perf_counter()
+    device, findings = None, []
+    if not args.no_compile:
+        backend, adapter = default_backend()
+        try:
+            device = get_device(args.device or backend, args.adapter or adapter)
+        except DeviceError as err:
+            findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
+    findings += lint(Path(args.dir), device)
+    for f in findings:
+        print(f)
+    where = device.summary["adapter"] if device else "no device, not compiled"
+    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}, {time.perf_counter() - start:.1f}s)",
+          file=sys.stderr)
+    return 1 if findings else 0
+
+
+def register(sub) -> None:
+    from ..package import REPO_SPECS
+    p = sub.add_parser("lint", help="check kernel packages: schema, reachable variants, templates render and "
+                                    "compile, bindings agree; one `path:json-pointer: message` line per error")
+    p.add_argument("dir", nargs="?", default=str(REPO_SPECS), help="a package or a directory of packages "
+                                                                   "(default: the repository's specs/)")
+    p.add_argument("--device", default=None, help="backend to compile on (default: CONFORMANCE_DEVICE or auto)")
+    p.add_argument("--adapter", default=None)
+    p.add_argument("--no-compile", action="store_true", help="render and check bindings, but open no device")
+    p.set_defaults(func=_lint)

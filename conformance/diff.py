@@ -1,0 +1,226 @@
+"""Behavioural diff of two versions of kernel packages, and the CI gate built on it.
+
+Every call either version's case generator produces is planned by both manifests; a call whose expected
+outcome (what the golden files record: variant, dispatch, outputs, or the rejection) differs is a change.
+Calls are matched by their arguments, profile and tunables, never by case id (the id names the outcome).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConformanceError
+from .package import Package, find_package_dirs, load_package
+
+FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail")}
+LABELS = {"passes": "dispatch"}
+
+
+# -- where the two versions come from ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Side:
+    label: str
+    specs: Path
+    golden: Path | None      # the golden case files of this version, where known
+
+
+def _git(repo: Path, *args: str, binary: bool = False):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary)
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The git work tree around ``start`` (default: the current directory), else this project's root."""
+    out = _git(start or Path.cwd(), "rev-parse", "--show-toplevel")
+    return Path(out.stdout.strip()) if out.returncode == 0 else Path(__file__).resolve().parent.parent
+
+
+def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs",
+            golden_path: str = "cases") -> Side:
+    """None: the work tree; an existing directory: itself; otherwise a revision of ``repo``, extracted."""
+    if ref is None:
+        return Side("work tree", repo / specs_path, repo / golden_path)
+    if Path(ref).exists():
+        return Side(ref, Path(ref), None)
+    if _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode:
+        raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}")
+    present = [p for p in (specs_path, golden_path) if _git(repo, "cat-file", "-e", f"{ref}:{p}").returncode == 0]
+    if specs_path not in present:
+        raise ConformanceError(f"revision {ref} of {repo} has no {specs_path}/")
+    archive = _git(repo, "archive", "--format=tar", ref, "--", *present, binary=True)
+    if archive.returncode:
+        raise ConformanceError(f"git archive {ref} failed: {archive.stderr.decode(errors='replace').strip()}")
+    dest = scratch / ref.replace("/", "_").replace("~", "_").replace("^", "_")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return Side(ref, dest / specs_path, dest / golden_path if golden_path in present else None)
+
+
+def packages(side: Side) -> dict[str, Package]:
+    found = {}
+    for d in find_package_dirs(side.specs):
+        p = load_package(d)
+        found[p.name] = p
+    if not found:
+        raise ConformanceError(f"{side.label}: no kernel package in {side.specs}")
+    return found
+
+
+# -- the comparison ---------------------------------------------------------------------------------
+def call_key(case) -> tuple:
+    inputs = tuple(sorted((r, None if a is None else (tuple(a[0]), a[1])) for r, a in case.inputs.items()))
+    return inputs, case.profile.name, tuple(sorted(case.tunables.items()))
+
+
+def expect(planner, key: tuple) -> dict:
+    """What ``planner`` (None: no such package) makes of the call ``key``, in the golden files' form."""
+    from cases.calls import CallSpec, outcome
+    if planner is None:
+        return {"outcome": "absent"}
+    m = planner.manifest
+    inputs, profile, tunables = key
+    known = {s.role for s in m.inputs}
+    unknown = [r for r, a in inputs if a is not None and r not in known]
+    if unknown:
+        return {"outcome": "rejected", "reason": "unknown-argument", "detail": unknown[0]}
+    return outcome(planner, CallSpec.of(m, dict(inputs), profile, dict(tunables)))
+
+
+def changed_fields(old: dict, new: dict) -> list[str]:
+    if old["outcome"] != new["outcome"]:
+        return ["outcome"]
+    return [f for f in FIELDS.get(new["outcome"], ()) if old.get(f) != new.get(f)]
+
+
+@dataclass
+class Change:
+    case: str                 # the id NEW's generator gives the call (OLD's when only OLD generates it)
+    source: str               # which generators produced the call: old, new or both
+    call: tuple
+    old: dict
+    new: dict
+    fields: list[str]
+
+
+@dataclass
+class PackageDiff:
+    name: str
+    calls: int
+    changes: list[Change] = field(default_factory=list)
+    new_cases: list | None = None   # NEW's generated cases (the gate compares them with its golden file)
+
+
+_GENERATED: dict[str, list] = {}
+
+
+def generate(package: Package) -> list:
+    """``cases.generate``, memoised by manifest content: cases depend on the manifest alone, and a
+    long-lived process (the gate's tests) diffs the same versions again."""
+    import cases
+    key = package.manifest.sha256
+    if key not in _GENERATED:
+        _GENERATED[key] = cases.generate(package)
+    return _GENERATED[key]
+
+
+def diff_package(name: str, old: Package | None, new: Package | None) -> PackageDiff:
+    from .planner import Planner
+    planners = [Planner(p.manifest) if p else None for p in (old, new)]
+    generated = {side: generate(p) if p else [] for side, p in (("old", old), ("new", new))}
+    ids: dict[tuple, str] = {}
+    source: dict[tuple, str] = {}
+    for side in ("old", "new"):            # NEW's ids win
+        for c in generated[side]:
+            key = call_key(c)
+            ids[key] = c.id
+            source[key] = "both" if source.get(key, side) != side else side
+    result = PackageDiff(name, len(ids), new_cases=generated["new"] if new else None)
+    for key, cid in ids.items():
+        a, b = (expect(p, key) for p in planners)
+        fields = changed_fields(a, b)
+        if fields:
+            result.changes.append(Change(cid, source[key], key, a, b, fields))
+    return result
+
+
+def diff(old: dict[str, Package], new: dict[str, Package]) -> list[PackageDiff]:
+    return [diff_package(n, old.get(n), new.get(n)) for n in sorted(old.keys() | new.keys())]
+
+
+# -- the gate ---------------------------------------------------------------------------------------
+def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
+    """Packages whose behaviour changed without their golden file being regenerated in the same change."""
+    from cases.golden import diff as golden_diff, golden_path, to_yaml
+    out = []
+    for d in diffs:
+        if not d.changes:
+            continue
+        if new.golden is None or not new.golden.is_dir():
+            out.append(f"{d.name}: behaviour changed and {new.label} has no golden case files to acknowledge it")
+            continue
+        path = golden_path(new.golden, d.name)
+        base = golden_path(old.golden, d.name) if old.golden else None
+        base_text = base.read_bytes() if base and base.is_file() else None
+        if d.new_cases is None:
+            stale = path.is_file()
+        else:
+            stale = bool(golden_diff(path, to_yaml(d.new_cases)))
+        if stale:
+            out.append(f"{d.name}: behaviour changed but {path} does not match the new manifest: run "
+                       f"`python -m cases`, review the diff and commit it")
+        elif base_text == (path.read_bytes() if path.is_file() else None):
+            out.append(f"{d.name}: behaviour changed but {path} is the same as in {old.label}")
+    return out
+
+
+# -- output -----------------------------------------------------------------------------------------
+def cell(expect: dict, name: str) -> str:
+    if name == "outcome":
+        o = expect["outcome"]
+        return f"{o}: {expect.get('variant') or expect.get('reason')}" if o != "absent" else "absent (no package)"
+    value = expect.get(name)
+    if name == "passes":
+        return "; ".join(f"{p['name']} {p['threads']} thr / wg {p['workgroupSize']} -> "
+                         f"{'x'.join(map(str, p['workgroups']))}" for p in value)
+    if name == "outputs":
+        return ", ".join(f"{r}[{','.join(map(str, o['shape']))}]:{o['dtype']}" for r, o in value.items())
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def table(diffs: list[PackageDiff], width: int = 60) -> str:
+    lines = []
+    for d in diffs:
+        lines.append(f"{d.name}: {len(d.changes)} of {d.calls} calls change")
+        rows = [(c.case + (" (old id)" if c.source == "old" else "") if i == 0 else "", LABELS.get(f, f),
+                 _clip(cell(c.old, f), width), _clip(cell(c.new, f), width))
+                for c in d.changes for i, f in enumerate(c.fields)]
+        if not rows:
+            continue
+        rows.insert(0, ("case", "change", "old", "new"))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines += ["  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+    return "\n".join(lines)
+
+
+def change_json(c: Change) -> dict:
+    inputs, profile, tunables = c.call
+    return {"case": c.case, "generated_by": c.source, "fields": [LABELS.get(f, f) for f in c.fields],
+            "old": c.old, "new": c.new,
+            "call": {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
+                     "profile": profile, "tunables": dict(tunables)}}
+
+
+def as_json(diffs: list[PackageDiff], old: Side, new: Side, gate: list[str] | None = None) -> dict:
+    out = {"old": old.label, "new": new.label, "changed": any(d.changes for d in diffs),
+           "packages": {d.name: {"calls": d.calls, "changes": [change_json(c) for c in d.changes]} for d in diffs}}
+    if gate is not None:
+        out["unacknowledged"] = gate
+    return out

@@ -1,0 +1,212 @@
+"""Static checks of kernel packages, for CI: ``python -m conformance lint [DIR]``.
+
+Every check reuses the engine (manifest loading, planning, rendering, compiling) and the case generator
+(the calls each variant is checked with); the lint only decides what to report. A finding is one
+``path:json-pointer: message`` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from .manifest import WGSL_DTYPE
+from .errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
+from .package import Package, find_package_dirs, load_package
+
+#: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
+DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
+                         r"var\s*(?:<([^>]*)>)?\s*(\w+)\s*:\s*([^;]+);")
+COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        first, *rest = self.message.strip().splitlines() or [""]
+        return "\n".join([f"{_shown(self.path)}:{self.pointer or '/'}: {first}"] + ["    " + r for r in rest])
+
+
+def _shown(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+# -- the engine's schema and cross-reference checks ---------------------------------------------------
+def load(directory: Path) -> tuple[Package | None, list[Finding]]:
+    """The package, or every problem the engine found in it."""
+    try:
+        return load_package(directory), []
+    except ManifestError as err:
+        problems = getattr(err, "problems", None) or [err]
+        return None, [Finding(p.file or str(directory), p.pointer, p.detail) for p in problems]
+    except ConformanceError as err:
+        return None, [Finding(str(directory), "", str(err))]
+
+
+# -- reachability -----------------------------------------------------------------------------------
+def unreachable(package: Package, generated) -> list[Finding]:
+    """Variants no generated call selects (the case space is built to reach every reachable variant, as
+    ``cases.coverage`` reports), with the higher-priority variants that took the calls they accept."""
+    from .call import make_call
+    from .planner import Planner
+    m = package.manifest
+    selected = {c.expect["variant"] for c in generated if c.accepted}
+    missing = [v.id for v in m.variants if v.id not in selected]
+    if not missing:
+        return []
+    planner, out = Planner(m), []
+    for vid in missing:
+        variant, takers = m.variant(vid), set()
+        for case in generated:
+            if not case.accepted:
+                continue
+            scope = planner.scope(make_call(m, case.inputs, case.profile, case.tunables))
+            if _holds(variant, scope):
+                takers.add(case.expect["variant"])
+        why = (f"shadowed: every generated call its `when` accepts is taken by higher-priority "
+               f"{', '.join(sorted(takers))}" if takers else "its `when` predicates hold for no generated call")
+        out.append(Finding(m.file, variant.pointer, f"variant {vid!r} (priority {variant.priority}) is selected "
+                                                    f"by no call: {why}"))
+    return out
+
+
+def _holds(variant, scope) -> bool:
+    try:
+        return all(variant.evaluator.evaluate(e.tree, scope, e.pointer) is True for e in variant.when)
+    except ConformanceError:
+        return False
+
+
+# -- render, compile, bindings ----------------------------------------------------------------------
+def representatives(generated) -> dict[tuple[str, tuple[str, ...]], object]:
+    """One accepted case per (variant, dtypes), in generation order: baseline profile, default tunables,
+    light and non-empty first."""
+    best = {}
+    for case in generated:
+        if case.accepted:
+            key = (case.expect["variant"], tuple(dict.fromkeys(a[1] for a in case.inputs.values() if a)))
+            rank = (case.profile.name != "baseline", bool(case.tunables), case.heavy,
+                    all(p["threads"] == 0 for p in case.expect["passes"]))
+            if key not in best or rank < best[key][0]:
+                best[key] = (rank, case)
+    return {k: c for k, (_, c) in best.items()}
+
+
+def declarations(wgsl: str) -> dict[tuple[int, int], tuple[str, str, str]]:
+    """(group, binding) -> (address space, name, type), whitespace-normalised."""
+    text = COMMENTS.sub("", wgsl)
+    return {(int(g), int(i)): (re.sub(r"\s+", "", space or ""), name, re.sub(r"\s+", "", type_))
+            for g, i, space, name, type_ in DECLARATION.findall(text)}
+
+
+def binding_problems(pass_plan, wgsl: str) -> list[str]:
+    """The plan's bindings against what the shader declares, and declared bindings the shader never uses."""
+    planned = {k: v for b in pass_plan.bindings for k, v in declarations(b.declaration).items()}
+    shader = declarations(wgsl)
+    out = []
+    for key in sorted(planned.keys() | shader.keys()):
+        want, got = planned.get(key), shader.get(key)
+        where = f"@group({key[0]}) @binding({key[1]})"
+        if got is None:
+            out.append(f"{where} {want[1]!r} is in the plan but the shader does not declare it")
+        elif want is None:
+            out.append(f"{where} {got[1]!r} is declared by the shader but is not in the plan")
+        elif want != got:
+            out.append(f"{where}: the plan has var<{want[0]}> {want[1]}: {want[2]}, "
+                       f"the shader declares var<{got[0]}> {got[1]}: {got[2]}")
+    body = DECLARATION.sub("", COMMENTS.sub("", wgsl))
+    out += [f"binding {name!r} is declared but never used" for _, name, _ in shader.values()
+            if not re.search(rf"\b{re.escape(name)}\b", body)]
+    return out
+
+
+def shaders(package: Package, generated, device) -> list[Finding]:
+    """Per variant and dtype: render, check bindings, compile on ``device`` (None: render only)."""
+    from .call import make_call
+    from .planner import Planner
+    from .render import render
+    from .runtime import Runtime
+    m, planner, out = package.manifest, Planner(package.manifest), []
+    runtime = Runtime(device, package) if device else None
+    order = {v.id: i for i, v in enumerate(m.variants)}
+    for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        if device and "float16" in dtypes and "shader-f16" not in device.profile.features:
+            continue
+        plan = planner.plan(make_call(m, case.inputs, case.profile, case.tunables))
+        for pass_plan, spec in zip(plan.passes, m.variant(vid).passes):
+            where = f"{'+'.join(WGSL_DTYPE[d] for d in dtypes)} (case {case.id}): pass {pass_plan.name}"
+            try:
+                wgsl = render(package, plan, pass_plan)
+            except TemplateError as err:
+                out.append(Finding(m.file, spec.pointer, f"{where}: {err}"))
+                continue
+            out += [Finding(m.file, spec.pointer, f"{where}: {p}") for p in binding_problems(pass_plan, wgsl)]
+            if runtime:
+                try:
+                    runtime.pipeline(plan, pass_plan)
+                except KernelRuntimeError as err:
+                    out.append(Finding(m.file, spec.pointer, f"{where}: {err}"))
+    return out
+
+
+# -- shared templates -------------------------------------------------------------------------------
+def shared_templates(packages: list[Package]) -> list[Finding]:
+    """Identically named templates of different packages must be byte-identical."""
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for p in packages:
+        for path in sorted(p.root.rglob("*.jinja")):
+            by_name[path.relative_to(p.root).as_posix()].append(path)
+    out = []
+    for name, paths in sorted(by_name.items()):
+        digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+        if len(set(digests.values())) < 2:
+            continue
+        order = list(digests.values())      # the most common content is the reference; ties: the first package
+        common = max(order, key=lambda h: (order.count(h), -order.index(h)))
+        ref = next(p for p in paths if digests[p] == common)
+        ref_lines = ref.read_text(encoding="utf-8", errors="replace").splitlines()
+        for path in paths:
+            if digests[path] != common:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                line = next((i + 1 for i, (a, b) in enumerate(zip(ref_lines, lines)) if a != b),
+                            min(len(lines), len(ref_lines)) + 1)
+                out.append(Finding(str(path), "", f"template {name} differs from {_shown(str(ref))} (first at "
+                                                  f"line {line}); identically named templates must be identical"))
+    return out
+
+
+# -- all of it --------------------------------------------------------------------------------------
+def lint(directory: Path, device=None) -> list[Finding]:
+    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation."""
+    import cases
+    dirs = find_package_dirs(Path(directory))
+    if not dirs:
+        return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
+    findings, packages = [], []
+    for d in dirs:
+        package, problems = load(d)
+        findings += problems
+        if package is None:
+            continue
+        packages.append(package)
+        try:
+            generated = cases.generate(package)
+            findings += unreachable(package, generated)
+            findings += shaders(package, generated, device)
+        except ExpressionError as err:
+            findings.append(Finding(err.file or package.manifest.file, err.pointer, err.detail))
+        except ConformanceError as err:
+            findings.append(Finding(package.manifest.file, "", str(err)))
+    return findings + shared_templates(packages)

@@ -1,0 +1,64 @@
+"""Scratch copies of the repository's packages (and golden files) to break or edit on purpose."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FASTGELU = "com.microsoft.FastGelu"
+GELU = "com.microsoft.Gelu"
+
+
+@pytest.fixture
+def specs(tmp_path):
+    """A copy of specs/ (both packages)."""
+    dst = tmp_path / "specs"
+    for name in (FASTGELU, GELU):
+        shutil.copytree(ROOT / "specs" / name, dst / name)
+    return dst
+
+
+def edit_manifest(package_dir: pathlib.Path, change) -> None:
+    """Apply ``change(raw)`` to a package's manifest (rewritten with json's own formatting)."""
+    path = package_dir / "manifest.json"
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw, indent=2))
+
+
+def variant(raw: dict, vid: str) -> dict:
+    return next(v for v in raw["variants"] if v["id"] == vid)
+
+
+@pytest.fixture(scope="session")
+def device():
+    from conformance.device import get_device
+    from conformance.errors import DeviceError
+    try:
+        return get_device("vulkan")
+    except DeviceError as err:
+        pytest.skip(f"no Vulkan device: {err}")
+
+
+def git(repo: pathlib.Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=gate", "-c", "user.email=gate@example.invalid",
+                          *args], capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository holding FastGelu's package and golden file, committed once."""
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "specs" / FASTGELU, root / "specs" / FASTGELU)
+    (root / "cases").mkdir()
+    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / "cases")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    return root

@@ -1,0 +1,113 @@
+"""``python -m conformance lint``: each check, on a package copy broken on purpose."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conformance.__main__ import main
+from conformance.lint import binding_problems, lint
+
+from .conftest import FASTGELU, GELU, ROOT, edit_manifest, variant
+
+
+def messages(findings) -> list[str]:
+    return [str(f) for f in findings]
+
+
+def test_real_specs_pass():
+    result = subprocess.run([sys.executable, "-m", "conformance", "lint"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == "" and result.stderr.startswith("lint: 0 error(s) in ")
+
+
+def test_every_engine_problem_is_a_line_with_file_and_pointer(specs, capsys):
+    def break_it(raw):
+        variant(raw, "vec4_bias")["when"].append("notARule")
+        raw["bindingSets"]["scalar"][0]["arg"] = "Z"
+    edit_manifest(specs / FASTGELU, break_it)
+    assert main(["lint", str(specs / FASTGELU), "--no-compile"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert any(f"{FASTGELU}/manifest.json:/variants/0/when/3: unknown name 'notARule'; known names: " in line
+               for line in out), out
+    assert any(":/bindingSets/scalar/0/arg: arg 'Z' is not in args" in line for line in out), out
+    assert all(f"{FASTGELU}/manifest.json:/" in line for line in out if line and not line.startswith(" "))
+
+
+def test_duplicate_priority(specs):
+    edit_manifest(specs / FASTGELU, lambda raw: variant(raw, "vec4_no_bias").update(priority=30))
+    found = messages(lint(specs / FASTGELU))
+    assert any("/variants/1/priority: priority 30 is shared with variant 'vec4_bias'" in f for f in found), found
+
+
+def test_shadowed_variant_names_what_takes_its_calls(specs):
+    edit_manifest(specs / FASTGELU, lambda raw: variant(raw, "scalar_no_bias").update(priority=16))
+    found = messages(lint(specs / FASTGELU))
+    assert len(found) == 1, found
+    assert ":/variants/3: variant 'vec4_tail_no_bias' (priority 15) is selected by no call: shadowed" in found[0]
+    assert "scalar_no_bias, vec4_no_bias" in found[0]
+
+
+def test_undefined_template_name(specs):
+    template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
+    text = template.read_text()
+    template.write_text(text.replace("{{ declarations }}", "{{ declarations }}\n// {{ noSuchName }}", 1))
+    found = messages(lint(specs / GELU))
+    assert found and all("'noSuchName' is undefined" in f for f in found), found
+    assert any(":/variants/" in f and "/passes/0: f32 (case Gelu/f32/" in f for f in found)
+
+
+def test_wgsl_that_does_not_compile(specs, device):
+    template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("const CLAMP: f32 = 10.0;", "const CLAMP: f32 = ;"))
+    found = messages(lint(specs / GELU, device))
+    assert found and all("WGSL compilation failed" in f for f in found), found
+    # every variant and dtype (f16 too: the device has shader-f16)
+    shown = {f.split(": ", 2)[1].split(" (case")[0] for f in found}
+    assert shown == {"f32", "f16"} and len(found) == 2 * 2, found
+
+
+def test_bindings_plan_vs_shader(specs):
+    template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
+    text = template.read_text().replace(
+        "{{ declarations }}",
+        '{{ declarations | replace(" y: ", " out: ") | replace("array<", "array< ") }}\n'
+        "@group(0) @binding(9) var<storage, read> extra: array<f32>;")
+    template.write_text(text)
+    found = messages(lint(specs / GELU))
+    assert any("@group(0) @binding(1): the plan has var<storage,read_write> y: array<f32>, the shader declares "
+               "var<storage,read_write> out: array<f32>" in f for f in found), found
+    assert any("@group(0) @binding(9) 'extra' is declared by the shader but is not in the plan" in f for f in found)
+    assert any("binding 'extra' is declared but never used" in f for f in found)
+    assert any("binding 'out' is declared but never used" in f for f in found)
+    assert not any("array< " in f for f in found)  # whitespace in types is not a difference
+
+
+def test_declared_binding_never_used(specs):
+    def add_binding(raw):
+        raw["bindingSets"]["scalar"].insert(2, {"name": "spare", "arg": "X", "semantic": "X",
+                                               "buffer": {"type": "read-only-storage"}, "elementType": "$scalar"})
+    edit_manifest(specs / FASTGELU, add_binding)
+    found = messages(lint(specs / FASTGELU))
+    assert found and all("binding 'spare' is declared but never used" in f for f in found), found
+
+
+def test_binding_check_ignores_comments_and_missing_declarations():
+    class B:
+        declaration = "@group(0) @binding(0) var<storage, read> x: array<f32>;"
+    class P:
+        bindings = (B,)
+    assert binding_problems(P, "// x\nfn main() {}") == ["@group(0) @binding(0) 'x' is in the plan but the shader "
+                                                        "does not declare it"]
+    assert binding_problems(P, B.declaration + "\n// uses x only here\nfn main() {}") == [
+        "binding 'x' is declared but never used"]
+
+
+def test_identically_named_templates_must_match(specs):
+    template = specs / FASTGELU / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("const CLAMP: f32 = 10.0;", "const CLAMP: f32 = 9.0;"))
+    found = messages(lint(specs))
+    assert len(found) == 1, found
+    line = next(i + 1 for i, text in enumerate(template.read_text().splitlines()) if "9.0" in text)
+    assert f"{GELU}/elementwise-bias-gelu.wgsl.jinja:/: template elementwise-bias-gelu.wgsl.jinja differs from " \
+           in found[0] and f"{FASTGELU}/elementwise-bias-gelu.wgsl.jinja (first at line {line})" in found[0]
