@@ -43,6 +43,8 @@ def main(argv=None) -> int:
         text = to_yaml(generate(package))
         elapsed = time.perf_counter() - start
         path = golden_path(args.out, package.name)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
         if args.check:
             delta = diff(path, text)
             if delta:

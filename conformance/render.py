@@ -23,7 +23,9 @@ MAX_OUTPUT = 1 << 20
 
 class _TemplateSandbox(ImmutableSandboxedEnvironment):
     def __init__(self, package: Package):
-        super().__init__(loader=FunctionLoader(lambda name: package.read_template(name)),
+        # (source, filename, uptodate): the filename lets errors name the template's line
+        super().__init__(loader=FunctionLoader(
+                             lambda name: (package.read_template(name), str(package.template_path(name)), lambda: True)),
                          undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
