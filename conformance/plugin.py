@@ -34,6 +34,13 @@ def pytest_addoption(parser):
                     help="also run the heavy cases (buffers of hundreds of MB)")
     group.addoption("--conformance-report", default=None, metavar="PATH",
                     help="write a JSON report to PATH and a Markdown summary beside it")
+    group.addoption("--impl", default="manifest", metavar="NAME",
+                    help="the implementation to certify: manifest (default: this project's runtime over --specs), "
+                         "onnxruntime-cpu, onnxruntime-webgpu, or one registered under the entry point group "
+                         "conformance.implementations")
+    group.addoption("--divergences", choices=("fail", "xfail"), default="fail",
+                    help="cases where an implementation rejects what the manifest accepts, or accepts what it "
+                         "rejects: failures (default) or xfails (listed in the report either way)")
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
@@ -55,6 +62,8 @@ class Session:
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
         self.expected_ids: set[str] = set()
+        self.impl_name = config.getoption("impl") or "manifest"
+        self._impl = None
 
     def packages(self):
         """[(directory, Package or error message, cases)] for every package under --specs."""
@@ -71,20 +80,43 @@ class Session:
             for directory in found:
                 try:
                     path = manifest_path(directory)
+                    from .export import load_test_cases
                     package = Package(path.parent, load_manifest(path))
-                    self._packages.append((directory, package, case_generator.generate(package)))
+                    generated = case_generator.generate(package) + load_test_cases(package)
+                    self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
         return self._packages
+
+    @property
+    def impl(self):
+        """The implementation under test (``--impl``)."""
+        if self._impl is None:
+            from .errors import ConformanceError
+            from .impl import load_implementation
+            try:
+                self._impl = load_implementation(self.impl_name)
+            except ConformanceError as err:
+                raise pytest.UsageError(f"--impl {self.impl_name}: {err}") from None
+        return self._impl
+
+    @property
+    def is_manifest(self) -> bool:
+        return self.impl_name == "manifest"
 
     @property
     def checker(self):
         if self._checker is None:
             from reference import compare, reference_for
             from cases.data import make_inputs
-            from .checks import CaseChecker
-            from .device import get_device
-            self._checker = CaseChecker(get_device(self.backend, self.adapter), make_inputs, reference_for, compare)
+            if self.is_manifest:
+                from .checks import CaseChecker
+                from .device import get_device
+                self._checker = CaseChecker(get_device(self.backend, self.adapter), make_inputs, reference_for,
+                                            compare)
+            else:
+                from .checks import ImplChecker
+                self._checker = ImplChecker(self.impl, make_inputs, reference_for, compare)
         return self._checker
 
     def rerun_command(self, nodeid: str) -> str:
@@ -95,6 +127,8 @@ class Session:
             parts.append(f"--specs={self.specs}")
         if self.config.getoption("run_heavy"):
             parts.append("--run-heavy")
+        if not self.is_manifest:
+            parts.append(f"--impl={self.impl_name}")
         return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -209,7 +243,7 @@ def conformance_checker(request):
 
 def run_case(request, conformance_case):
     """The body of every conformance test."""
-    from .checks import CaseFailed, CaseSkipped, verdict_for
+    from .checks import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
     state = session_of(request.config)
     if isinstance(conformance_case, LoadFailure):
         pytest.fail(f"cannot load the package in {conformance_case.directory}:\n{conformance_case.message}",
@@ -222,14 +256,25 @@ def run_case(request, conformance_case):
         checker.check(case, package, verdict)
     except CaseFailed as err:
         verdict.status, verdict.detail = "failed", str(err)
+        verdict.divergence = getattr(err, "divergence", None)
+        if verdict.divergence and request.config.getoption("divergences") == "xfail":
+            verdict.status = "xfailed"
+            props.append((VERDICT_KEY, verdict.as_dict()))
+            pytest.xfail(f"divergence from the contract ({verdict.divergence}): {err}")
         props.append((VERDICT_KEY, verdict.as_dict()))
         raise AssertionError(f"{err}\n\nrerun: {state.rerun_command(request.node.nodeid)}") from None
     except CaseSkipped as err:
         verdict.status, verdict.detail = "skipped", str(err)
         props.append((VERDICT_KEY, verdict.as_dict()))
         pytest.skip(str(err))
+    except CaseNotApplicable as err:
+        verdict.status, verdict.detail = "not-applicable", str(err)
+        props.append((VERDICT_KEY, verdict.as_dict()))
+        pytest.skip(f"not applicable: {err}")
     finally:
-        props.append(("conformance_compilations", (os.getpid(), checker.device.compilations)))
+        device = getattr(checker, "device", None)
+        if device is not None:
+            props.append(("conformance_compilations", (os.getpid(), device.compilations)))
     props.append((VERDICT_KEY, verdict.as_dict()))
 
 
@@ -250,7 +295,7 @@ def pytest_runtest_logreport(report):
     elif report.failed:
         verdict["status"] = "failed"
         verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
-    elif report.skipped:
+    elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.verdicts.append(verdict)
     pid, compiled = props.get("conformance_compilations", (None, 0))
@@ -273,6 +318,10 @@ def pytest_report_header(config):
     from .errors import DeviceError
     from .device import get_device
     state = session_of(config)
+    if not state.is_manifest:
+        reason = state.impl.available()
+        return [f"conformance implementation: {state.impl_name} "
+                f"({'available' if reason is None else 'unavailable: ' + reason})", f"conformance specs: {state.specs}"]
     try:
         summary = get_device(state.backend, state.adapter).summary
     except DeviceError as err:
@@ -302,6 +351,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
     for reason, n in skipped.items():
         tr.write_line(f"skipped {n}: {reason}")
+    if not state.is_manifest:
+        from .impls.findings import check_totals, divergences
+        tr.write_line(f"implementation: {state.impl_name}")
+        for check, counts in check_totals(state.verdicts).items():
+            tr.write_line(f"  {check}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+        for kind, cases in divergences(state.verdicts).items():
+            tr.write_line(f"  divergence {kind}: {len(cases)} case(s)")
     if state.deselected_heavy:
         tr.write_line(f"heavy cases deselected: {state.deselected_heavy} (run them with --run-heavy)")
     if state.compilations:
@@ -329,7 +385,7 @@ def pytest_sessionfinish(session, exitstatus):
     verdicts = list(state.verdicts)
     identity = [pkg.identity for _, pkg, _ in state.packages() if not isinstance(pkg, str)]
     try:
-        device = get_device(state.backend, state.adapter).summary
+        device = get_device(state.backend, state.adapter).summary if state.is_manifest else None
     except Exception:  # the report still records the cases when the device is gone
         device = None
     for nodeid in sorted(state.expected_ids):
@@ -339,8 +395,13 @@ def pytest_sessionfinish(session, exitstatus):
                              "family": "?", "status": "not-run", "worst_ratio": None,
                              "detail": "no result (the worker running it died, or the run was interrupted)"})
     skipped = dict(Counter(v["detail"] for v in verdicts if v["status"] == "skipped"))
-    data = report.build(verdicts, identity=identity, device=device, implementation="manifest-runtime",
+    from .impls.findings import build_report, write_report
+    if not state.is_manifest:
+        device = {"adapter": state.impl_name, "backend": getattr(state.impl, "provider", "?"),
+                  "driver": "", "available": state.impl.available()}
+    data = build_report(verdicts, identity=identity, device=device,
+                        implementation="manifest-runtime" if state.is_manifest else state.impl_name,
                         skipped_reasons=skipped, deselected_heavy=state.deselected_heavy)
-    report.write(data, Path(path))
+    write_report(data, Path(path))
     if not data["conforms"] and session.exitstatus == 0:
         session.exitstatus = 1

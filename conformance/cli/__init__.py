@@ -3,4 +3,4 @@
 A subcommand's function takes the parsed arguments and returns the exit code.
 """
 
-COMMANDS = ("bench", "accuracy", "lint", "diff")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export")

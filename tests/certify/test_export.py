@@ -1,0 +1,44 @@
+"""test.json / bench.json: export into the published layout, then --specs runs the stored cases."""
+
+import json
+
+import pytest
+
+from conformance.export import BENCH_FORMAT, TEST_FORMAT, decode_array, encode_array, export_package, load_test_cases
+from conformance.package import load_package
+
+import numpy as np
+
+
+def test_array_encoding_round_trips():
+    for a in (np.arange(7, dtype=np.float16).reshape(7), np.array(-0.0, np.float32), np.zeros((2, 0), np.float32)):
+        b = decode_array(json.loads(json.dumps(encode_array(a))))
+        assert b.dtype == a.dtype and b.shape == a.shape and b.tobytes() == a.tobytes()
+
+
+def test_export_writes_both_files_in_the_published_layout(published):
+    root = published("com.microsoft.Gelu")
+    test, bench = export_package(root / "com.microsoft.Gelu")
+    assert test.parent == root / "com.microsoft.Gelu" / "build" / "webgpu" == bench.parent
+    data, bench_data = json.loads(test.read_text()), json.loads(bench.read_text())
+    assert data["format"] == TEST_FORMAT and bench_data["format"] == BENCH_FORMAT
+    assert test.stat().st_size < 2 << 20
+    accepted = [c for c in data["cases"] if c["expect"]["outcome"] == "accepted"]
+    assert accepted and all(len(c["outputs"]["Y"]) == np.prod(c["expect"]["outputs"]["Y"]["shape"]) for c in accepted)
+    assert {"WORKGROUP_SIZE"} == set(bench_data["tuning"]["tunables"])
+    stored = load_test_cases(load_package(root / "com.microsoft.Gelu"))
+    assert len(stored) == len(data["cases"]) and all(c.id.startswith("test.json/") for c in stored)
+
+
+@pytest.mark.slow
+def test_specs_runs_the_stored_cases(published, tmp_path):
+    from .conftest import run_conformance
+    root = published("com.microsoft.Gelu")
+    export_package(root / "com.microsoft.Gelu")
+    report = tmp_path / "r.json"
+    proc = run_conformance(f"--specs={root}", "-k", "f32", f"--conformance-report={report}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    ran = json.loads(report.read_text())["cases"]
+    stored = [c for c in ran if c["id"].startswith("test.json/")]
+    assert len(stored) > 20 and all(c["status"] in ("passed", "skipped") for c in stored)
+    assert len(ran) > len(stored)  # the generated cases ran too
