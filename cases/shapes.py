@@ -14,8 +14,8 @@ def primary(manifest: Manifest) -> TensorSpec:
 
 def companions(spec: TensorSpec, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
     """Shapes for a non-primary input next to a primary of ``shape``: a guess that matches ("match",
-    trailing dims, or "lead", leading dims), then the same one short and long on its last axis and one
-    rank lower and higher.  Which guess the contract accepts is left to the engine to say."""
+    trailing dims, or "lead", leading dims), then the same one short and long on its last axis, of
+    length 1 on it (broadcastable), and one rank lower and higher.  Which guess the contract accepts is left to the engine to say."""
     rank = len(shape) if spec.rank is None else spec.rank
     if rank == 0:
         return [("match", ()), ("rank+1", (1,))]
@@ -26,6 +26,8 @@ def companions(spec: TensorSpec, shape: tuple[int, ...]) -> list[tuple[str, tupl
     if match[-1] > 0:
         out.append(("short", match[:-1] + (match[-1] - 1,)))
     out.append(("long", match[:-1] + (match[-1] + 1,)))
+    if match[-1] > 2:  # broadcastable under NumPy/ONNX rules, which an implementation may wrongly accept
+        out.append(("broadcast", match[:-1] + (1,)))
     out.append(("rank-1", match[1:]))
     out.append(("rank+1", (1,) + match))
     return out
