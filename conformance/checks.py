@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .device import Device
-from .errors import ConformanceError, ContractError, ExpressionError, KernelRuntimeError, NoVariantError
+from .errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
+                     NoVariantError)
 from .kernel import Kernel
 from .package import Package
 
@@ -125,7 +126,11 @@ class CaseChecker:
         """Raise CaseFailed / CaseSkipped, or return with ``verdict`` filled in."""
         kernel = self.kernel(package)
         if self.device.lost:
-            self.device = kernel._device = _reopen(self.device)
+            try:
+                self.device = _reopen(self.device)
+            except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
+                raise CaseFailed(f"{case.id}: {err}") from None
+        kernel._device = self.device  # every package's kernel follows the checker's (fresh) device
         expect = Expected.of(case.expect)
         if expect.accepted:
             self._check_accepted(case, expect, kernel, verdict)
@@ -141,6 +146,9 @@ class CaseChecker:
                 plan = kernel.plan(case.profile, case.tunables, **_shape_args(case))
             else:
                 plan, _ = kernel.run(case.profile, case.tunables, **self.inputs_for(case))
+        except KernelRuntimeError as err:  # a rejection case that ran, and failed on the device (timeout, loss)
+            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}), but the call ran and failed on "
+                             f"the device: {err}") from None
         except (ContractError, ExpressionError) as err:
             self._check_reason(case, expect, err)
             if self.device.dispatches != dispatches_before:
@@ -235,7 +243,7 @@ class CaseChecker:
 
 def _reopen(device: Device) -> Device:
     from .device import get_device
-    return get_device(device.backend)
+    return get_device(device.backend, getattr(device, "adapter_filter", None))
 
 
 def _nbytes(arg) -> int:

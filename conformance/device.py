@@ -4,12 +4,21 @@ The device is opened once per process with the adapter's own limits for
 everything a compute kernel can need (storage sizes, workgroup counts and
 sizes) and with ``shader-f16``/``timestamp-query`` when the adapter has them,
 so one device serves every plan whose profile the adapter satisfies.
+
+A device whose run did not finish in time is *abandoned* (:func:`abandon`):
+marked lost and destroyed, with the still-running work remembered.  Some
+drivers (lavapipe: one thread pool per process) cannot open or run on another
+device until that work ends, so :func:`get_device` waits for it at most
+``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT`` seconds (default 60) per abandoned run,
+then fails at once with a :class:`DeviceError` saying why, until the work ends.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
 from .errors import DeviceError
@@ -87,6 +96,7 @@ class Device:
     compilations: int = 0
     dispatches: int = 0
     lost: bool = False
+    adapter_filter: str | None = None   # as given to get_device: a fresh device is opened the same way
 
     @property
     def summary(self) -> dict:
@@ -111,19 +121,87 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Dev
     granted = DeviceProfile(describe(adapter), {**profile.limits, **{
         camel_limit(k): v for k, v in device.limits.items()
         if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, frozenset(device.features))
-    return Device(adapter, device, granted, backend)
+    return Device(adapter, device, granted, backend, adapter_filter=adapter_filter)
 
 
 _devices: dict[tuple[str, str | None], Device] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()
+
+DEFAULT_RECOVERY_TIMEOUT = 60.0
+
+
+@dataclass
+class Abandoned:
+    """Work left running on an abandoned device: the thread waiting for it, and what it was."""
+
+    thread: threading.Thread
+    what: str
+    since: float
+    deadline: float
+
+
+_abandoned: list[Abandoned] = []
+
+
+def recovery_timeout() -> float:
+    """Seconds :func:`get_device` waits for abandoned work to end: ``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT``."""
+    raw = os.environ.get("CONFORMANCE_DEVICE_RECOVERY_TIMEOUT", "").strip()
+    if not raw:
+        return DEFAULT_RECOVERY_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:
+        raise DeviceError(f"CONFORMANCE_DEVICE_RECOVERY_TIMEOUT={raw!r} must be a number of seconds >= 0")
+    return value
+
+
+def abandon(device: Device, thread: threading.Thread | None, what: str) -> None:
+    """Give ``device`` up (a run on it did not finish): mark it lost, destroy it, remember the work still running."""
+    device.lost = True
+    now = time.monotonic()
+    if thread is not None and thread.is_alive():
+        with _lock:
+            _abandoned.append(Abandoned(thread, what, now, now + recovery_timeout()))
+    try:
+        device.device.destroy()
+    except Exception:  # already lost or destroyed
+        pass
+
+
+def abandoned_work() -> list[str]:
+    """What abandoned runs are still running on the driver (for reports and messages)."""
+    with _lock:
+        return [a.what for a in _abandoned if a.thread.is_alive()]
+
+
+def _wait_for_abandoned_work() -> None:
+    for item in list(_abandoned):
+        remaining = item.deadline - time.monotonic()
+        if remaining > 0 and not math.isinf(remaining):
+            item.thread.join(remaining)
+        elif math.isinf(remaining):
+            item.thread.join()
+        if item.thread.is_alive():
+            age = time.monotonic() - item.since
+            raise DeviceError(f"no fresh device: {item.what} timed out {age:.0f} s ago and is still running on the "
+                              f"driver, which cannot open or run another device until it ends (waited "
+                              f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)")
+        _abandoned.remove(item)
 
 
 def get_device(backend: str = "auto", adapter_filter: str | None = None) -> Device:
-    """This process's device for (backend, filter); a lost device is replaced by a fresh one."""
+    """This process's device for (backend, filter); a lost device is replaced by a fresh one.
+
+    While a run abandoned on a timeout is still running, a fresh device is opened only once it ends
+    (waiting at most :func:`recovery_timeout` seconds for it); past that, :class:`DeviceError` at once.
+    """
     key = (backend, adapter_filter)
     with _lock:
         dev = _devices.get(key)
         if dev is None or dev.lost:
+            _wait_for_abandoned_work()
             dev = _devices[key] = open_device(backend, adapter_filter)
         return dev
 

@@ -233,6 +233,8 @@ SANDBOX = _Sandbox()
 
 def parse(source: Any, *, pointer: str = "", file: str | None = None) -> nodes.Expr:
     """Parse one expression (a JSON string, or a JSON literal taken as a constant)."""
+    if isinstance(source, float) and not math.isfinite(source):  # JSON's 1e400 reads as inf
+        raise ExpressionError(f"number {source!r} is not finite", pointer=pointer, file=file)
     if isinstance(source, bool) or isinstance(source, (int, float)) and not isinstance(source, bool):
         return nodes.Const(source, lineno=1)
     if not isinstance(source, str):
@@ -469,6 +471,8 @@ class Compiled:
             value = self._expr(**scope, __concat=_CONCAT)
             if isinstance(value, StrictUndefined):
                 str(value)  # raises the UndefinedError with the missing name
+            if isinstance(value, Absent):
+                value._fail()  # an absent input as a result: fail here, where the error gets the pointer
             return value
         except ExpressionError as exc:
             raise ExpressionError(exc.detail, source=self.source, pointer=self.pointer, file=self.file) from None

@@ -8,9 +8,13 @@ the template and line.
 
 from __future__ import annotations
 
+import re
+import sys
+import time
 import traceback
 
 from jinja2 import FunctionLoader, StrictUndefined
+from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError, TemplateError as JinjaTemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -19,9 +23,48 @@ from .package import Package
 from .plan import PassPlan, Plan
 
 MAX_OUTPUT = 1 << 20
+MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build
+MAX_INT_BITS = 4096        # the largest integer '**' may build
+RENDER_TIME_LIMIT = 1.0    # seconds of template code per render (loops included)
+_PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
+_FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or nested width/precision
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted)."""
+
+    def visit_Concat(self, node, frame):
+        self.write("environment.concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _bounded_filter(name, fn):
+    """``fn`` refusing huge integer arguments, printf widths, replace blow-ups and over-long results."""
+    def run(*args, **kwargs):
+        for arg in (*args[1:], *kwargs.values()):
+            if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_VALUE:
+                raise SecurityError(f"filter {name}: argument {arg} is too large")
+        values = [a for a in args if isinstance(a, str)]
+        if name == "format" and values and _PRINTF_WIDTH.search(values[0]):
+            raise SecurityError("filter format: width or precision too large")
+        if name == "replace" and len(values) >= 3 and len(values[0]) * max(1, len(values[2])) > MAX_VALUE:
+            raise SecurityError("filter replace: the result could exceed the size cap")
+        result = fn(*args, **kwargs)
+        if isinstance(result, (str, list, tuple)) and len(result) > MAX_VALUE:
+            raise SecurityError(f"filter {name}: result longer than {MAX_VALUE}")
+        return result
+    if hasattr(fn, "jinja_pass_arg"):  # pass_context / pass_eval_context / pass_environment
+        run.jinja_pass_arg = fn.jinja_pass_arg
+    return run
 
 
 class _TemplateSandbox(ImmutableSandboxedEnvironment):
+    code_generator_class = _BoundedCodeGenerator
+    intercepted_binops = frozenset(["*", "**", "%", "+"])
+
     def __init__(self, package: Package):
         # (source, filename, uptodate): the filename lets errors name the template's line
         super().__init__(loader=FunctionLoader(
@@ -30,6 +73,63 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
+        self.filters = {name: _bounded_filter(name, fn) for name, fn in self.filters.items()}
+
+    def concat(self, parts):
+        text = "".join(str(p) for p in parts)
+        if len(text) > MAX_VALUE:
+            raise SecurityError(f"'~' built a string longer than {MAX_VALUE}")
+        return text
+
+    def wrap_str_format(self, value):
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None and isinstance(value.__self__, str) and _FORMAT_WIDTH.search(value.__self__):
+            def refuse(*args, **kwargs):
+                raise SecurityError("str.format width or precision too large (or given by an argument)")
+            return refuse
+        return wrapped
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_VALUE:
+                    raise SecurityError(f"'*' would build {len(seq) * n} items, more than {MAX_VALUE}")
+        elif operator == "**":
+            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0 \
+                    and right * abs(left).bit_length() > MAX_INT_BITS:
+                raise SecurityError(f"{left} ** {right} is too large")
+        elif operator == "%" and isinstance(left, str) and _PRINTF_WIDTH.search(left):
+            raise SecurityError("'%' format width or precision too large")
+        elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)) \
+                and len(left) + len(right) > MAX_VALUE:
+            raise SecurityError(f"'+' would build more than {MAX_VALUE} items")
+        return super().call_binop(context, operator, left, right)
+
+
+def _generate_bounded(env, template, ctx) -> str:
+    """Render with a time budget on the template's own code and a cap on the output while it streams."""
+    deadline = time.monotonic() + RENDER_TIME_LIMIT
+
+    def line(frame, event, arg):
+        if time.monotonic() > deadline:
+            raise SecurityError(f"rendering took longer than {RENDER_TIME_LIMIT:g} s")
+        return line
+
+    def call(frame, event, arg):  # trace only the template's compiled code
+        return line if frame.f_globals.get("environment") is env else None
+
+    previous = sys.gettrace()
+    sys.settrace(call)
+    try:
+        chunks, size = [], 0
+        for chunk in template.generate(ctx):
+            size += len(chunk)
+            if size > MAX_OUTPUT:
+                raise TemplateError(f"rendered shader is larger than {MAX_OUTPUT} bytes")
+            chunks.append(chunk)
+        return "".join(chunks)
+    finally:
+        sys.settrace(previous)
 
 
 def context(plan: Plan, pass_plan: PassPlan) -> dict:
@@ -63,9 +163,10 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     name = pass_plan.shader
     try:
         template = env.get_template(name)
-        text = template.render(context(plan, pass_plan))
-    except TemplateError:
-        raise
+        text = _generate_bounded(env, template, context(plan, pass_plan))
+    except TemplateError as exc:
+        where = str(package.root / name)
+        raise (exc if where in str(exc) else TemplateError(f"{where}: {exc}")) from None
     except TemplateSyntaxError as exc:
         raise TemplateError(f"{package.root / name}:{exc.lineno}: template syntax error: {exc.message}") from None
     except UndefinedError as exc:
@@ -79,6 +180,4 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
             from None
-    if len(text) > MAX_OUTPUT:
-        raise TemplateError(f"{package.root / name}: rendered shader is larger than {MAX_OUTPUT} bytes")
     return text

@@ -2,17 +2,32 @@
 
 Outputs are allocated with a guard region after them, filled with a sentinel,
 so a kernel that writes past its output is caught (:attr:`Run.guards_intact`).
+
+Guards against hostile or broken kernels (issue 10):
+
+* sizes: before anything is allocated, every buffer is checked against the device's
+  ``maxBufferSize`` / ``maxStorageBufferBindingSize`` and the run's host memory
+  (inputs, outputs and their read-back copies) against a fraction of the memory
+  available (``CONFORMANCE_HOST_MEMORY_FRACTION``, default 0.5);
+* time: compiling, dispatching and reading back one run is given
+  ``CONFORMANCE_DISPATCH_TIMEOUT`` seconds (default 30); past it the run fails
+  with ``KernelRuntimeError(kind="timeout")`` and the device is abandoned
+  (:func:`conformance.device.abandon`), so the next run gets a fresh one;
+* loss: an error saying the device is lost or destroyed marks it lost.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .device import Device
-from .errors import KernelRuntimeError
+from .device import Device, abandon
+from .errors import ConformanceError, KernelRuntimeError
 from .package import Package
 from .plan import BindingPlan, PassPlan, Plan
 from .render import render
@@ -23,6 +38,63 @@ GUARD = np.full(GUARD_BYTES // 4, GUARD_WORD, dtype=np.uint32).tobytes()
 NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int32": np.int32,
                 "uint32": np.uint32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
                 "int64": np.int64, "uint64": np.uint64, "bool": np.bool_}
+
+DEFAULT_DISPATCH_TIMEOUT = 30.0
+DEFAULT_HOST_MEMORY_FRACTION = 0.5
+
+
+def _env_float(name: str, default: float, *, allow_inf: bool) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or (math.isinf(value) and not allow_inf):
+        raise KernelRuntimeError(f"{name}={raw!r} must be a positive number", kind="config")
+    return value
+
+
+def dispatch_timeout() -> float:
+    """Seconds one run (compile, dispatch, read back) may take: ``CONFORMANCE_DISPATCH_TIMEOUT`` (``inf``: none)."""
+    return _env_float("CONFORMANCE_DISPATCH_TIMEOUT", DEFAULT_DISPATCH_TIMEOUT, allow_inf=True)
+
+
+def host_memory_fraction() -> float:
+    """The share of available host memory one run may use: ``CONFORMANCE_HOST_MEMORY_FRACTION``."""
+    return _env_float("CONFORMANCE_HOST_MEMORY_FRACTION", DEFAULT_HOST_MEMORY_FRACTION, allow_inf=False)
+
+
+def available_host_memory() -> int | None:
+    """Bytes of memory this process may still use (MemAvailable, capped by a cgroup v2 limit), or None."""
+    available = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            return None
+    try:
+        limit = open("/sys/fs/cgroup/memory.max", encoding="ascii").read().strip()
+        current = int(open("/sys/fs/cgroup/memory.current", encoding="ascii").read().strip())
+        if limit != "max":
+            available = min(available, max(0, int(limit) - current))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def _is_lost(text: str) -> bool:
+    lowered = text.lower()
+    return "lost" in lowered or "destroyed" in lowered
 
 
 @dataclass
@@ -37,6 +109,13 @@ class Run:
 
 def _padded(nbytes: int) -> int:
     return max(4, -(-nbytes // 4) * 4)
+
+
+def _output_bytes(out) -> int:
+    n = 1
+    for d in out.shape:
+        n *= int(d)
+    return n * np.dtype(NUMPY_DTYPES[out.dtype]).itemsize
 
 
 def _compile_error(pass_name: str, wgsl: str, message: str) -> KernelRuntimeError:
@@ -57,6 +136,7 @@ class Bound:
     plan: Plan
     buffers: dict[str, object] = field(default_factory=dict)
     output_bytes: dict[str, int] = field(default_factory=dict)
+    guarded: dict[str, bool] = field(default_factory=dict)
     passes: list = field(default_factory=list)
 
     @staticmethod
@@ -72,7 +152,10 @@ class Bound:
 
     def release(self) -> None:
         for buf in self.buffers.values():
-            buf.destroy()
+            try:
+                buf.destroy()
+            except Exception:  # the device may be lost already; nothing is left to free
+                pass
         self.buffers.clear()
 
 
@@ -94,6 +177,8 @@ class Runtime:
         try:
             module = dev.create_shader_module(label=pass_plan.name, code=wgsl)
         except Exception as exc:
+            if _is_lost(str(exc)):
+                self._classify(exc, plan)
             raise _compile_error(pass_plan.name, wgsl, str(exc)) from None
         import wgpu
         entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
@@ -104,6 +189,8 @@ class Runtime:
                 label=pass_plan.name, layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
                 compute={"module": module, "entry_point": "main"})
         except Exception as exc:
+            if _is_lost(str(exc)):
+                self._classify(exc, plan)
             raise KernelRuntimeError(f"pipeline creation failed (bindings or entry point 'main' do not match the "
                                      f"plan): {exc}", pass_name=pass_plan.name, kind="pipeline") from None
         self.device.compilations += 1
@@ -111,8 +198,13 @@ class Runtime:
         return self.device.pipelines[key]
 
     # -- execution --------------------------------------------------------------------------
-    def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None]) -> "Bound":
-        """Upload inputs, allocate guarded outputs, and bind every non-empty pass (reusable for timing)."""
+    def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, expose_guard: bool = False) -> "Bound":
+        """Upload inputs, allocate guarded outputs, and bind every non-empty pass (reusable for timing).
+
+        With ``expose_guard`` each output is bound *with* its guard region, so a shader that writes past
+        the end of an output writes into the guard (and is caught) instead of being silently dropped by
+        robust buffer access.
+        """
         import wgpu
         dev = self.device.device
         usage = wgpu.BufferUsage
@@ -123,20 +215,25 @@ class Runtime:
                     data = np.ascontiguousarray(array).tobytes()
                     data += b"\0" * (_padded(len(data)) - len(data))
                     bound.buffers[role] = dev.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC)
+            max_buffer = self.device.profile.limits.get("maxBufferSize")
             for role, out in plan.outputs.items():
-                nbytes = _padded(int(np.prod(out.shape, dtype=np.int64)) * np.dtype(NUMPY_DTYPES[out.dtype]).itemsize)
-                buf = dev.create_buffer(size=nbytes + GUARD_BYTES,
+                nbytes = _padded(_output_bytes(out))
+                guarded = max_buffer is None or nbytes + GUARD_BYTES <= max_buffer  # no guard at the very limit
+                buf = dev.create_buffer(size=nbytes + (GUARD_BYTES if guarded else 0),
                                         usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
-                dev.queue.write_buffer(buf, nbytes, GUARD)
+                if guarded:
+                    dev.queue.write_buffer(buf, nbytes, GUARD)
                 bound.buffers[role] = buf
                 bound.output_bytes[role] = nbytes
+                bound.guarded[role] = guarded
             for pass_plan in plan.passes:
                 if pass_plan.dispatch.empty:
                     continue
                 pipeline, layout, _ = self.pipeline(plan, pass_plan)
-                entries = [self._entry(b, bound.buffers, pass_plan) for b in pass_plan.bindings]
+                exposed = {role for role, g in bound.guarded.items() if g and expose_guard}
+                entries = [self._entry(b, bound.buffers, pass_plan, exposed) for b in pass_plan.bindings]
                 bound.passes.append((pass_plan, pipeline, dev.create_bind_group(layout=layout, entries=entries)))
-        except KernelRuntimeError:
+        except ConformanceError:  # template and runtime errors keep their own type and message
             bound.release()
             raise
         except Exception as exc:
@@ -145,17 +242,83 @@ class Runtime:
         return bound
 
     def run(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, verify: bool = False) -> Run:
-        """Run every pass; with ``verify``, also read back inputs and output guards."""
-        import wgpu
-        dev = self.device.device
+        """Run every pass; with ``verify``, also read back inputs and output guards.
+
+        Sizes are checked before anything is allocated; the work on the device is given
+        :func:`dispatch_timeout` seconds.
+        """
+        if self.device.lost:
+            raise KernelRuntimeError("device-lost: the device was lost by an earlier run; open a fresh one "
+                                     "(conformance.device.get_device)", kind="device-lost",
+                                     pass_name=", ".join(p.name for p in plan.passes))
+        self.check_sizes(plan, inputs)
         outputs = {role: np.zeros(o.shape, dtype=NUMPY_DTYPES[o.dtype]) for role, o in plan.outputs.items()}
         result = Run(outputs)
         if all(p.dispatch.empty for p in plan.passes):
             result.guards_intact = {r: True for r in outputs}
             result.inputs_intact = {r: True for r, a in inputs.items() if a is not None}
             return result
+        limit = dispatch_timeout()
+        box: dict = {}
+
+        def work():
+            try:
+                self._run_on_device(plan, inputs, result, verify)
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name=f"conformance-run-{plan.op}", daemon=True)
+        worker.start()
+        worker.join(None if math.isinf(limit) else limit)
+        if worker.is_alive():
+            passes = ", ".join(p.name for p in plan.passes)
+            what = f"pass {passes} of {plan.op} (variant {plan.variant})"
+            abandon(self.device, worker, what)
+            raise KernelRuntimeError(f"timeout: the run did not finish within {limit:g} s "
+                                     f"(CONFORMANCE_DISPATCH_TIMEOUT); the device is marked lost and the next run "
+                                     f"gets a fresh one", pass_name=passes, kind="timeout")
+        error = box.get("error")
+        if isinstance(error, ConformanceError):  # a template error stays a TemplateError
+            raise error.with_traceback(None)
+        if error is not None:
+            self._classify(error, plan)
+        return result
+
+    # -- size guards ------------------------------------------------------------------------
+    def check_sizes(self, plan: Plan, inputs: dict[str, np.ndarray | None]) -> None:
+        """Refuse, before anything is allocated, a run whose buffers exceed the device or this machine."""
+        limits = self.device.profile.limits
+        passes = ", ".join(p.name for p in plan.passes)
+        max_buffer = limits.get("maxBufferSize")
+        max_binding = limits.get("maxStorageBufferBindingSize")
+        sizes = {f"input {role}": _padded(int(a.nbytes)) for role, a in inputs.items() if a is not None and a.size}
+        sizes.update({f"output {role}": _padded(_output_bytes(o)) for role, o in plan.outputs.items()})
+        for what, nbytes in sizes.items():
+            for name, cap in (("maxBufferSize", max_buffer), ("maxStorageBufferBindingSize", max_binding)):
+                if cap is not None and nbytes > cap:
+                    raise KernelRuntimeError(f"device-limit: {what} needs a buffer of {nbytes:,} bytes, more than "
+                                             f"the device's {name} = {cap:,} bytes ({self.device.profile.name}); "
+                                             f"nothing was allocated", pass_name=passes, kind="device-limit")
+        in_bytes = sum(int(a.nbytes) for a in inputs.values() if a is not None)
+        out_bytes = sum(_output_bytes(o) for o in plan.outputs.values())
+        needed = in_bytes + 2 * out_bytes  # the outputs and their read-back copies
+        available = available_host_memory()
+        if available is None:
+            return
+        fraction = host_memory_fraction()
+        if needed > fraction * available:
+            raise KernelRuntimeError(
+                f"host-memory: the run needs {needed:,} bytes of host memory ({in_bytes:,} of inputs, "
+                f"{out_bytes:,} of outputs, counted twice for the read-back), more than {fraction:g} of the "
+                f"{available:,} bytes available (CONFORMANCE_HOST_MEMORY_FRACTION); nothing was allocated",
+                pass_name=passes, kind="host-memory")
+
+    def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool) -> None:
+        import wgpu
+        dev = self.device.device
+        outputs = result.outputs
         usage = wgpu.BufferUsage
-        bound = self.bind(plan, inputs)
+        bound = self.bind(plan, inputs, expose_guard=verify)
         try:
             encoder = dev.create_command_encoder()
             for pass_plan, pipeline, group in bound.passes:
@@ -166,7 +329,8 @@ class Runtime:
                 result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
             readback = {}
             for role in outputs:
-                size = bound.output_bytes[role] + (GUARD_BYTES if verify else 0)
+                guarded = verify and bound.guarded.get(role, False)
+                size = bound.output_bytes[role] + (GUARD_BYTES if guarded else 0)
                 readback[role] = dev.create_buffer(size=size, usage=usage.MAP_READ | usage.COPY_DST)
                 encoder.copy_buffer_to_buffer(bound.buffers[role], 0, readback[role], 0, size)
             inputs_back = {}
@@ -181,22 +345,22 @@ class Runtime:
                 data = self._read(readback[role])
                 array.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, count=array.nbytes)
                 if verify:
-                    result.guards_intact[role] = data[bound.output_bytes[role]:] == GUARD
+                    guarded = bound.guarded.get(role, False)
+                    result.guards_intact[role] = not guarded or data[bound.output_bytes[role]:] == GUARD
             if verify:
                 for role, array in inputs.items():
                     if array is not None:
                         same = role not in inputs_back or (
                             self._read(inputs_back[role])[:array.nbytes] == np.ascontiguousarray(array).tobytes())
                         result.inputs_intact[role] = same
-        except KernelRuntimeError:
+        except ConformanceError:
             raise
         except Exception as exc:
             self._classify(exc, plan)
         finally:
             bound.release()
-        return result
 
-    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan) -> dict:
+    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, exposed: set[str] = frozenset()) -> dict:
         if b.buffer_type == "uniform":
             import wgpu
             data = b.uniform_bytes + b"\0" * (-len(b.uniform_bytes) % 16)
@@ -208,7 +372,10 @@ class Runtime:
             raise KernelRuntimeError(f"binding {b.name!r} would be zero-sized (argument {b.arg!r} is empty or absent) "
                                      f"but the pass dispatches {pass_plan.dispatch.threads} threads",
                                      pass_name=pass_plan.name, kind="binding")
-        return {"binding": b.index, "resource": {"buffer": buf, "offset": 0, "size": _padded(b.byte_size)}}
+        size = _padded(b.byte_size)
+        if b.arg in exposed and size + GUARD_BYTES <= self.device.profile.limits["maxStorageBufferBindingSize"]:
+            size += GUARD_BYTES
+        return {"binding": b.index, "resource": {"buffer": buf, "offset": 0, "size": size}}
 
     def _read(self, buffer) -> bytes:
         buffer.map_sync(mode=1)  # wgpu.MapMode.READ
@@ -218,10 +385,10 @@ class Runtime:
             buffer.unmap()
             buffer.destroy()
 
-    def _classify(self, exc: Exception, plan: Plan):
+    def _classify(self, exc: BaseException, plan: Plan):
         text = str(exc)
         lowered = text.lower()
-        if "lost" in lowered:
+        if _is_lost(text):
             self.device.lost = True
             kind = "device-lost"
         elif "out of memory" in lowered or "outofmemory" in lowered:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,7 @@ def test_reformatted_json_is_no_change(old_new, capsys):
     path = new / "manifest.json"
     path.write_text(json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True))
     assert main(["diff", str(old), str(new)]) == 0
-    assert capsys.readouterr().out.strip() == f"{FASTGELU}: 0 of 289 calls change"
+    assert re.fullmatch(rf"{re.escape(FASTGELU)}: 0 of \d+ calls change", capsys.readouterr().out.strip())
 
 
 def test_added_package_and_unknown_revision(specs, tmp_path, capsys):
@@ -111,4 +112,4 @@ def test_gate_passes_a_reformat_without_golden_changes(repo, capsys):
     path = repo / "specs" / FASTGELU / "manifest.json"
     path.write_text(json.dumps(json.loads(path.read_text()), indent=1, sort_keys=True))
     assert main(["diff", "HEAD", "--repo", str(repo), "--gate"]) == 0
-    assert "0 of 289 calls change" in capsys.readouterr().out
+    assert re.search(r"\b0 of \d+ calls change", capsys.readouterr().out)

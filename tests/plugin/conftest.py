@@ -7,4 +7,3 @@ import scipy.special  # noqa: F401
 import wgpu  # noqa: F401
 import wgpu.backends.wgpu_native  # noqa: F401
 
-pytest_plugins = ["pytester"]

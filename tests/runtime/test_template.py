@@ -55,3 +55,24 @@ def test_pipelines_are_compiled_once_per_distinct_shader(device):
     for n in (4096, 8192, 400):  # same variant and constants: no new compilation
         kernel(X=np.ones(n, np.float32))
     assert device.compilations == before
+
+
+def test_template_error_names_the_file_and_line_and_keeps_its_type(device, package_copy):
+    from conformance.errors import TemplateError
+    root = package_copy("com.microsoft.Gelu")
+    template = root / "elementwise-bias-gelu.wgsl.jinja"
+    lines = template.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if "{{ workgroupSize }}u;" in line)
+    template.write_text(template.read_text().replace("{{ workgroupSize }}u;", "{{ nope }}u;"))
+    with pytest.raises(TemplateError, match=rf"elementwise-bias-gelu.wgsl.jinja:{number}: .*'nope' is undefined"):
+        load_kernel(root, device=device)(X=np.ones(8, np.float32))
+
+
+def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy):
+    """Outputs are bound with their guard in verify mode, so robust buffer access cannot hide the write."""
+    root = package_copy("com.microsoft.Gelu")
+    template = root / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("if (i >= params.count) { return; }",
+                                                     "if (i > params.count) { return; }"))
+    plan, run = load_kernel(root, device=device).run(verify=True, X=np.ones(6, np.float32))
+    assert plan.variant == "scalar" and run.guards_intact == {"Y": False}

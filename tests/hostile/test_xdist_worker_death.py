@@ -1,0 +1,47 @@
+"""Under ``pytest -n 2``, a worker killed mid-run (SIGKILL, from a plugin at one chosen case) loses no results
+of the other worker, and the report lists every case that did not run as ``not-run`` (issue 10)."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+from .conftest import ROOT, run_conformance
+
+GELU = "com.microsoft.Gelu"
+VICTIM = "Gelu/f32/X[8]/vec4@no-f16"
+
+KILLER = textwrap.dedent("""
+    import os, signal
+    def pytest_runtest_setup(item):
+        if os.environ.get("PYTEST_XDIST_WORKER") and item.nodeid.endswith("[" + os.environ["KILL_AT"] + "]"):
+            os.kill(os.getpid(), signal.SIGKILL)   # as `kill -9 <worker pid>` would
+""")
+
+
+def test_killing_one_worker_loses_no_other_results_and_reports_what_did_not_run(tmp_path, make_specs):
+    specs = make_specs(**{GELU: GELU})
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "kill_worker.py").write_text(KILLER)
+    report = tmp_path / "report.json"
+    proc = run_conformance(specs, "-n", "2", "--max-worker-restart=0", "-k", "f32 and not nonfinite and not special", "-p", "kill_worker",
+                           f"--conformance-report={report}",
+                           env={"KILL_AT": VICTIM, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    assert report.exists(), out[-3000:]
+    cases = {c["id"]: c for c in json.loads(report.read_text())["cases"]}
+    statuses = {i: c["status"] for i, c in cases.items()}
+    assert statuses[VICTIM] == "not-run", statuses
+    assert "worker" in cases[VICTIM]["detail"], cases[VICTIM]
+    passed = [i for i, s in statuses.items() if s == "passed"]
+    not_run = [i for i, s in statuses.items() if s == "not-run"]
+    assert set(statuses.values()) <= {"passed", "not-run", "skipped"}, statuses  # no result lost or mangled
+    summary = [line for line in out.splitlines() if " passed" in line and ("failed" in line or "error" in line)]
+    assert summary, out[-1500:]
+    n_passed = int(summary[-1].split(" passed")[0].split()[-1])
+    assert len(passed) == n_passed, (len(passed), summary[-1])
+    assert len(passed) > 20 and not_run, statuses
+    print(f"passed {len(passed)}, not-run {len(not_run)}: {not_run[:5]}")
+    print(summary[-1])
+    md = report.with_suffix(".md").read_text()
+    assert "not-run" in md or "not run" in md, md[:2000]
