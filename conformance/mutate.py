@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as futures
-import copy
 import json
 import os
 import re

@@ -379,7 +379,6 @@ def pytest_sessionfinish(session, exitstatus):
     state = config.stash.get(_SESSION, None)
     if not path or state is None or hasattr(config, "workerinput"):
         return
-    from . import report
     from .device import get_device
     ran = {v["id"] for v in state.verdicts}
     verdicts = list(state.verdicts)

@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed", "not-run")
+STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed", "not-run", "not-applicable")
 
 
 def summarize(verdicts: Iterable[dict]) -> dict:

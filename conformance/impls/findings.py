@@ -37,19 +37,8 @@ def divergences(verdicts) -> dict:
 
 
 def build_report(verdicts: list[dict], **kwargs) -> dict:
-    """``report.build`` (which knows the statuses of the manifest runtime) with ``not-applicable`` added."""
-    statuses = getattr(report, "STATUSES", ())
-    if NOT_APPLICABLE in statuses:
-        data = report.build(verdicts, **kwargs)
-    else:
-        na = [v for v in verdicts if v["status"] == NOT_APPLICABLE]
-        data = report.build([v for v in verdicts if v["status"] != NOT_APPLICABLE], **kwargs)
-        data["totals"][NOT_APPLICABLE] = len(na)
-        for v in na:
-            cell = data["summary"].setdefault(v["package"], {}).setdefault(v["variant"], {}).setdefault(
-                v["dtype"], {**{s: 0 for s in statuses}, "worst_ratio": None})
-            cell[NOT_APPLICABLE] = cell.get(NOT_APPLICABLE, 0) + 1
-        data["cases"] = sorted(data["cases"] + na, key=lambda v: v["id"])
+    """``report.build`` plus the per-assertion counts and divergences of an outside implementation."""
+    data = report.build(verdicts, **kwargs)
     data["totals"].setdefault(NOT_APPLICABLE, 0)
     data["not_applicable_reasons"] = dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE))
     data["checks"] = check_totals(verdicts)
