@@ -7,7 +7,7 @@ import pytest
 
 from conformance import mutate
 from conformance.export import build_test
-from conformance.package import REPO_SPECS, load_package
+from conformance.package import load_package
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 
