@@ -1,0 +1,22 @@
+"""The per-device tuning table: plain calls use it, calls with a profile or tunables keep their own values."""
+
+from types import SimpleNamespace
+
+from conformance import BASELINE, load_kernel
+from conformance import tuning
+
+
+def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_path, monkeypatch):
+    monkeypatch.setattr(tuning, "TABLES", tmp_path)
+    tuning._load.cache_clear()
+    best = [{"package": "com.microsoft.Gelu", "dtype": "float32", "variant": "vec4", "WORKGROUP_SIZE": 64}]
+    path = tuning.write(SimpleNamespace(summary=device.summary), best)
+    assert path.parent == tmp_path and path.name == f"{tuning.device_key(device.summary)}.json"
+    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    assert kernel.plan(X=((8,), "float32")).passes[0].dispatch.workgroup_size == 64
+    assert kernel.plan(X=((8,), "float16")).passes[0].dispatch.workgroup_size == 256   # no entry: default
+    assert kernel.plan(X=((6,), "float32")).passes[0].dispatch.workgroup_size == 256   # other variant
+    assert kernel.plan(BASELINE, X=((8,), "float32")).passes[0].dispatch.workgroup_size == 256
+    assert kernel.plan(tunables={"WORKGROUP_SIZE": 128}, X=((8,), "float32")).passes[0].dispatch.workgroup_size \
+        == 128
+    tuning._load.cache_clear()
