@@ -253,21 +253,24 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> None:
     except ImportError:
         print("plot skipped: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, (ax, ratio_ax) = plt.subplots(2, 1, figsize=(9, 9), sharex=True)
     series: dict = {}
     for r in rows:
         series.setdefault((r["package"].split(".")[-1], r["variant"], r["dtype"], r["bias"]), []).append(r)
     for (pkg, variant, dtype, _), rs in sorted(series.items()):
         rs.sort(key=lambda r: r["bytes_moved"])
-        ax.plot([r["bytes_moved"] for r in rs], [r["gbps"] for r in rs], marker="o", ms=3,
-                label=f"{pkg} {variant} {dtype}")
-    for key, style, label in (("copy_shader_gbps", "k--", "vec4 copy shader"),
-                              ("copy_buffer_gbps", "k:", "copy_buffer_to_buffer")):
-        pts = sorted({(r["bytes_moved"], r[key]) for r in rows if r["variant"].startswith("vec4") and not r["bias"]})
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
+        label = f"{pkg} {variant} {dtype}"
+        ax.plot([r["bytes_moved"] for r in rs], [r["gbps"] for r in rs], marker="o", ms=3, label=label)
+        ratio_ax.plot([r["bytes_moved"] for r in rs], [r["vs_copy_shader"] for r in rs], marker="o", ms=3,
+                      label=label)
+    pts = sorted({(r["bytes_moved"], r["copy_shader_gbps"]) for r in rows})
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], "k.", ms=4, label="vec4 copy shader (same buffers)")
+    ratio_ax.axhline(1.0, color="k", ls="--", lw=0.8)
+    ratio_ax.axhline(0.9, color="k", ls=":", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("bytes moved per call")
+    ratio_ax.set_xlabel("bytes moved per call")
     ax.set_ylabel("GB/s")
+    ratio_ax.set_ylabel("kernel / copy shader on the same buffers")
     ax.set_title(f"GELU kernels vs copy baselines: {title}")
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
