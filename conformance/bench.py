@@ -72,10 +72,10 @@ def _sample(shape, dtype, seed=0) -> np.ndarray:
 class Baselines:
     """Copy bandwidth measured on the very buffers a kernel reads and writes.
 
-    Large allocations can land in memory of different speed (seen on the H200:
-    the same copy shader at 1.6 or 4.1 TB/s depending on the buffers), so a
-    baseline is only comparable when it moves the kernel's own input into the
-    kernel's own output, right after the kernel is timed.
+    On the H200 the same copy shader ran at 1.6 or 4.1 TB/s from one measurement
+    to the next (buffer placement or clock state; not resolved), so a baseline is
+    only comparable when it moves the kernel's own input into the kernel's own
+    output, right after the kernel is timed.
     """
 
     def __init__(self, device: Device, timer: Timer):
