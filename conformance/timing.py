@@ -44,11 +44,17 @@ def timestamp_period_ns(device: Device) -> float:
 
 
 class Timer:
-    """Times GPU work recorded by callbacks, ``reps`` times after ``warmup`` untimed runs."""
+    """Times GPU work recorded by callbacks, ``reps`` times after untimed warm-up runs.
 
-    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, force_wall: bool = False):
+    Warm-up lasts at least ``warmup`` runs and ``warmup_seconds`` of wall time: a GPU left idle between
+    measurements (while the host prepares data) can drop its clocks, and a few short runs do not
+    bring them back up.
+    """
+
+    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 0.2,
+                 force_wall: bool = False):
         self.device = device
-        self.reps, self.warmup = reps, warmup
+        self.reps, self.warmup, self.warmup_seconds = reps, warmup, warmup_seconds
         features = device.profile.features
         self.passes_timed = "timestamp-query" in features and not force_wall
         self.copies_timed = self.passes_timed and "timestamp-query-inside-encoders" in features
