@@ -48,10 +48,11 @@ ARGUED_EQUIVALENT: dict[tuple[str, str], str] = {
         "the mutated `+` adds nwg.y * wid.z, which is 0 unless the dispatch splits over z; FastGelu's dispatchFits "
         "keeps every vec4/vec4Tail dispatch within maxComputeWorkgroupsPerDimension^2 workgroups (no z split), and "
         "its scalar variants run no invocation (numel(X) == 0)",
-    ("FastGelu", r"FastGelu/tpl/bounds/L\d+:\d+:>=->> .*`if \(i >= stride\) \{ return; \}`.*"):
-        "the mutant lets invocation i == stride through: it fails the full-quad test (i + 3 * stride >= "
-        "4 * stride >= count) and its tail loop visits e = stride, 2 * stride, ... below count, elements that "
-        "invocation 0 also writes, with the same input and the same f32 math: the outputs are unchanged",
+    ("FastGelu", r"FastGelu/tpl/(bounds/L\d+:\d+:>=->>|tail-guard/L\d+:\d+:if \(i >= stride\) \{ return; \}->) "
+                 r".*`if \(i >= stride\) \{ return; \}`.*"):
+        "the mutant lets invocations i >= stride through: each fails the full-quad test (i + 3 * stride >= "
+        "4 * stride >= count) and its tail loop visits only elements e < count that the invocation e % stride "
+        "also writes, from the same input with the same f32 math: the outputs are unchanged",
     ("FastGelu", r"FastGelu/tpl/arith/L\d+:\d+:\+->- .*`if \(i \+ 3u \* stride < params\.count\) \{`.*"):
         "`i - 3u * stride` wraps around in u32 for every i < stride, so the full-quad test fails and every "
         "invocation takes the bounds-checked loop, which computes each element with the same gelu in f32 as the "
@@ -155,15 +156,17 @@ def template_mutants(short: str, op_id: str, name: str, text: str) -> list[Mutan
             add("constant", offset + m.start(1), offset + m.end(1), nudged,
                 f"line {no}: constant {m.group(1)} nudged by +0.1% to {nudged}")
     specials = [
-        ("tail-guard", r"if \(base \+ 3u < params\.count\)", "if (true)", "the vec4Tail full-quad guard removed"),
-        ("tail-guard", r"  if \(base >= params\.count\) \{ return; \}\n", "", "the vec4Tail early return removed"),
+        ("tail-guard", r"if \(i \+ 3u \* stride < params\.count\)", "if (true)", "the vec4Tail full-quad guard removed"),
+        ("tail-guard", r"  if \(i >= stride\) \{ return; \}\n", "", "the vec4Tail early return removed"),
         ("tail-guard", r"  if \(i >= params\.count\) \{ return; \}\n", "", "an `i >= count` guard removed"),
-        ("tail-guard", r"e < params\.count; e\+\+", "e < base + 3u; e++", "the tail loop runs past count"),
+        ("tail-guard", r"e < params\.count; e \+= stride", "e < params.count + stride; e += stride",
+         "the tail loop runs past count"),
         ("bias-dropped", r"\n *v \+= vec4<f32>\(f32\(bias\[.*?\);", "", "a vector bias add removed"),
         ("bias-dropped", r" \+ f32\(bias\[[^\]]*\]\)", "", "a scalar bias add removed"),
         ("bias-index", r"% HIDDEN", "/ HIDDEN", "bias indexed by row (`/ HIDDEN`) instead of column"),
         ("bias-index", r"bias\[b \+ 1u\]", "bias[b]", "vec4 bias lane 1 reads lane 0"),
         ("bias-index", r"bias\[e % HIDDEN\]", "bias[(e + 1u) % HIDDEN]", "scalar bias index shifted by one"),
+        ("bias-index", r"bias\[e\.y % HIDDEN\]", "bias[e.x % HIDDEN]", "tail quad bias lane 1 reads lane 0"),
         ("bias-index", r"bias\[i % HIDDEN\]", "bias[(i + 1u) % HIDDEN]", "scalar bias index shifted by one"),
         ("erf-tanh", r'approximate == "tanh"', 'approximate == "__swapped__"', "the tanh branch unreachable"),
         ("f16-f32", r"\{% if usesF16 %\}", "{% if not usesF16 %}", "`enable f16` on the wrong dtype"),
