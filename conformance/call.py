@@ -23,7 +23,7 @@ MAX_RANK = 8
 _NUMPY_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int8": "int8",
                 "uint8": "uint8", "int16": "int16", "uint16": "uint16", "int32": "int32", "uint32": "uint32",
                 "int64": "int64", "uint64": "uint64", "bool": "bool"}
-_FROM_WGSL = {v: k for k, v in WGSL_DTYPE.items()}
+FROM_WGSL = {v: k for k, v in WGSL_DTYPE.items()}
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def dtype_name(value: Any, argument: str) -> str:
     if isinstance(value, str):
         if value in WGSL_DTYPE:
             return value
-        if value in _FROM_WGSL:
-            return _FROM_WGSL[value]
+        if value in FROM_WGSL:
+            return FROM_WGSL[value]
         raise ContractError(f"argument {argument!r}: unknown dtype {value!r}; expected one of "
                             f"{', '.join(WGSL_DTYPE)}", reason="dtype", argument=argument)
     try:

@@ -143,7 +143,7 @@ class CaseChecker:
         dispatches_before = self.device.dispatches
         try:
             if nbytes > MAX_REJECTION_BYTES or lacking:
-                plan = kernel.plan(case.profile, case.tunables, **_shape_args(case))
+                plan = kernel.plan(case.profile, case.tunables, **dict(case.inputs))
             else:
                 plan, _ = kernel.run(case.profile, case.tunables, **self.inputs_for(case))
         except KernelRuntimeError as err:  # a rejection case that ran, and failed on the device (timeout, loss)
@@ -152,10 +152,13 @@ class CaseChecker:
         except (ContractError, ExpressionError) as err:
             self._check_reason(case, expect, err)
             if self.device.dispatches != dispatches_before:
-                raise CaseFailed(f"{case.id}: the call was rejected ({err.reason}) but "
+                raise CaseFailed(f"{case.id}: the call was rejected ({getattr(err, 'reason', 'expression')}) but "
                                  f"{self.device.dispatches - dispatches_before} dispatch(es) ran") from None
             verdict.detail = str(err)
             return
+        except ConformanceError as err:  # e.g. a template that does not render
+            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}), got {type(err).__name__}: "
+                             f"{err}") from None
         raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {_detail_text(expect)}), but the "
                          f"call was accepted as variant {plan.variant!r}")
 
@@ -253,9 +256,6 @@ def _nbytes(arg) -> int:
         n *= d
     return n * np.dtype(dtype).itemsize
 
-
-def _shape_args(case) -> dict:
-    return {role: arg for role, arg in case.inputs.items()}
 
 
 def _detail_text(expect) -> str:

@@ -367,7 +367,6 @@ class RuleTable:
 
     rules: dict[str, Rule]
     file: str | None = None
-    _inlined: dict[int, nodes.Expr] = field(default_factory=dict, repr=False)
     _sizes: dict[str, int] = field(default_factory=dict, repr=False)
 
     def _tree_size(self, tree, stack) -> int:

@@ -45,6 +45,8 @@ def pack_struct(fields: Sequence[tuple[str, str, Any]]) -> bytes:
         align, size, fmt, count = FIELD_LAYOUT[type_]
         max_align = max(max_align, align)
         out.extend(b"\0" * (round_up(len(out), align) - len(out)))
+        if count > 1 and not isinstance(value, (tuple, list)):
+            raise ValueError(f"field {name!r} of type {type_} needs {count} values, got {value!r}")
         values = list(value) if count > 1 else [value]
         if len(values) != count:
             raise ValueError(f"field {name!r} of type {type_} needs {count} value(s), got {value!r}")

@@ -6,11 +6,11 @@ from typing import Any
 
 from jinja2 import nodes
 
-from .call import Call, check_types, rank_violation
+from .call import FROM_WGSL, Call, check_types, rank_violation
 from .errors import ContractError, ExpressionError, NoVariantError
 from .expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
 from .layout import (binding_declaration, element_stride, element_type, pack_struct, split_workgroups)
-from .manifest import WGSL_DTYPE, BindingSpec, Manifest, PassSpec, VariantSpec
+from .manifest import BindingSpec, Manifest, PassSpec, VariantSpec
 from .plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
 
 
@@ -102,7 +102,7 @@ class Planner:
             if dtype is None:
                 raise ContractError(f"output {spec.role!r}: type {spec.typevar} is bound by no present input",
                                     reason="dtype", argument=spec.role)
-            out[spec.role] = OutputPlan(spec.role, shape, _manifest_dtype(dtype))
+            out[spec.role] = OutputPlan(spec.role, shape, FROM_WGSL[dtype])
         return out
 
     def _select(self, scope) -> tuple[VariantSpec | None, dict[str, str]]:
@@ -216,6 +216,3 @@ class Planner:
                                         f"than device.limits.{cap} = {limits[cap]}", reason="device-limit",
                                         argument=b.arg)
 
-
-def _manifest_dtype(wgsl: str) -> str:
-    return next(k for k, v in WGSL_DTYPE.items() if v == wgsl)

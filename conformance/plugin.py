@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .device import BACKENDS
+from .errors import ConformanceError
 
 VERDICT_KEY = "conformance"
 
@@ -251,9 +252,8 @@ def run_case(request, conformance_case):
     package, case = conformance_case
     verdict = verdict_for(case)
     props = request.node.user_properties
-    checker = state.checker
     try:
-        checker.check(case, package, verdict)
+        state.checker.check(case, package, verdict)
     except CaseFailed as err:
         verdict.status, verdict.detail = "failed", str(err)
         verdict.divergence = getattr(err, "divergence", None)
@@ -271,8 +271,17 @@ def run_case(request, conformance_case):
         verdict.status, verdict.detail = "not-applicable", str(err)
         props.append((VERDICT_KEY, verdict.as_dict()))
         pytest.skip(f"not applicable: {err}")
+    except ConformanceError as err:  # no device, a broken template...: this case fails, with the reason
+        verdict.status, verdict.detail = "failed", f"{type(err).__name__}: {err}"
+        props.append((VERDICT_KEY, verdict.as_dict()))
+        pytest.fail(f"{case.id}: {verdict.detail}\n\nrerun: {state.rerun_command(request.node.nodeid)}",
+                    pytrace=False)
+    except Exception as err:  # a bug of the suite: still recorded as this case's failure, with its traceback
+        verdict.status, verdict.detail = "failed", f"unexpected {type(err).__name__}: {err}"
+        props.append((VERDICT_KEY, verdict.as_dict()))
+        raise
     finally:
-        device = getattr(checker, "device", None)
+        device = getattr(state._checker, "device", None)
         if device is not None:
             props.append(("conformance_compilations", (os.getpid(), device.compilations)))
     props.append((VERDICT_KEY, verdict.as_dict()))

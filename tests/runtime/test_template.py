@@ -76,3 +76,15 @@ def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy):
                                                      "if (i > params.count) { return; }"))
     plan, run = load_kernel(root, device=device).run(verify=True, X=np.ones(6, np.float32))
     assert plan.variant == "scalar" and run.guards_intact == {"Y": False}
+
+
+def test_a_write_one_element_past_an_odd_f16_output_is_caught(device, package_copy):
+    """An odd f16 count leaves two padding bytes inside the binding: they are guarded too."""
+    root = package_copy("com.microsoft.Gelu")
+    template = root / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("if (i >= params.count) { return; }",
+                                                     "if (i > params.count) { return; }"))
+    plan, run = load_kernel(root, device=device).run(verify=True, X=np.ones(3, np.float16))
+    assert plan.variant == "scalar" and run.guards_intact == {"Y": False}
+    _, clean = load_kernel("com.microsoft.Gelu", device=device).run(verify=True, X=np.ones(3, np.float16))
+    assert clean.guards_intact == {"Y": True}
