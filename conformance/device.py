@@ -138,6 +138,7 @@ class Abandoned:
     what: str
     since: float
     deadline: float
+    device: object = None  # destroyed once the thread has returned (wgpu objects are not thread-safe)
 
 
 _abandoned: list[Abandoned] = []
@@ -162,18 +163,22 @@ def abandon(device: Device, thread: threading.Thread | None, what: str) -> None:
     device.lost = True
     now = time.monotonic()
     if thread is not None and thread.is_alive():
-        with _lock:
-            _abandoned.append(Abandoned(thread, what, now, now + recovery_timeout()))
+        # the thread may still be inside a call on this device: destroy it only after the thread returns
+        _abandoned.append(Abandoned(thread, what, now, now + recovery_timeout(), device.device))
+        return
+    _destroy(device.device)
+
+
+def _destroy(wgpu_device) -> None:
     try:
-        device.device.destroy()
+        wgpu_device.destroy()
     except Exception:  # already lost or destroyed
         pass
 
 
 def abandoned_work() -> list[str]:
     """What abandoned runs are still running on the driver (for reports and messages)."""
-    with _lock:
-        return [a.what for a in _abandoned if a.thread.is_alive()]
+    return [a.what for a in list(_abandoned) if a.thread.is_alive()]  # no lock: get_device may hold it waiting
 
 
 def _wait_for_abandoned_work() -> None:
@@ -189,6 +194,8 @@ def _wait_for_abandoned_work() -> None:
                               f"driver, which cannot open or run another device until it ends (waited "
                               f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)")
         _abandoned.remove(item)
+        if item.device is not None:
+            _destroy(item.device)
 
 
 def get_device(backend: str = "auto", adapter_filter: str | None = None) -> Device:

@@ -155,13 +155,19 @@ def _plain(value, file, path=()):
 
 def read_json(path: Path) -> Any:
     """Parse a JSON file, reporting line and column on a syntax error."""
+    return _read(path)[0]
+
+
+def _read(path: Path) -> tuple[Any, bytes]:
+    """The parsed JSON and the exact bytes it came from (read once, so the digest matches what was parsed)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
         raise ManifestError(f"cannot read manifest: {exc.strerror or exc}", file=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"manifest is not UTF-8: {exc.reason} at byte {exc.start}", file=str(path)) from None
-    return parse_json(text, str(path))
+    return parse_json(text, str(path)), data
 
 
 def parse_json(text: str, file: str) -> Any:
@@ -463,11 +469,7 @@ def _pointer_join(base: str, *parts: Any) -> str:
 def load_manifest(path: str | Path) -> Manifest:
     """Load and validate ``path`` (a manifest.json file)."""
     path = Path(path)
-    raw = read_json(path)
-    try:
-        text = path.read_bytes()
-    except OSError:
-        text = None
+    raw, text = _read(path)
     if not isinstance(raw, dict):
         raise ManifestError(f"expected a JSON object at the top level, got {type(raw).__name__}", file=str(path))
     return Manifest(raw, file=str(path), directory=path.parent, text=text)

@@ -275,7 +275,11 @@ class Runtime:
 
         worker = threading.Thread(target=work, name=f"conformance-run-{plan.op}", daemon=True)
         worker.start()
-        worker.join(None if math.isinf(limit) else limit)
+        try:
+            worker.join(None if math.isinf(limit) else limit)
+        except BaseException:  # interrupted (Ctrl-C): the device cannot be trusted while the work may run on
+            abandon(self.device, worker, f"interrupted run of {plan.op} (variant {plan.variant})")
+            raise
         if worker.is_alive():
             passes = ", ".join(p.name for p in plan.passes)
             what = f"pass {passes} of {plan.op} (variant {plan.variant})"
