@@ -222,11 +222,25 @@ def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
                 if row:
                     results[wg] = row
             if results:
-                top = max(results.values(), key=lambda r: r.gbps)
+                default = kernel.manifest.tunables["WORKGROUP_SIZE"]
+                pick = choose({wg: r.gbps for wg, r in results.items()}, default)
+                top = results[pick]
                 best.append({"package": kernel.manifest.op_id, "dtype": top.dtype, "variant": top.variant,
-                             "WORKGROUP_SIZE": top.workgroup_size, "gbps": top.gbps,
+                             "WORKGROUP_SIZE": pick, "gbps": top.gbps,
                              "sweep": {wg: r.gbps for wg, r in results.items()}})
     return best
+
+
+#: A tuned value must beat the manifest default by this much to replace it; closer is measurement noise.
+TUNING_MARGIN = 0.02
+
+
+def choose(sweep: dict[int, float], default: int) -> int:
+    """The fastest WORKGROUP_SIZE, unless the manifest default is within TUNING_MARGIN of it."""
+    fastest = max(sweep, key=sweep.get)
+    if default in sweep and sweep[default] >= (1 - TUNING_MARGIN) * sweep[fastest]:
+        return default
+    return fastest
 
 
 def format_table(result: dict) -> str:

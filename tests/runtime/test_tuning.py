@@ -20,3 +20,11 @@ def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_
     assert kernel.plan(tunables={"WORKGROUP_SIZE": 128}, X=((8,), "float32")).passes[0].dispatch.workgroup_size \
         == 128
     tuning._load.cache_clear()
+
+
+def test_the_sweep_keeps_the_manifest_default_unless_another_size_is_clearly_faster():
+    from conformance.bench import choose
+    assert choose({128: 4113.1, 256: 4111.0, 512: 4100.0}, 256) == 256   # 0.05 % apart: noise
+    assert choose({128: 2447.0, 256: 3417.0, 512: 3309.0}, 256) == 256
+    assert choose({128: 4160.0, 256: 3900.0}, 256) == 128                # 6.7 % faster: tuned
+    assert choose({64: 10.0, 128: 12.0}, 256) == 128                     # default not swept (device cap)
