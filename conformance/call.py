@@ -7,6 +7,7 @@ constraints, one dtype per type variable, required inputs present.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -35,10 +36,7 @@ class TensorArg:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def wgsl(self) -> str:
@@ -105,9 +103,7 @@ def _shape(shape: Any, argument: str) -> tuple[int, ...]:
             raise ContractError(f"argument {argument!r}: shape {list(shape)!r} must hold non-negative integers",
                                 reason="shape", argument=argument)
         dims.append(int(d))
-    numel = 1
-    for d in dims:
-        numel *= d
+    numel = math.prod(dims)
     if numel > MAX_NUMEL:
         raise ContractError(f"argument {argument!r}: shape {dims} has {numel} elements, more than {MAX_NUMEL}",
                             reason="shape", argument=argument)

@@ -6,6 +6,7 @@ the mutation runner and anyone scripting the suite.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,10 +214,7 @@ class CaseChecker:
                 problems.append(f"input {role}: modified by the kernel")
         if problems:
             raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems))
-        self._check_values(case, kernel, inputs, run.outputs, verdict)
-
-    def _check_values(self, case, kernel: Kernel, inputs, outputs, verdict: Verdict) -> None:
-        self.check_values(case, kernel.manifest, inputs, outputs, verdict)
+        self.check_values(case, kernel.manifest, inputs, run.outputs, verdict)
 
     def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
         stored = getattr(case, "stored", None)
@@ -251,10 +249,7 @@ def _reopen(device: Device) -> Device:
 
 def _nbytes(arg) -> int:
     shape, dtype = arg
-    n = 1
-    for d in shape:
-        n *= d
-    return n * np.dtype(dtype).itemsize
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 

@@ -397,30 +397,22 @@ class RuleTable:
         if size > MAX_INLINED_NODES:
             raise ExpressionError(f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
                                   pointer=pointer, file=self.file)
-        budget = [MAX_INLINED_NODES * 2]
+        # _tree_size has already refused cycles and oversize trees, so the copy below is bounded
 
-        def visit(node, stack):
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise ExpressionError(f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
-                                      pointer=pointer, file=self.file)
+        def visit(node):
             if isinstance(node, nodes.Name) and node.name in self.rules:
-                if node.name in stack:
-                    cycle = " -> ".join(stack[stack.index(node.name):] + [node.name])
-                    raise ExpressionError(f"rules form a cycle: {cycle}",
-                                          pointer=self.rules[node.name].pointer, file=self.file)
-                return visit(self.rules[node.name].tree, stack + [node.name])
+                return visit(self.rules[node.name].tree)
             clone = copy.copy(node)
             for fname in clone.fields:
                 value = getattr(clone, fname)
                 if isinstance(value, nodes.Node):
-                    setattr(clone, fname, visit(value, stack))
+                    setattr(clone, fname, visit(value))
                 elif isinstance(value, list):
-                    setattr(clone, fname, [visit(v, stack) if isinstance(v, nodes.Node) else v for v in value])
+                    setattr(clone, fname, [visit(v) if isinstance(v, nodes.Node) else v for v in value])
             return clone
 
         try:
-            return visit(tree, [])
+            return visit(tree)
         except RecursionError:
             raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
 

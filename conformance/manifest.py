@@ -255,7 +255,7 @@ class Manifest:
         self.top_constant_names = tuple(top_constants)
         base_rules = {n: Rule(n, e.tree, e.pointer) for n, e in {**derive, **top_constants}.items()}
         self.base_table = RuleTable(base_rules, file=self.file)
-        self._check_rules(base_rules, derive.keys(), problems)
+        self._check_rules(base_rules, problems)
 
         binding_sets = {name: self._bindings(lst, _pointer("bindingSets", name), problems)
                         for name, lst in raw.get("bindingSets", {}).items()}
@@ -290,7 +290,7 @@ class Manifest:
                              f"optional={spec.optional}")
         self.roles = roles
 
-    def _check_rules(self, rules: dict[str, Rule], derive_names, problems: Problems):
+    def _check_rules(self, rules: dict[str, Rule], problems: Problems):
         known = set(rules)
         for rule in rules.values():
             self._check_names(Expr(rule.tree, rule.pointer), known, problems)

@@ -7,6 +7,7 @@ with CUDA; otherwise says so and returns nothing.
 
 from __future__ import annotations
 
+import math
 import statistics
 
 
@@ -36,9 +37,7 @@ def run_peers(result: dict, max_elements: int) -> list[dict]:
     import torch.nn.functional as F
     out = []
     for row in result["rows"]:
-        n = 1
-        for d in row["shape"]:
-            n *= d
+        n = math.prod(row["shape"])
         if n < (1 << 20) or n > max_elements or n % 1024:
             continue
         dtype = {"float32": torch.float32, "float16": torch.float16}[row["dtype"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from jinja2 import nodes
@@ -165,9 +166,7 @@ class Planner:
             raise ContractError(f"pass {spec.name}: binding {b.name!r} needs argument {b.arg!r}, which is absent",
                                 reason="missing-input", argument=b.arg)
         shape, wgsl_dtype = tensor
-        numel = 1
-        for d in shape:
-            numel *= d
+        numel = math.prod(shape)
         if scalar != wgsl_dtype:
             raise ExpressionError(f"binding {b.name!r}: element type {etype} does not hold argument {b.arg!r} of "
                                   f"dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)

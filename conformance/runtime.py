@@ -114,10 +114,7 @@ def _padded(nbytes: int) -> int:
 
 
 def _output_bytes(out) -> int:
-    n = 1
-    for d in out.shape:
-        n *= int(d)
-    return n * np.dtype(NUMPY_DTYPES[out.dtype]).itemsize
+    return math.prod(out.shape) * np.dtype(NUMPY_DTYPES[out.dtype]).itemsize
 
 
 def _compile_error(pass_name: str, wgsl: str, message: str) -> KernelRuntimeError:
