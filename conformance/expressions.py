@@ -399,22 +399,30 @@ class RuleTable:
                                   pointer=pointer, file=self.file)
         # _tree_size has already refused cycles and oversize trees, so the copy below is bounded
 
-        def visit(node):
+        def inline_rule(node):
             if isinstance(node, nodes.Name) and node.name in self.rules:
-                return visit(self.rules[node.name].tree)
-            clone = copy.copy(node)
-            for fname in clone.fields:
-                value = getattr(clone, fname)
-                if isinstance(value, nodes.Node):
-                    setattr(clone, fname, visit(value))
-                elif isinstance(value, list):
-                    setattr(clone, fname, [visit(v) if isinstance(v, nodes.Node) else v for v in value])
-            return clone
+                return rewrite(self.rules[node.name].tree, inline_rule)
+            return None
 
         try:
-            return visit(tree)
+            return rewrite(tree, inline_rule)
         except RecursionError:
             raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
+
+
+def rewrite(tree: nodes.Node, replace: Callable[[nodes.Node], nodes.Node | None]) -> nodes.Node:
+    """A copy of ``tree`` in which every node that ``replace`` maps to a node (not None) is replaced by it."""
+    replaced = replace(tree)
+    if replaced is not None:
+        return replaced
+    clone = copy.copy(tree)
+    for fname in clone.fields:
+        value = getattr(clone, fname)
+        if isinstance(value, nodes.Node):
+            setattr(clone, fname, rewrite(value, replace))
+        elif isinstance(value, list):
+            setattr(clone, fname, [rewrite(v, replace) if isinstance(v, nodes.Node) else v for v in value])
+    return clone
 
 
 def _concat(*parts):
@@ -429,16 +437,11 @@ _CONCAT = Builtin("~", _concat)
 
 def _guard_concat(tree):
     """Rewrite ``a ~ b`` into a call of a length-checked join (an internal name manifests cannot use)."""
-    if isinstance(tree, nodes.Concat):
-        return nodes.Call(nodes.Name("__concat", "load"), [_guard_concat(n) for n in tree.nodes], [], None, None)
-    clone = copy.copy(tree)
-    for fname in clone.fields:
-        value = getattr(clone, fname)
-        if isinstance(value, nodes.Node):
-            setattr(clone, fname, _guard_concat(value))
-        elif isinstance(value, list):
-            setattr(clone, fname, [_guard_concat(v) if isinstance(v, nodes.Node) else v for v in value])
-    return clone
+    def concat_call(node):
+        if isinstance(node, nodes.Concat):
+            return nodes.Call(nodes.Name("__concat", "load"), [_guard_concat(n) for n in node.nodes], [], None, None)
+        return None
+    return rewrite(tree, concat_call)
 
 
 class Compiled:
