@@ -102,26 +102,6 @@ class Baselines:
                 self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes)))
 
 
-def per_thread_proposal(package_dir: Path, per_thread: int, into: Path) -> Path:
-    """A scratch copy of a package whose vec4 variants handle ``per_thread`` vec4 per invocation.
-
-    The manifest change this measures: constant ``vecPerThread`` and dispatch threads
-    ``ceilDiv(numel(shapes.X), 4 * vecPerThread)`` in every variant with ``vec4 == true``.
-    """
-    import shutil
-    from .manifest import read_json
-    dst = into / f"{package_dir.name}.x{per_thread}"
-    shutil.copytree(package_dir, dst, dirs_exist_ok=True)
-    raw = read_json(dst / "manifest.json")
-    for variant in raw["variants"]:
-        if variant.get("constants", {}).get("vec4") is True:
-            variant["constants"]["vecPerThread"] = per_thread
-            for p in variant["passes"]:
-                p["dispatch"]["threads"] = "ceilDiv(numel(shapes.X), 4 * vecPerThread)"
-    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
-    return dst
-
-
 def bench_calls(kernel: Kernel, sizes, dtypes):
     """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not."""
     manifest = kernel.manifest

@@ -75,6 +75,7 @@ class BindingSpec:
     struct_name: str | None
     fields: tuple[FieldSpec, ...]
     pointer: str
+    packing: str | None = None  # "2x16float": each u32 lane holds two f16 elements of the argument
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,7 @@ class Manifest:
                                                      problems))
                                for j, f in enumerate(struct["fields"]))
             out.append(BindingSpec(b["name"], b["buffer"]["type"], arg, b.get("elementType"), b.get("length"),
-                                   struct["name"] if struct else None, fields, bp))
+                                   struct["name"] if struct else None, fields, bp, b.get("packing")))
         return tuple(out)
 
     def _variant(self, index, raw_variant, base_rules, derive_names, binding_sets, problems) -> VariantSpec:

@@ -161,6 +161,11 @@ class Planner:
             scalar, width = element_type(str(etype))
         except ValueError as exc:
             raise ExpressionError(f"binding {b.name!r}: {exc}", pointer=b.pointer, file=m.file) from None
+        if b.packing == "2x16float":
+            if scalar != "u32" or width == 3:
+                raise ExpressionError(f"binding {b.name!r}: packing 2x16float needs u32, vec2<u32> or vec4<u32>, "
+                                      f"not {etype}", pointer=b.pointer, file=m.file)
+            scalar, width = "f16", 2 * width
         tensor = self._tensor_for(b.arg, call, scope)
         if tensor is None:
             raise ContractError(f"pass {spec.name}: binding {b.name!r} needs argument {b.arg!r}, which is absent",
@@ -168,8 +173,9 @@ class Planner:
         shape, wgsl_dtype = tensor
         numel = math.prod(shape)
         if scalar != wgsl_dtype:
-            raise ExpressionError(f"binding {b.name!r}: element type {etype} does not hold argument {b.arg!r} of "
-                                  f"dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
+            packed = " (packing 2x16float holds f16)" if b.packing else ""
+            raise ExpressionError(f"binding {b.name!r}: element type {etype}{packed} does not hold argument "
+                                  f"{b.arg!r} of dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
         if numel % width:
             raise ExpressionError(f"binding {b.name!r}: {numel} elements of {b.arg!r} are not a whole number of "
                                   f"{etype}", pointer=b.pointer, file=m.file)

@@ -8,15 +8,18 @@ from pathlib import Path
 
 
 def _bench(args) -> int:
-    from .. import bench
+    from .. import bench, proposal
     from ..device import get_device
     from ..kernel import Kernel
     from ..package import find_package_dirs, load_package
     device = get_device(args.device, args.adapter)
     dirs = find_package_dirs(Path(args.specs))
-    if args.per_thread > 1:
+    if args.per_thread > 1 or args.proposal:
         scratch = Path(tempfile.mkdtemp(prefix="bench-proposal-"))
-        dirs = [bench.per_thread_proposal(d, args.per_thread, scratch) for d in dirs]
+        if args.proposal:
+            dirs = [proposal.apply(d, Path(args.proposal), scratch) for d in dirs]
+        if args.per_thread > 1:
+            dirs = [proposal.per_thread(d, args.per_thread, scratch) for d in dirs]
     kernels = [Kernel(load_package(d), device) for d in dirs]
     result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                              reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,
@@ -53,6 +56,8 @@ def register(sub) -> None:
     b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
     b.add_argument("--per-thread", type=int, default=1,
                    help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation")
+    b.add_argument("--proposal", default=None,
+                   help="bench a proposed manifest change: a specs/proposals/*.json file of additions")
     b.add_argument("--peers", action="store_true", help="also time PyTorch's GELU (CUDA) in the same run")
     b.set_defaults(func=_bench)
     p = sub.add_parser("plot", help="plot a bench JSON file as PNG")

@@ -80,3 +80,17 @@ def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy, dt
     assert plan.variant == "scalar" and run.guards_intact == {"Y": False}
     _, clean = load_kernel("com.microsoft.Gelu", device=device).run(verify=True, X=np.ones(n, dtype))
     assert clean.guards_intact == {"Y": True}
+
+
+def test_f16_phi_fit_in_the_template_is_the_scripts_and_within_its_bound():
+    """The f16 erf path's coefficients come from scripts/fit_phi_f16.py; its error stays far below f16's half ULP."""
+    import re
+    import runpy
+    fit = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "fit_phi_f16.py"))
+    text = (REPO_SPECS / "com.microsoft.Gelu" / "elementwise-bias-gelu.wgsl.jinja").read_text()
+    polynomial = text[text.index("let logit2 ="):text.index(";", text.index("let logit2 ="))]
+    in_template = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", polynomial)]
+    coefficients = fit["coefficients"]()
+    assert in_template == coefficients
+    assert f"clamp(xc, {{{{ T }}}}(-{fit['XMAX']!r})" in text
+    assert fit["max_relative_error"](coefficients) < 6e-6 < 2.0 ** -11 / 10

@@ -1,0 +1,90 @@
+"""Proposed manifest changes, applied to a scratch copy of a package so they can be benched and certified.
+
+A proposal file (``specs/proposals/*.json``) holds, per package op id, *additions* to that
+package's manifest: ``derive`` rules, ``bindingSets`` and ``variants``.  Additions never replace:
+a name or variant id that already exists is an error, so a proposal cannot change behaviour it
+does not spell out.  The copy is then an ordinary package: the planner, ``lint``, the case
+generator and ``pytest conformance/ --specs`` treat it like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from .errors import ManifestError
+from .manifest import read_json
+from .package import manifest_path
+
+ADDITIONS = ("derive", "bindingSets", "variants")
+
+
+def _copy(package_dir: Path, into: Path, suffix: str) -> tuple[Path, Path, dict]:
+    """A scratch copy of the package, its manifest path and the parsed manifest."""
+    dst = into / f"{package_dir.name}.{suffix}"
+    shutil.copytree(package_dir, dst, dirs_exist_ok=True)
+    path = manifest_path(dst)
+    if path is None:
+        raise ManifestError("no manifest.json in the package", file=str(package_dir))
+    return dst, path, read_json(path)
+
+
+def load(proposal: Path) -> dict:
+    """The proposal's per-package additions, checked for shape (the merged manifest is validated on load)."""
+    raw = read_json(Path(proposal))
+    packages = raw.get("packages") if isinstance(raw, dict) else None
+    if not isinstance(packages, dict):
+        raise ManifestError("expected an object with a 'packages' object keyed by op id", file=str(proposal),
+                            pointer="/packages")
+    for op, additions in packages.items():
+        where = f"/packages/{op}"
+        if not isinstance(additions, dict) or not set(additions) <= set(ADDITIONS):
+            raise ManifestError(f"expected an object with some of {', '.join(ADDITIONS)}", file=str(proposal),
+                                pointer=where)
+        for key, kind in (("derive", dict), ("bindingSets", dict), ("variants", list)):
+            if key in additions and not isinstance(additions[key], kind):
+                raise ManifestError(f"expected {'an object' if kind is dict else 'a list'}", file=str(proposal),
+                                    pointer=f"{where}/{key}")
+    return packages
+
+
+def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
+    """A copy of ``package_dir`` with the proposal's additions for its op; unchanged when it names none."""
+    package_dir = Path(package_dir)
+    dst, path, raw = _copy(package_dir, Path(into), Path(proposal).stem)
+    op = f"{raw.get('domain')}.{raw.get('name')}"
+    additions = load(proposal).get(op)
+    if additions is None:
+        return dst
+    for key in ("derive", "bindingSets"):
+        existing = raw.setdefault(key, {})
+        for name, value in additions.get(key, {}).items():
+            if name in existing:
+                raise ManifestError(f"{key} {name!r} already exists in {op}; a proposal only adds",
+                                    file=str(proposal), pointer=f"/packages/{op}/{key}/{name}")
+            existing[name] = value
+    ids = {v.get("id") for v in raw.get("variants", [])}
+    for i, variant in enumerate(additions.get("variants", [])):
+        if variant.get("id") in ids:
+            raise ManifestError(f"variant {variant.get('id')!r} already exists in {op}; a proposal only adds",
+                                file=str(proposal), pointer=f"/packages/{op}/variants/{i}/id")
+        raw["variants"].append(variant)
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+    return dst
+
+
+def per_thread(package_dir: Path, per_thread: int, into: Path) -> Path:
+    """A copy whose vec4 variants handle ``per_thread`` vec4 per invocation.
+
+    The manifest change this measures: constant ``vecPerThread`` and dispatch threads
+    ``ceilDiv(numel(shapes.X), 4 * vecPerThread)`` in every variant with ``vec4 == true``.
+    """
+    dst, path, raw = _copy(Path(package_dir), Path(into), f"x{per_thread}")
+    for variant in raw["variants"]:
+        if variant.get("constants", {}).get("vec4") is True:
+            variant["constants"]["vecPerThread"] = per_thread
+            for p in variant["passes"]:
+                p["dispatch"]["threads"] = "ceilDiv(numel(shapes.X), 4 * vecPerThread)"
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+    return dst
