@@ -73,9 +73,9 @@ class Baselines:
     """Copy bandwidth measured on the very buffers a kernel reads and writes.
 
     On the H200 the same copy shader ran at 1.6 or 4.1 TB/s from one measurement
-    to the next (buffer placement or clock state; not resolved), so a baseline is
-    only comparable when it moves the kernel's own input into the kernel's own
-    output, right after the kernel is timed.
+    to the next (not resolved: SM and memory clocks stayed at 1980/3201 MHz), so a
+    baseline is only comparable when it moves the kernel's own input into the
+    kernel's own output, its passes interleaved with the kernel's in one timing.
     """
 
     def __init__(self, device: Device, timer: Timer):
@@ -84,8 +84,8 @@ class Baselines:
         self._pipeline = dev.create_compute_pipeline(layout="auto", compute={
             "module": dev.create_shader_module(code=COPY_SHADER), "entry_point": "main"})
 
-    def measure(self, src, dst, nbytes: int) -> tuple[Timing, Timing]:
-        """(vec4 copy shader, copy_buffer_to_buffer) timings moving ``nbytes`` (rounded down to 16) src -> dst."""
+    def shader_pass(self, src, dst, nbytes: int):
+        """A pass recorder for the vec4 copy shader moving ``nbytes`` (rounded down to 16) src -> dst."""
         from .layout import split_workgroups
         nbytes = max(16, nbytes // 16 * 16)
         group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
@@ -97,9 +97,13 @@ class Baselines:
             cpass.set_pipeline(self._pipeline)
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(*counts)
+        return shader
 
-        return (self.timer.time_pass(shader),
-                self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes)))
+    def measure(self, kernel_pass, src, dst, nbytes: int) -> tuple[Timing, Timing, Timing]:
+        """(kernel, vec4 copy shader, copy_buffer_to_buffer) timings; kernel and copy shader interleaved."""
+        kernel, shader = self.timer.time_passes([kernel_pass, self.shader_pass(src, dst, nbytes)])
+        nbytes = max(16, nbytes // 16 * 16)
+        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes))
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
@@ -130,8 +134,8 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     x = next(b for b in first if b.buffer_type == "read-only-storage")
     y = next(b for b in first if b.buffer_type == "storage")
     try:
-        timing = timer.time_pass(bound.record)
-        shader, buffer = baselines.measure(bound.buffers[x.arg], bound.buffers[y.arg], x.byte_size)
+        timing, shader, buffer = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg],
+                                                   x.byte_size)
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")

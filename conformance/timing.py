@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -62,17 +62,30 @@ class Timer:
 
     def time_pass(self, record: Callable[[object], None]) -> Timing:
         """``record(compute_pass)`` sets the pipeline, bind groups and dispatches of one repetition."""
+        return self.time_passes([record])[0]
+
+    def time_passes(self, records: Sequence[Callable[[object], None]]) -> list[Timing]:
+        """One Timing per record, the records' passes interleaved in every repetition and warm-up run.
+
+        A GPU whose speed drifts during a measurement (the H200 ran one copy shader at 1.6 and 4.1 TB/s
+        from one measurement to the next) then slows every record alike, so their ratios stay comparable.
+        Without timestamps a repetition cannot be split, so each record is timed on its own.
+        """
+        if not self.passes_timed and len(records) > 1:
+            return [self.time_pass(record) for record in records]
 
         def encode(encoder, query_set, i):
-            writes = None
-            if query_set is not None:
-                writes = {"query_set": query_set, "beginning_of_pass_write_index": 2 * i,
-                          "end_of_pass_write_index": 2 * i + 1}
-            cpass = encoder.begin_compute_pass(timestamp_writes=writes)
-            record(cpass)
-            cpass.end()
+            for j, record in enumerate(records):
+                writes = None
+                if query_set is not None:
+                    k = 2 * (i * len(records) + j)
+                    writes = {"query_set": query_set, "beginning_of_pass_write_index": k,
+                              "end_of_pass_write_index": k + 1}
+                cpass = encoder.begin_compute_pass(timestamp_writes=writes)
+                record(cpass)
+                cpass.end()
 
-        return self._time(encode, timed=self.passes_timed)
+        return self._time(encode, timed=self.passes_timed, per_rep=len(records))
 
     def time_encoder(self, record: Callable[[object], None]) -> Timing:
         """``record(encoder)`` records encoder-level work (a buffer copy)."""
@@ -85,7 +98,7 @@ class Timer:
             if query_set is not None:
                 write_timestamp(encoder, query_set, 2 * i + 1)
 
-        return self._time(encode, timed=self.copies_timed)
+        return self._time(encode, timed=self.copies_timed)[0]
 
     def _wait(self) -> None:
         """Block until submitted work is done (a tiny read-back: wgpu 0.32's on_submitted_work_done is broken)."""
@@ -94,7 +107,8 @@ class Timer:
             self._fence = self.device.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
         self.device.device.queue.read_buffer(self._fence)
 
-    def _time(self, encode, *, timed: bool) -> Timing:
+    def _time(self, encode, *, timed: bool, per_rep: int = 1) -> list[Timing]:
+        """``per_rep`` Timings: ``encode`` writes that many timed spans per repetition."""
         import wgpu
         dev = self.device.device
         start, runs = time.perf_counter(), 0
@@ -115,16 +129,17 @@ class Timer:
                 dev.queue.submit([encoder.finish()])
                 self._wait()
                 samples.append(time.perf_counter() - start)
-            return Timing(tuple(samples), "wall")
-        query_set = dev.create_query_set(type=wgpu.QueryType.timestamp, count=2 * self.reps)
-        resolve = dev.create_buffer(size=16 * self.reps, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+            return [Timing(tuple(samples), "wall")]
+        count = 2 * self.reps * per_rep
+        query_set = dev.create_query_set(type=wgpu.QueryType.timestamp, count=count)
+        resolve = dev.create_buffer(size=8 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
         encoder = dev.create_command_encoder()
         for i in range(self.reps):
             encode(encoder, query_set, i)
-        encoder.resolve_query_set(query_set, 0, 2 * self.reps, resolve, 0)
+        encoder.resolve_query_set(query_set, 0, count, resolve, 0)
         dev.queue.submit([encoder.finish()])
         ticks = np.frombuffer(dev.queue.read_buffer(resolve), dtype=np.uint64).astype(np.int64)
         resolve.destroy()
         query_set.destroy()
-        elapsed = (ticks[1::2] - ticks[0::2]) * self.period * 1e-9
-        return Timing(tuple(float(s) for s in elapsed), "timestamp")
+        elapsed = ((ticks[1::2] - ticks[0::2]) * self.period * 1e-9).reshape(self.reps, per_rep)
+        return [Timing(tuple(float(s) for s in elapsed[:, j]), "timestamp") for j in range(per_rep)]

@@ -24,3 +24,22 @@ def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_u
     assert timing.method == ("timestamp" if "timestamp-query" in device.profile.features else "wall")
     assert len(timing.samples) == 5 and all(0 < s < 1 for s in timing.samples)
     assert elapsed >= 0.3 and timing.median > 0 and timing.spread >= 0
+
+
+def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
+    """The bench times a kernel and its copy baseline interleaved; each record keeps its own samples."""
+    from conformance.bench import Baselines
+    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    x = np.ones(1 << 16, np.float32)
+    plan = kernel.plan(X=x)
+    bound = Runtime(device, kernel.package).bind(plan, {"X": x})
+    try:
+        timer = Timer(device, reps=4, warmup=1, warmup_seconds=0.0)
+        baselines = Baselines(device, timer)
+        small = baselines.shader_pass(bound.buffers["X"], bound.buffers["Y"], 16)  # one workgroup
+        kernel_t, small_t, big_t = timer.time_passes([bound.record, small, bound.record])
+    finally:
+        bound.release()
+    assert all(len(t.samples) == 4 for t in (kernel_t, small_t, big_t))
+    if kernel_t.method == "timestamp":  # 16 bytes copied vs 256 KiB through the GELU kernel
+        assert small_t.median < kernel_t.median and small_t.median < big_t.median
