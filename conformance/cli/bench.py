@@ -58,7 +58,8 @@ def register(sub) -> None:
                    help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation")
     b.add_argument("--proposal", default=None,
                    help="bench a proposed manifest change: a specs/proposals/*.json file of additions")
-    b.add_argument("--peers", action="store_true", help="also time PyTorch's GELU (CUDA) in the same run")
+    b.add_argument("--peers", action="store_true",
+                   help="also time PyTorch GELU (CUDA) and ONNX Runtime WebGPU FastGelu/Gelu in the same run")
     b.set_defaults(func=_bench)
     p = sub.add_parser("plot", help="plot a bench JSON file as PNG")
     p.add_argument("json")

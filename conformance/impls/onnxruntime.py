@@ -63,17 +63,17 @@ class _OrtBase:
                 raise Rejected(f"{self.name}: no ONNX element type for {role} dtype {arr.dtype}", reason="dtype",
                                argument=role)
         key = (op, x.dtype.name, None if bias is None else bias.dtype.name)
-        sess = self._session(key)
+        sess = self.session_for(key)
         feeds = {"X": x} if bias is None else {"X": x, "bias": bias}
         try:
             y = sess.run(None, feeds)[0]
         except Exception as exc:  # onnxruntime's own errors: Fail, InvalidArgument, ...
-            raise Rejected(f"{self.name}: {op} refused the call at run time: {_short(exc)}",
+            raise Rejected(f"{self.name}: {op} refused the call at run time: {short_error(exc)}",
                            reason="runtime") from None
         return ImplResult({"Y": np.asarray(y)}, extra={"providers": list(sess.get_providers())})
 
     # -- sessions ------------------------------------------------------------------------------
-    def _session(self, key):
+    def session_for(self, key):
         if key not in self._sessions:
             op, dtype, bias_dtype = key
             try:
@@ -86,7 +86,7 @@ class _OrtBase:
             except Exception as exc:
                 self._sessions[key] = Rejected(
                     f"{self.name}: no session for {op} with X {dtype}"
-                    + (f", bias {bias_dtype}" if bias_dtype else "") + f": {_short(exc)}", reason="model")
+                    + (f", bias {bias_dtype}" if bias_dtype else "") + f": {short_error(exc)}", reason="model")
         sess = self._sessions[key]
         if isinstance(sess, Exception):
             raise sess
@@ -120,7 +120,7 @@ class OrtWebGpu(_OrtBase):
             sess = session(one_node_model("Gelu", "float32", shape=[4]), providers=self._providers(),
                            config=self.config)
         except Exception as exc:
-            return f"{self.name}: {self.provider} could not start a session here: {_short(exc)}"
+            return f"{self.name}: {self.provider} could not start a session here: {short_error(exc)}"
         first = sess.get_providers()[0] if sess.get_providers() else None
         if first != self.provider:
             return (f"{self.name}: {self.provider} fell back to {first} here (no GPU that Dawn accepts; "
@@ -128,7 +128,7 @@ class OrtWebGpu(_OrtBase):
         try:
             y = sess.run(None, {"X": np.array([-1.0, 0.0, 1.0, 2.0], np.float32)})[0]
         except Exception as exc:
-            return f"{self.name}: {self.provider} failed a smoke run here: {_short(exc)}"
+            return f"{self.name}: {self.provider} failed a smoke run here: {short_error(exc)}"
         if not np.allclose(y, [-0.15865526, 0.0, 0.8413447, 1.9544997], atol=1e-4):
             return f"{self.name}: {self.provider} smoke run gave {y.tolist()}; the device is not usable"
         return None
@@ -142,7 +142,7 @@ class OrtWebGpu(_OrtBase):
             raise Rejected(f"{self.name}: the session runs on {first}, not {self.provider}", reason="provider")
 
 
-def _short(exc: BaseException, limit: int = 400) -> str:
+def short_error(exc: BaseException, limit: int = 400) -> str:
     text = " ".join(str(exc).split())
     for marker in ("Status Message: ", "] : "):
         if marker in text:
