@@ -92,5 +92,5 @@ def test_f16_phi_fit_in_the_template_is_the_scripts_and_within_its_bound():
     in_template = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", polynomial)]
     coefficients = fit["coefficients"]()
     assert in_template == coefficients
-    assert f"clamp(xc, {{{{ T }}}}(-{fit['XMAX']!r})" in text
+    assert f"clamp(x, {{{{ T }}}}(-{fit['XMAX']!r})" in text
     assert fit["max_relative_error"](coefficients) < 6e-6 < 2.0 ** -11 / 10
