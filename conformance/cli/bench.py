@@ -28,7 +28,10 @@ def _bench(args) -> int:
     print(bench.format_table(result))
     if args.peers:
         from .. import peers
-        print(peers.format_peers(peers.run_peers(result, args.max_elements)))
+        result["peers"] = peers.run_peers(result, args.max_elements)
+        print(peers.format_peers(result["peers"]))
+        if args.json:  # the peers join the rows they were timed against
+            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
