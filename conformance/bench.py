@@ -53,6 +53,7 @@ class Row:
     gbps: float
     copy_shader_gbps: float
     copy_buffer_gbps: float
+    settled: bool = True  # the GPU's speed had stopped changing before the timed repetitions (Timer)
 
     @property
     def vs_shader(self) -> float:
@@ -144,7 +145,8 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     main_shape = next(iter(args.values()))[0]
     return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
                plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
-               moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9)
+               moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9,
+               timing.settled and shader.settled)
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -235,7 +237,8 @@ def format_table(result: dict) -> str:
     for r in result["rows"]:
         n = int(np.prod(r["shape"]))
         lines.append(f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}"
-                     f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}")
+                     f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
+                     + ("" if r.get("settled", True) else "  unsettled: GPU speed still changing"))
     for t in result.get("tuning", []):
         lines.append(f"tuning: {t['package']} {t['dtype']} {t['variant']}: WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
                      f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")

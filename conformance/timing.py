@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -23,6 +23,7 @@ class Timing:
 
     samples: tuple[float, ...]
     method: str  # "timestamp" or "wall"
+    settled: bool = True  # False: the GPU's speed was still changing when the settling time ran out
 
     @property
     def median(self) -> float:
@@ -47,14 +48,19 @@ class Timer:
     """Times GPU work recorded by callbacks, ``reps`` times after untimed warm-up runs.
 
     Warm-up lasts at least ``warmup`` runs and ``warmup_seconds`` of wall time: a GPU left idle between
-    measurements (while the host prepares data) can drop its clocks, and a few short runs do not
-    bring them back up.
+    measurements (while the host prepares data) drops its clocks. With timestamps it then *settles*:
+    probe batches of ``probe_reps`` run back to back until two in a row agree within
+    ``settle_tolerance``, for at most ``settle_seconds``. The H200 showed why: its SM clock sat at the
+    idle 345 MHz (not 1980) through bursty measurements, and a copy shader then moved 1.66 TB/s
+    instead of 4.2 for as long as the bursts lasted.
     """
 
     def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 0.2,
+                 settle_seconds: float = 3.0, settle_tolerance: float = 0.03, probe_reps: int = 5,
                  force_wall: bool = False):
         self.device = device
         self.reps, self.warmup, self.warmup_seconds = reps, warmup, warmup_seconds
+        self.settle_seconds, self.settle_tolerance, self.probe_reps = settle_seconds, settle_tolerance, probe_reps
         features = device.profile.features
         self.passes_timed = "timestamp-query" in features and not force_wall
         self.copies_timed = self.passes_timed and "timestamp-query-inside-encoders" in features
@@ -109,7 +115,6 @@ class Timer:
 
     def _time(self, encode, *, timed: bool, per_rep: int = 1) -> list[Timing]:
         """``per_rep`` Timings: ``encode`` writes that many timed spans per repetition."""
-        import wgpu
         dev = self.device.device
         start, runs = time.perf_counter(), 0
         while runs < self.warmup or time.perf_counter() - start < self.warmup_seconds:
@@ -130,16 +135,34 @@ class Timer:
                 self._wait()
                 samples.append(time.perf_counter() - start)
             return [Timing(tuple(samples), "wall")]
-        count = 2 * self.reps * per_rep
+        settled = self._settle(encode, per_rep)
+        return [replace(t, settled=settled) for t in self._timestamps(encode, self.reps, per_rep)]
+
+    def _settle(self, encode, per_rep: int) -> bool:
+        """Probe batches back to back until the GPU's speed stops changing (clocks up); False if it never did."""
+        start, previous = time.perf_counter(), None
+        while True:
+            current = sum(t.median for t in self._timestamps(encode, self.probe_reps, per_rep))
+            if previous is not None and abs(current - previous) <= self.settle_tolerance * previous:
+                return True
+            if time.perf_counter() - start >= self.settle_seconds:
+                return False
+            previous = current
+
+    def _timestamps(self, encode, reps: int, per_rep: int) -> list[Timing]:
+        """``reps`` repetitions in one submission, ``per_rep`` timed spans each."""
+        import wgpu
+        dev = self.device.device
+        count = 2 * reps * per_rep
         query_set = dev.create_query_set(type=wgpu.QueryType.timestamp, count=count)
         resolve = dev.create_buffer(size=8 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
         encoder = dev.create_command_encoder()
-        for i in range(self.reps):
+        for i in range(reps):
             encode(encoder, query_set, i)
         encoder.resolve_query_set(query_set, 0, count, resolve, 0)
         dev.queue.submit([encoder.finish()])
         ticks = np.frombuffer(dev.queue.read_buffer(resolve), dtype=np.uint64).astype(np.int64)
         resolve.destroy()
         query_set.destroy()
-        elapsed = ((ticks[1::2] - ticks[0::2]) * self.period * 1e-9).reshape(self.reps, per_rep)
+        elapsed = ((ticks[1::2] - ticks[0::2]) * self.period * 1e-9).reshape(reps, per_rep)
         return [Timing(tuple(float(s) for s in elapsed[:, j]), "timestamp") for j in range(per_rep)]

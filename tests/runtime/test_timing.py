@@ -43,3 +43,32 @@ def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
     assert all(len(t.samples) == 4 for t in (kernel_t, small_t, big_t))
     if kernel_t.method == "timestamp":  # 16 bytes copied vs 256 KiB through the GELU kernel
         assert small_t.median < kernel_t.median and small_t.median < big_t.median
+
+
+def test_settling_waits_for_the_gpu_speed_to_stop_changing(device, monkeypatch):
+    """Probe batches continue while the time per repetition still falls (clocks ramping), stop once it holds."""
+    from conformance.timing import Timing
+    speeds = iter([2.5e-3, 1.6e-3, 1.0e-3, 0.99e-3, 0.5e-3])  # ramping, then steady (0.99 within 3% of 1.0)
+    probes = []
+
+    def fake_timestamps(self, encode, reps, per_rep):
+        probes.append(reps)
+        return [Timing((next(speeds),) * reps, "timestamp")] * per_rep
+
+    monkeypatch.setattr(Timer, "_timestamps", fake_timestamps)
+    timer = Timer(device, probe_reps=5, settle_seconds=10.0)
+    assert timer._settle(lambda *a: None, 1) is True and probes == [5, 5, 5, 5]
+
+
+def test_settling_gives_up_after_its_time_and_says_so(device, monkeypatch):
+    from conformance.timing import Timing
+    state = {"t": 1e-3}
+
+    def never_steady(self, encode, reps, per_rep):  # alternates 1 ms / 2 ms: never two alike in a row
+        state["t"] = 3e-3 - state["t"]
+        return [Timing((state["t"],) * reps, "timestamp")] * per_rep
+
+    monkeypatch.setattr(Timer, "_timestamps", never_steady)
+    start = time.perf_counter()
+    assert Timer(device, settle_seconds=0.2)._settle(lambda *a: None, 2) is False
+    assert 0.2 <= time.perf_counter() - start < 2
