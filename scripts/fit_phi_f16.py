@@ -28,9 +28,9 @@ def coefficients(degree: int = DEGREE, xmax: float = XMAX) -> list[float]:
     return [float(f"{-LOG2E * c:.9g}") for c in fit.convert(kind=np.polynomial.Polynomial).coef]
 
 
-def phi_f32(x: np.ndarray, coefs: list[float], xmax: float = XMAX) -> np.ndarray:
-    """Phi as the template computes it, in f32 (Horner in x^2, exp2, division)."""
-    xc = np.clip(x.astype(np.float32), -xmax, xmax)
+def phi_f32(x: np.ndarray, coefs: list[float], xmax: float = XMAX, xmin: float | None = None) -> np.ndarray:
+    """Phi as the template computes it, in f32 (Horner in x^2, exp2, division), x clamped to [-xmin, xmax]."""
+    xc = np.clip(x.astype(np.float32), np.float32(-(xmax if xmin is None else xmin)), np.float32(xmax))
     s = xc * xc
     acc = np.float32(coefs[-1])
     for c in reversed(coefs[:-1]):
