@@ -104,7 +104,8 @@ class Baselines:
         """(kernel, vec4 copy shader, copy_buffer_to_buffer) timings; kernel and copy shader interleaved."""
         kernel, shader = self.timer.time_passes([kernel_pass, self.shader_pass(src, dst, nbytes)])
         nbytes = max(16, nbytes // 16 * 16)
-        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes))
+        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes),
+                                                       warm=True)
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
@@ -161,9 +162,9 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
-              out: Path | None, plot: Path | None) -> dict:
+              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0) -> dict:
     device = kernels[0].device
-    timer = Timer(device, reps=reps)
+    timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
     baselines = Baselines(device, timer)
     limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])
     sizes = [n for n in SIZES if min_elements <= n <= max_elements and (n + 1) * 4 <= limit]

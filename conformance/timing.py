@@ -47,15 +47,18 @@ def timestamp_period_ns(device: Device) -> float:
 class Timer:
     """Times GPU work recorded by callbacks, ``reps`` times after untimed warm-up runs.
 
-    Warm-up lasts at least ``warmup`` runs and ``warmup_seconds`` of wall time: a GPU left idle between
-    measurements (while the host prepares data) drops its clocks. With timestamps it then *settles*:
-    probe batches of ``probe_reps`` run back to back until two in a row agree within
-    ``settle_tolerance``, for at most ``settle_seconds``. The H200 showed why: its SM clock sat at the
-    idle 345 MHz (not 1980) through bursty measurements, and a copy shader then moved 1.66 TB/s
-    instead of 4.2 for as long as the bursts lasted.
+    Warm-up lasts at least ``warmup`` runs and ``warmup_seconds`` of sustained load: a GPU left idle
+    between measurements (while the host prepares data) drops its clocks, and brings them back only
+    after a while under load. The H200 (nvidia-smi every 100 ms) fell from 1980 to the idle 345 MHz
+    within a second of idling and needed 1-3 s of load to climb back; at 345 MHz a copy shader moved
+    1.66 TB/s instead of 4.27 and the kernel/copy ratio dropped from 1.00 to 0.92. Short bursts never
+    raised it; one second of sustained warm-up did, hence the default. With timestamps the timer then
+    *settles*: probe batches of ``probe_reps`` run back to back until two in a row agree within
+    ``settle_tolerance`` (at most ``settle_seconds``), catching a ramp still under way. (A clock that
+    stays low looks settled too: the sustained warm-up is what prevents that.)
     """
 
-    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 0.2,
+    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 1.0,
                  settle_seconds: float = 3.0, settle_tolerance: float = 0.03, probe_reps: int = 5,
                  force_wall: bool = False):
         self.device = device
@@ -93,8 +96,9 @@ class Timer:
 
         return self._time(encode, timed=self.passes_timed, per_rep=len(records))
 
-    def time_encoder(self, record: Callable[[object], None]) -> Timing:
-        """``record(encoder)`` records encoder-level work (a buffer copy)."""
+    def time_encoder(self, record: Callable[[object], None], *, warm: bool = False) -> Timing:
+        """``record(encoder)`` records encoder-level work (a buffer copy); ``warm``: the GPU was just busy,
+        so only the ``warmup`` runs, not ``warmup_seconds``."""
         from wgpu.backends.wgpu_native.extras import write_timestamp
 
         def encode(encoder, query_set, i):
@@ -104,7 +108,7 @@ class Timer:
             if query_set is not None:
                 write_timestamp(encoder, query_set, 2 * i + 1)
 
-        return self._time(encode, timed=self.copies_timed)[0]
+        return self._time(encode, timed=self.copies_timed, warm=warm)[0]
 
     def _wait(self) -> None:
         """Block until submitted work is done (a tiny read-back: wgpu 0.32's on_submitted_work_done is broken)."""
@@ -113,11 +117,12 @@ class Timer:
             self._fence = self.device.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
         self.device.device.queue.read_buffer(self._fence)
 
-    def _time(self, encode, *, timed: bool, per_rep: int = 1) -> list[Timing]:
+    def _time(self, encode, *, timed: bool, per_rep: int = 1, warm: bool = False) -> list[Timing]:
         """``per_rep`` Timings: ``encode`` writes that many timed spans per repetition."""
         dev = self.device.device
         start, runs = time.perf_counter(), 0
-        while runs < self.warmup or time.perf_counter() - start < self.warmup_seconds:
+        min_seconds = 0.0 if warm else self.warmup_seconds
+        while runs < self.warmup or time.perf_counter() - start < min_seconds:
             encoder = dev.create_command_encoder()
             encode(encoder, None, 0)
             dev.queue.submit([encoder.finish()])

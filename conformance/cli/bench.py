@@ -23,6 +23,7 @@ def _bench(args) -> int:
     kernels = [Kernel(load_package(d), device) for d in dirs]
     result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                              reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,
+                             warmup_seconds=args.warmup_seconds,
                              out=Path(args.json) if args.json else None,
                              plot=Path(args.plot) if args.plot else None)
     print(bench.format_table(result))
@@ -53,6 +54,8 @@ def register(sub) -> None:
     b.add_argument("--max-elements", type=int, default=1 << 20,
                    help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")
     b.add_argument("--reps", type=int, default=20)
+    b.add_argument("--warmup-seconds", type=float, default=1.0,
+                   help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")
     b.add_argument("--sweep", action="store_true", help="sweep WORKGROUP_SIZE 32..1024 at the largest size")
     b.add_argument("--write-tuning", action="store_true", help="write the sweep's best values as this device's table")
     b.add_argument("--json", default=None, help="write the results as JSON here")
