@@ -358,6 +358,8 @@ class Manifest:
             arg = b.get("arg")
             if arg is not None and arg not in self.args:
                 problems.add(_pointer_join(bp, "arg"), f"arg {arg!r} is not in args ({', '.join(self.args)})")
+            if "packing" in b and b["buffer"]["type"] == "uniform":
+                problems.add(_pointer_join(bp, "packing"), "packing applies to storage bindings, not to a uniform")
             struct = b.get("struct")
             fields = ()
             if struct:

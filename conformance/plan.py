@@ -32,11 +32,14 @@ class BindingPlan:
     uniform_bytes: bytes             # packed by WGSL's layout rules (uniform bindings only)
     byte_size: int                   # bytes the binding covers
     declaration: str                 # the WGSL declaration the template should emit
+    packing: str | None = None       # "2x16float": u32 lanes holding two f16 elements of the argument
 
     def as_dict(self) -> dict:
         out = {"index": self.index, "name": self.name, "buffer": self.buffer_type}
         if self.arg is not None:
             out.update(arg=self.arg, elementType=self.element_type, bytes=self.byte_size)
+        if self.packing is not None:
+            out["packing"] = self.packing
         if self.length is not None:
             out["length"] = self.length
         if self.struct_name is not None:

@@ -177,8 +177,9 @@ class Planner:
             raise ExpressionError(f"binding {b.name!r}: element type {etype}{packed} does not hold argument "
                                   f"{b.arg!r} of dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
         if numel % width:
+            packed = f" ({width} f16 each, packing 2x16float)" if b.packing else ""
             raise ExpressionError(f"binding {b.name!r}: {numel} elements of {b.arg!r} are not a whole number of "
-                                  f"{etype}", pointer=b.pointer, file=m.file)
+                                  f"{etype}{packed}", pointer=b.pointer, file=m.file)
         if length is not None:
             length = _int(length, f"binding {b.name!r} length", b.pointer, m, minimum=1)
             if length * width != numel:
@@ -188,7 +189,8 @@ class Planner:
         type_text = f"array<{etype}, {length}>" if length is not None else f"array<{etype}>"
         byte_size = (numel // width) * element_stride(str(etype))
         decl = binding_declaration(index, b.name, b.buffer_type, type_text)
-        return BindingPlan(index, b.name, b.buffer_type, str(etype), length, b.arg, None, (), b"", byte_size, decl)
+        return BindingPlan(index, b.name, b.buffer_type, str(etype), length, b.arg, None, (), b"", byte_size, decl,
+                           b.packing)
 
     def _field_value(self, f, scope, ev):
         value = ev.evaluate(f.value.tree, scope, f.value.pointer)

@@ -39,18 +39,42 @@ def load(proposal: Path) -> dict:
                             pointer="/packages")
     for op, additions in packages.items():
         where = f"/packages/{op}"
-        if not isinstance(additions, dict) or not set(additions) <= set(ADDITIONS):
+        if not isinstance(additions, dict):
             raise ManifestError(f"expected an object with some of {', '.join(ADDITIONS)}", file=str(proposal),
                                 pointer=where)
+        unknown = sorted(set(additions) - set(ADDITIONS))
+        if unknown:
+            raise ManifestError(f"{', '.join(map(repr, unknown))}: a proposal adds only {', '.join(ADDITIONS)}",
+                                file=str(proposal), pointer=f"{where}/{unknown[0]}")
         for key, kind in (("derive", dict), ("bindingSets", dict), ("variants", list)):
             if key in additions and not isinstance(additions[key], kind):
                 raise ManifestError(f"expected {'an object' if kind is dict else 'a list'}", file=str(proposal),
                                     pointer=f"{where}/{key}")
+        for i, variant in enumerate(additions.get("variants", [])):
+            if not isinstance(variant, dict) or not isinstance(variant.get("id"), str):
+                raise ManifestError("expected a variant object with a string 'id'", file=str(proposal),
+                                    pointer=f"{where}/variants/{i}")
     return packages
 
 
+def apply_all(package_dirs: list[Path], proposal: Path, into: Path) -> list[Path]:
+    """:func:`apply` to each package; an op id in the proposal that names none of them is an error (a typo
+    would otherwise measure the unchanged packages)."""
+    ops = {f"{raw.get('domain')}.{raw.get('name')}" for raw in (read_json(manifest_path(Path(d)) or Path(d))
+                                                                 for d in package_dirs)}
+    for op in load(proposal):
+        if op not in ops:
+            raise ManifestError(f"op {op!r} names none of the packages ({', '.join(sorted(ops))})",
+                                file=str(proposal), pointer=f"/packages/{op}")
+    return [apply(d, proposal, into) for d in package_dirs]
+
+
 def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
-    """A copy of ``package_dir`` with the proposal's additions for its op; unchanged when it names none."""
+    """A copy of ``package_dir`` with the proposal's additions for its op; unchanged when it names none.
+
+    The copy's manifest is validated when it is loaded, like any package's: a problem inside the added
+    content is reported against the copy's ``manifest.json``, where added variants follow the package's own.
+    """
     package_dir = Path(package_dir)
     dst, path, raw = _copy(package_dir, Path(into), Path(proposal).stem)
     op = f"{raw.get('domain')}.{raw.get('name')}"
@@ -74,16 +98,16 @@ def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
     return dst
 
 
-def per_thread(package_dir: Path, per_thread: int, into: Path) -> Path:
-    """A copy whose vec4 variants handle ``per_thread`` vec4 per invocation.
+def vec4_per_thread(package_dir: Path, count: int, into: Path) -> Path:
+    """A copy whose vec4 variants handle ``count`` vec4 per invocation.
 
     The manifest change this measures: constant ``vecPerThread`` and dispatch threads
     ``ceilDiv(numel(shapes.X), 4 * vecPerThread)`` in every variant with ``vec4 == true``.
     """
-    dst, path, raw = _copy(Path(package_dir), Path(into), f"x{per_thread}")
+    dst, path, raw = _copy(Path(package_dir), Path(into), f"x{count}")
     for variant in raw["variants"]:
         if variant.get("constants", {}).get("vec4") is True:
-            variant["constants"]["vecPerThread"] = per_thread
+            variant["constants"]["vecPerThread"] = count
             for p in variant["passes"]:
                 p["dispatch"]["threads"] = "ceilDiv(numel(shapes.X), 4 * vecPerThread)"
     path.write_text(json.dumps(raw, indent=2) + "\n")

@@ -135,7 +135,8 @@ def _generate_bounded(env, template, ctx) -> str:
 def context(plan: Plan, pass_plan: PassPlan) -> dict:
     """What a template sees: the constants by name plus the binding/dispatch description."""
     bindings = [{"index": b.index, "name": b.name, "buffer": b.buffer_type, "elementType": b.element_type,
-                 "length": b.length, "arg": b.arg, "struct": b.struct_name, "declaration": b.declaration}
+                 "length": b.length, "arg": b.arg, "struct": b.struct_name, "declaration": b.declaration,
+                 "packing": b.packing}
                 for b in pass_plan.bindings]
     structs = list(pass_plan.struct_declarations)
     return {

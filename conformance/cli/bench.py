@@ -15,11 +15,14 @@ def _bench(args) -> int:
     device = get_device(args.device, args.adapter)
     dirs = find_package_dirs(Path(args.specs))
     if args.per_thread > 1 or args.proposal:
+        if args.write_tuning:
+            raise SystemExit("bench: --write-tuning would store tuning for variants that do not ship; "
+                             "drop it or --proposal/--per-thread")
         scratch = Path(tempfile.mkdtemp(prefix="bench-proposal-"))
         if args.proposal:
-            dirs = [proposal.apply(d, Path(args.proposal), scratch) for d in dirs]
+            dirs = proposal.apply_all(dirs, Path(args.proposal), scratch)
         if args.per_thread > 1:
-            dirs = [proposal.per_thread(d, args.per_thread, scratch) for d in dirs]
+            dirs = [proposal.vec4_per_thread(d, args.per_thread, scratch) for d in dirs]
     kernels = [Kernel(load_package(d), device) for d in dirs]
     result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                              reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,

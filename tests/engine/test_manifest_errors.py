@@ -165,6 +165,10 @@ CASES = [
      ["syntax error"]),
     ("syntax-error-output-shape", GELU, _set(["outputs", 0, "shape"], "shapes.X +"), "/outputs/0/shape",
      ["syntax error"]),
+    ("packing-unknown", GELU, _set(["variants", 0, "passes", 0, "bindings", 0, "packing"], "4x8unorm"),
+     "/variants/0/passes/0/bindings/0/packing", ["2x16float"]),
+    ("packing-on-uniform", GELU, _set(["variants", 0, "passes", 0, "bindings", 2, "packing"], "2x16float"),
+     "/variants/0/passes/0/bindings/2/packing", ["packing applies to storage bindings"]),
 ]
 
 

@@ -32,6 +32,7 @@ CHOICES = [  # (package, X shape, bias?, dtype) -> variant, as a reader derives 
     ("FastGelu", (4, 12), True, "float16", "vec4_bias"),          # hidden % 8 != 0
     ("FastGelu", (3, 16), False, "float16", "vec8_f16_no_bias"),
     ("FastGelu", (12,), False, "float16", "vec4_no_bias"),         # numel % 8 != 0
+    ("FastGelu", (8, 12), False, "float16", "vec8_f16_no_bias"),   # without a bias the row length is free
     ("FastGelu", (4, 16), True, "float32", "vec4_bias"),          # packing is for f16 only
     ("Gelu", (2, 8), False, "float16", "vec8_f16"),
     ("Gelu", (12,), False, "float16", "vec4"),
@@ -104,8 +105,10 @@ def test_a_proposal_that_redefines_a_derive_rule_is_refused(tmp_path):
 
 @pytest.mark.parametrize("doc,pointer", [
     ({"packages": []}, "/packages"),
-    ({"packages": {"com.microsoft.Gelu": {"constants": {}}}}, "/packages/com.microsoft.Gelu"),
+    ({"packages": {"com.microsoft.Gelu": {"constants": {}}}}, "/packages/com.microsoft.Gelu/constants"),
     ({"packages": {"com.microsoft.Gelu": {"variants": {}}}}, "/packages/com.microsoft.Gelu/variants"),
+    ({"packages": {"com.microsoft.Gelu": {"variants": [7]}}}, "/packages/com.microsoft.Gelu/variants/0"),
+    ({"packages": {"com.microsoft.Gelu": []}}, "/packages/com.microsoft.Gelu"),
 ])
 def test_a_malformed_proposal_names_the_file_and_pointer(tmp_path, doc, pointer):
     path = _write(tmp_path, doc)
@@ -138,3 +141,18 @@ def test_packing_is_checked_against_the_element_type_and_the_argument(packed_spe
     with pytest.raises(ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
         load_kernel(pkg).plan(BASELINE, X=((16,), dtype))
     assert err.value.pointer.startswith("/variants/2/passes/0/bindings/0")
+
+
+def test_a_proposal_naming_no_package_is_refused_before_anything_is_measured(tmp_path):
+    path = _write(tmp_path, {"packages": {"com.microsoft.FastGeLU": {"variants": []}}})
+    with pytest.raises(ManifestError, match="op 'com.microsoft.FastGeLU' names none of the packages") as err:
+        proposal.apply_all(find_package_dirs(REPO_SPECS), path, tmp_path)
+    assert err.value.pointer == "/packages/com.microsoft.FastGeLU"
+
+
+def test_bench_refuses_to_write_tuning_for_a_proposal(tmp_path):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "conformance", "bench", "--proposal", str(PACKED_F16),
+                          "--write-tuning", "--max-elements", "4096"], capture_output=True, text=True)
+    assert out.returncode != 0 and "--write-tuning would store tuning for variants that do not ship" in out.stderr
