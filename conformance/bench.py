@@ -53,7 +53,7 @@ class Row:
     gbps: float
     copy_shader_gbps: float
     copy_buffer_gbps: float
-    settled: bool = True  # the GPU's speed had stopped changing before the timed repetitions (Timer)
+    settled: bool | None = None  # the GPU's speed had stopped changing before every timing (None: wall clock)
 
     @property
     def vs_shader(self) -> float:
@@ -73,10 +73,11 @@ def _sample(shape, dtype, seed=0) -> np.ndarray:
 class Baselines:
     """Copy bandwidth measured on the very buffers a kernel reads and writes.
 
-    On the H200 the same copy shader ran at 1.6 or 4.1 TB/s from one measurement
-    to the next (not resolved: SM and memory clocks stayed at 1980/3201 MHz), so a
-    baseline is only comparable when it moves the kernel's own input into the
-    kernel's own output, its passes interleaved with the kernel's in one timing.
+    A baseline is comparable only when it moves the kernel's own input into the
+    kernel's own output under the same conditions: its passes are interleaved with
+    the kernel's in one timing. That only partly protects the ratio from a slow GPU
+    state: at the H200's idle 345 MHz SM clock (see Timer) the copy fell to 1.66 TB/s
+    and compute-heavy kernels fell further (an f16 tail variant: 0.56 instead of 0.82).
     """
 
     def __init__(self, device: Device, timer: Timer):
@@ -85,10 +86,15 @@ class Baselines:
         self._pipeline = dev.create_compute_pipeline(layout="auto", compute={
             "module": dev.create_shader_module(code=COPY_SHADER), "entry_point": "main"})
 
+    @staticmethod
+    def copy_bytes(nbytes: int) -> int:
+        """What the copies move for ``nbytes``: whole vec4<u32>, at least one."""
+        return max(16, nbytes // 16 * 16)
+
     def shader_pass(self, src, dst, nbytes: int):
-        """A pass recorder for the vec4 copy shader moving ``nbytes`` (rounded down to 16) src -> dst."""
+        """A pass recorder for the vec4 copy shader moving ``copy_bytes(nbytes)`` src -> dst."""
         from .layout import split_workgroups
-        nbytes = max(16, nbytes // 16 * 16)
+        nbytes = self.copy_bytes(nbytes)
         group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
             {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": nbytes}}])
@@ -103,8 +109,8 @@ class Baselines:
     def measure(self, kernel_pass, src, dst, nbytes: int) -> tuple[Timing, Timing, Timing]:
         """(kernel, vec4 copy shader, copy_buffer_to_buffer) timings; kernel and copy shader interleaved."""
         kernel, shader = self.timer.time_passes([kernel_pass, self.shader_pass(src, dst, nbytes)])
-        nbytes = max(16, nbytes // 16 * 16)
-        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, nbytes),
+        copied = self.copy_bytes(nbytes)
+        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, copied),
                                                        warm=True)
 
 
@@ -147,7 +153,13 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
                plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
                moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9,
-               timing.settled and shader.settled)
+               _all_settled(timing, shader, buffer))
+
+
+def _all_settled(*timings: Timing) -> bool | None:
+    """False if any timestamp timing never settled, True if all did, None when none was settled (wall clock)."""
+    known = [t.settled for t in timings if t.settled is not None]
+    return all(known) if known else None
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -239,7 +251,7 @@ def format_table(result: dict) -> str:
         n = int(np.prod(r["shape"]))
         lines.append(f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}"
                      f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
-                     + ("" if r.get("settled", True) else "  unsettled: GPU speed still changing"))
+                     + ("  unsettled: GPU speed still changing" if r.get("settled") is False else ""))
     for t in result.get("tuning", []):
         lines.append(f"tuning: {t['package']} {t['dtype']} {t['variant']}: WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
                      f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")

@@ -23,7 +23,7 @@ class Timing:
 
     samples: tuple[float, ...]
     method: str  # "timestamp" or "wall"
-    settled: bool = True  # False: the GPU's speed was still changing when the settling time ran out
+    settled: bool | None = None  # timestamps: whether the speed had stopped changing (None: wall clock, unsettled)
 
     @property
     def median(self) -> float:

@@ -1,6 +1,7 @@
 """GPU timing on the real device: timestamp samples per repetition, warm-up by count and by time."""
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -9,18 +10,24 @@ from conformance.runtime import Runtime
 from conformance.timing import Timer
 
 
-def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_up(device):
+@contextmanager
+def bound_gelu(device, n):
+    """The Gelu kernel bound to ``n`` ones (f32), released afterwards."""
     kernel = load_kernel("com.microsoft.Gelu", device=device)
-    x = np.ones(1 << 14, np.float32)
-    plan = kernel.plan(X=x)
-    bound = Runtime(device, kernel.package).bind(plan, {"X": x})
+    x = np.ones(n, np.float32)
+    bound = Runtime(device, kernel.package).bind(kernel.plan(X=x), {"X": x})
     try:
+        yield bound
+    finally:
+        bound.release()
+
+
+def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_up(device):
+    with bound_gelu(device, 1 << 14) as bound:
         timer = Timer(device, reps=5, warmup=2, warmup_seconds=0.3)
         start = time.perf_counter()
         timing = timer.time_pass(bound.record)
         elapsed = time.perf_counter() - start
-    finally:
-        bound.release()
     assert timing.method == ("timestamp" if "timestamp-query" in device.profile.features else "wall")
     assert len(timing.samples) == 5 and all(0 < s < 1 for s in timing.samples)
     assert elapsed >= 0.3 and timing.median > 0 and timing.spread >= 0
@@ -29,17 +36,11 @@ def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_u
 def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
     """The bench times a kernel and its copy baseline interleaved; each record keeps its own samples."""
     from conformance.bench import Baselines
-    kernel = load_kernel("com.microsoft.Gelu", device=device)
-    x = np.ones(1 << 16, np.float32)
-    plan = kernel.plan(X=x)
-    bound = Runtime(device, kernel.package).bind(plan, {"X": x})
-    try:
+    with bound_gelu(device, 1 << 16) as bound:
         timer = Timer(device, reps=4, warmup=1, warmup_seconds=0.0)
         baselines = Baselines(device, timer)
         small = baselines.shader_pass(bound.buffers["X"], bound.buffers["Y"], 16)  # one workgroup
         kernel_t, small_t, big_t = timer.time_passes([bound.record, small, bound.record])
-    finally:
-        bound.release()
     assert all(len(t.samples) == 4 for t in (kernel_t, small_t, big_t))
     if kernel_t.method == "timestamp":  # 16 bytes copied vs 256 KiB through the GELU kernel
         assert small_t.median < kernel_t.median and small_t.median < big_t.median
