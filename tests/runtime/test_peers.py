@@ -23,8 +23,8 @@ def bench_row(package="com.microsoft.FastGelu", shape=(1024, 1024), dtype="float
 
 class AsyncQueue:
     """A GPU queue on a fake clock: ``run`` costs ``submit`` of host time and queues ``kernel`` of GPU time;
-    ``fence`` waits for the queue, then costs ``readback`` (what ORT's run_with_iobinding and
-    copy_outputs_to_cpu do on WebGPU)."""
+    ``fence`` waits for the queue, then costs ``readback`` (what ORT's run_with_iobinding and the peer's fence,
+    a CPU-output run of a tiny session on the same device, do on WebGPU)."""
 
     def __init__(self, kernel, readback, submit=0.0):
         self.kernel, self.readback, self.submit = kernel, readback, submit
