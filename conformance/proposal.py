@@ -60,13 +60,14 @@ def load(proposal: Path) -> dict:
 def apply_all(package_dirs: list[Path], proposal: Path, into: Path) -> list[Path]:
     """:func:`apply` to each package; an op id in the proposal that names none of them is an error (a typo
     would otherwise measure the unchanged packages)."""
-    ops = {f"{raw.get('domain')}.{raw.get('name')}" for raw in (read_json(manifest_path(Path(d)) or Path(d))
-                                                                 for d in package_dirs)}
-    for op in load(proposal):
+    packages = load(proposal)
+    copies = [_add(Path(d), packages, Path(proposal), Path(into)) for d in package_dirs]
+    ops = {op for _, op in copies}
+    for op in packages:
         if op not in ops:
             raise ManifestError(f"op {op!r} names none of the packages ({', '.join(sorted(ops))})",
                                 file=str(proposal), pointer=f"/packages/{op}")
-    return [apply(d, proposal, into) for d in package_dirs]
+    return [dst for dst, _ in copies]
 
 
 def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
@@ -75,12 +76,16 @@ def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
     The copy's manifest is validated when it is loaded, like any package's: a problem inside the added
     content is reported against the copy's ``manifest.json``, where added variants follow the package's own.
     """
-    package_dir = Path(package_dir)
-    dst, path, raw = _copy(package_dir, Path(into), Path(proposal).stem)
+    return _add(Path(package_dir), load(proposal), Path(proposal), Path(into))[0]
+
+
+def _add(package_dir: Path, packages: dict, proposal: Path, into: Path) -> tuple[Path, str]:
+    """The copy with ``packages``' additions for its op (from the proposal file ``proposal``), and that op."""
+    dst, path, raw = _copy(package_dir, into, proposal.stem)
     op = f"{raw.get('domain')}.{raw.get('name')}"
-    additions = load(proposal).get(op)
+    additions = packages.get(op)
     if additions is None:
-        return dst
+        return dst, op
     for key in ("derive", "bindingSets"):
         existing = raw.setdefault(key, {})
         for name, value in additions.get(key, {}).items():
@@ -95,7 +100,7 @@ def apply(package_dir: Path, proposal: Path, into: Path) -> Path:
                                 file=str(proposal), pointer=f"/packages/{op}/variants/{i}/id")
         raw["variants"].append(variant)
     path.write_text(json.dumps(raw, indent=2) + "\n")
-    return dst
+    return dst, op
 
 
 def vec4_per_thread(package_dir: Path, count: int, into: Path) -> Path:
