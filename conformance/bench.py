@@ -174,7 +174,9 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
-              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0) -> dict:
+              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False) -> dict:
+    """Rows for every reachable variant and size (and the sweep, and with ``peers`` the peer rows), written
+    to ``out`` and ``plot`` when given."""
     device = kernels[0].device
     timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
     baselines = Baselines(device, timer)
@@ -198,6 +200,9 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     if write_tuning and best:
         path = tuning.write(device, best)
         result["tuning_table"] = str(path)
+    if peers:
+        from .peers import run_peers
+        result["peers"] = run_peers(result, max_elements)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")

@@ -76,9 +76,9 @@ class Timer:
     def time_passes(self, records: Sequence[Callable[[object], None]]) -> list[Timing]:
         """One Timing per record, the records' passes interleaved in every repetition and warm-up run.
 
-        A GPU whose speed drifts during a measurement (the H200 ran one copy shader at 1.6 and 4.1 TB/s
-        from one measurement to the next) then slows every record alike, so their ratios stay comparable.
-        Without timestamps a repetition cannot be split, so each record is timed on its own.
+        A GPU whose speed drifts during a measurement then slows every record at the same moments, which
+        keeps their ratios closer (not equal: at idle clocks compute-heavy kernels slow down more than a
+        copy). Without timestamps a repetition cannot be split, so each record is timed on its own.
         """
         if not self.passes_timed and len(records) > 1:
             return [self.time_pass(record) for record in records]

@@ -55,10 +55,8 @@ def _accuracy(args) -> int:
 
 
 def register(sub) -> None:
-    from ..package import REPO_SPECS
+    from . import add_packages_and_device
     a = sub.add_parser("accuracy", help="max absolute/relative error per variant and dtype over the cases")
-    a.add_argument("--specs", default=str(REPO_SPECS))
-    a.add_argument("--device", default="auto")
-    a.add_argument("--adapter", default=None)
+    add_packages_and_device(a)
     a.add_argument("--json", default=None)
     a.set_defaults(func=_accuracy)

@@ -26,16 +26,13 @@ def _bench(args) -> int:
     kernels = [Kernel(load_package(d), device) for d in dirs]
     result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                              reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,
-                             warmup_seconds=args.warmup_seconds,
+                             warmup_seconds=args.warmup_seconds, peers=args.peers,
                              out=Path(args.json) if args.json else None,
                              plot=Path(args.plot) if args.plot else None)
     print(bench.format_table(result))
-    if args.peers:
-        from .. import peers
-        result["peers"] = peers.run_peers(result, args.max_elements)
-        print(peers.format_peers(result["peers"]))
-        if args.json:  # the peers join the rows they were timed against
-            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if "peers" in result:
+        from ..peers import format_peers
+        print(format_peers(result["peers"]))
     return 0
 
 
@@ -48,11 +45,9 @@ def _plot(args) -> int:
 
 
 def register(sub) -> None:
-    from ..package import REPO_SPECS
+    from . import add_packages_and_device
     b = sub.add_parser("bench", help="kernel bandwidth vs same-run copy baselines, and WORKGROUP_SIZE tuning")
-    b.add_argument("--specs", default=str(REPO_SPECS))
-    b.add_argument("--device", default="auto")
-    b.add_argument("--adapter", default=None)
+    add_packages_and_device(b)
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
     b.add_argument("--max-elements", type=int, default=1 << 20,
                    help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")

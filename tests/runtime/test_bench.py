@@ -11,14 +11,16 @@ def test_bench_rows_are_ratios_to_same_run_copies_and_land_in_the_json(device, t
     kernel = load_kernel("com.microsoft.Gelu", device=device)
     out = tmp_path / "bench.json"
     result = bench.run_bench([kernel], max_elements=4096, reps=3, sweep=False, write_tuning=False, out=out,
-                             plot=None, warmup_seconds=0.05)
+                             plot=None, warmup_seconds=0.05, peers=True)
     rows = result["rows"]
     assert {(r["variant"], r["dtype"]) for r in rows} >= {("vec4", "float32"), ("scalar", "float32")}
     for r in rows:
         assert r["gbps"] > 0 and r["copy_shader_gbps"] > 0
         assert abs(r["vs_copy_shader"] - r["gbps"] / r["copy_shader_gbps"]) < 1e-9
         assert (r["settled"] is None) if r["method"] == "wall" else isinstance(r["settled"], bool)
-    assert json.loads(out.read_text())["rows"] == json.loads(json.dumps(rows))
+    stored = json.loads(out.read_text())
+    assert stored["rows"] == json.loads(json.dumps(rows))
+    assert result["peers"] and stored["peers"] == json.loads(json.dumps(result["peers"]))  # notes, here
     assert "com.microsoft.Gelu" in bench.format_table(result)
 
 
