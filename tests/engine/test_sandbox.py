@@ -89,25 +89,28 @@ def test_payload_in_derive(fastgelu_raw, payload):
     _refused(fastgelu_raw, pointers={"/derive/evil", WHEN})
 
 
+def _doubling_chain(raw, name: str, seed: str, op: str, steps: int, predicate: str) -> set[str]:
+    """Derive rules ``name0 = seed``, ``name{i+1} = name{i} op name{i}`` for ``steps`` steps, and ``predicate``
+    planted first in variant 0's ``when``; returns the rules' pointers."""
+    derive = raw["derive"]
+    derive[f"{name}0"] = seed
+    for i in range(steps):
+        derive[f"{name}{i + 1}"] = f"{name}{i} {op} {name}{i}"
+    raw["variants"][0]["when"].insert(0, predicate)
+    return {f"/derive/{name}{i}" for i in range(steps + 1)}
+
+
 def test_exponential_derive_chain(fastgelu_raw):
     # d{i+1} = d{i} + d{i}: 64 rules whose inlined size doubles each step (2**64 nodes for d63)
-    derive = fastgelu_raw["derive"]
-    derive["d0"] = "numel(shapes.X)"
-    for i in range(63):
-        derive[f"d{i + 1}"] = f"d{i} + d{i}"
-    fastgelu_raw["variants"][0]["when"].insert(0, "d63 > 0")
-    err = _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/d{i}" for i in range(64)}, expect_load_error=True)
+    rules = _doubling_chain(fastgelu_raw, "d", "numel(shapes.X)", "+", 63, "d63 > 0")
+    err = _refused(fastgelu_raw, pointers={WHEN} | rules, expect_load_error=True)
     assert "nodes" in str(err) or "too" in str(err)
 
 
 def test_exponential_concat_chain(fastgelu_raw):
     # the same doubling with string concatenation
-    derive = fastgelu_raw["derive"]
-    derive["s0"] = '"' + "a" * 1000 + '"'
-    for i in range(40):
-        derive[f"s{i + 1}"] = f"s{i} ~ s{i}"
-    fastgelu_raw["variants"][0]["when"].insert(0, 's40 == ""')
-    _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/s{i}" for i in range(41)}, expect_load_error=True)
+    rules = _doubling_chain(fastgelu_raw, "s", '"' + "a" * 1000 + '"', "~", 40, 's40 == ""')
+    _refused(fastgelu_raw, pointers={WHEN} | rules, expect_load_error=True)
 
 
 def test_wide_concat_is_capped(fastgelu_raw):
@@ -125,21 +128,13 @@ def test_multiplicative_chain_is_bounded(fastgelu_raw):
     """Squaring 11 times: m11 inlines to 2**11 copies of m0 (~16,000 nodes, under the 20,000-node
     budget) and 9 ** 2048 is refused by the integer cap -- but compiling that inlined tree must not
     take seconds either (Jinja compiles ~7,000 nodes a second here)."""
-    derive = fastgelu_raw["derive"]
-    derive["m0"] = "numel(shapes.X) + 1"
-    for i in range(11):
-        derive[f"m{i + 1}"] = f"m{i} * m{i}"
-    fastgelu_raw["variants"][0]["when"].insert(0, "m11 > 0")
-    _refused(fastgelu_raw, pointers={WHEN} | {f"/derive/m{i}" for i in range(12)})
+    rules = _doubling_chain(fastgelu_raw, "m", "numel(shapes.X) + 1", "*", 11, "m11 > 0")
+    _refused(fastgelu_raw, pointers={WHEN} | rules)
 
 
 def test_chain_just_under_the_budget_is_quick(fastgelu_raw):
     # c0 = 1, c{i+1} = c{i} + c{i}: c13 inlines to 2**14 - 1 = 16383 nodes, which a manifest may use
-    derive = fastgelu_raw["derive"]
-    derive["c0"] = "1"
-    for i in range(13):
-        derive[f"c{i + 1}"] = f"c{i} + c{i}"
-    fastgelu_raw["variants"][0]["when"].insert(0, "c13 == 8192")
+    _doubling_chain(fastgelu_raw, "c", "1", "+", 13, "c13 == 8192")
     start = time.perf_counter()
     try:
         plan = kernel_from(fastgelu_raw).plan(profile=BASELINE, X=((8,), "float32"))
