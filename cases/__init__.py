@@ -5,13 +5,13 @@ Public API (the pytest plugin uses exactly this):
 ``data.make_inputs(case)``, ``coverage(package) -> Coverage``, ``PROFILES``.
 """
 
-from . import data
-from .coverage import Coverage, coverage
-from .families import FAMILY_NAMES
-from .generate import generate
-from .golden import golden_path, load_golden, to_yaml
-from .model import Case
-from .profiles import PROFILES
+from cases import data
+from cases.coverage import Coverage, coverage
+from cases.families import FAMILY_NAMES
+from cases.generate import generate
+from cases.golden import golden_path, load_golden, to_yaml
+from cases.model import Case
+from cases.profiles import PROFILES
 
 __all__ = ["Case", "Coverage", "FAMILY_NAMES", "PROFILES", "coverage", "data", "generate", "golden_path",
            "load_golden", "to_yaml"]

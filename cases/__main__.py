@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 
 from conformance.errors import ConformanceError
-from conformance.package import REPO_SPECS, find_package_dirs, load_package
+from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 
-from . import coverage, generate, golden_path, to_yaml
-from .golden import diff
+from cases import coverage, generate, golden_path, to_yaml
+from cases.golden import diff
 
 CASES_DIR = Path(__file__).resolve().parent
 

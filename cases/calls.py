@@ -6,12 +6,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.call import make_call
+from conformance.engine.call import make_call
 from conformance.errors import ContractError, ExpressionError, NoVariantError
-from conformance.manifest import WGSL_DTYPE, Manifest
-from conformance.planner import Planner
+from conformance.engine.manifest import WGSL_DTYPE, Manifest
+from conformance.engine.planner import Planner
 
-from .profiles import PROFILE_ORDER, PROFILES
+from cases.profiles import PROFILE_ORDER, PROFILES
 
 #: Input bytes above which a case is heavy (the conformance run may skip it).
 HEAVY_BYTES = 64 * 2**20

@@ -17,8 +17,8 @@ from typing import Any, Callable
 from jinja2 import nodes
 
 from conformance.errors import ExpressionError
-from conformance.expressions import Evaluator, RuleTable, attribute_paths, names_used, unparse
-from conformance.manifest import Manifest
+from conformance.engine.expressions import Evaluator, RuleTable, attribute_paths, names_used, unparse
+from conformance.engine.manifest import Manifest
 
 
 

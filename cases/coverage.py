@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.package import Package
+from conformance.engine.package import Package
 
-from .calls import CallSpec
-from .families import FAMILY_NAMES
-from .generate import derive, entries
-from .search import gap_reason, search
+from cases.calls import CallSpec
+from cases.families import FAMILY_NAMES
+from cases.generate import derive, entries
+from cases.search import gap_reason, search
 
 
 @dataclass(frozen=True)

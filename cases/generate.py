@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.package import Package
-from conformance.planner import Planner
+from conformance.engine.package import Package
+from conformance.engine.planner import Planner
 
-from .calls import CallSpec, outcome, scope_of
-from .conditions import Analysis
-from .data import Recipe, seed_for
-from .families import FAMILIES, FAMILY_NAMES, Ctx, Item
-from .model import Case, case_from, case_id
-from .pool import build_pool
-from .search import Entry, Result, boundaries, search
+from cases.calls import CallSpec, outcome, scope_of
+from cases.conditions import Analysis
+from cases.data import Recipe, seed_for
+from cases.families import FAMILIES, FAMILY_NAMES, Ctx, Item
+from cases.model import Case, case_from, case_id
+from cases.pool import build_pool
+from cases.search import Entry, Result, boundaries, search
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.profile import DeviceProfile
+from conformance.engine.profile import DeviceProfile
 
-from .calls import CallSpec, wgsl
-from .data import Recipe
-from .profiles import PROFILES
-from .shapes import fmt_shape
+from cases.calls import CallSpec, wgsl
+from cases.data import Recipe
+from cases.profiles import PROFILES
+from cases.shapes import fmt_shape
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Case:
     @property
     def families(self) -> tuple[str, ...]:
         """Every family the case serves (one call can belong to several): the family markers."""
-        from .families import FAMILY_NAMES
+        from cases.families import FAMILY_NAMES
         return tuple(f for f in FAMILY_NAMES if marker(f) in self.markers)
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 
-from conformance.planner import Planner
+from conformance.engine.planner import Planner
 
-from .calls import CallSpec, scope_of
-from .conditions import Analysis
-from .profiles import PROFILES
-from .shapes import companions, primary
+from cases.calls import CallSpec, scope_of
+from cases.conditions import Analysis
+from cases.profiles import PROFILES
+from cases.shapes import companions, primary
 
 MAX_POOL_NUMEL = 2**27
 SMALL_DIMS = range(0, 9)

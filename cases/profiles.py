@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.profile import BASELINE, DeviceProfile
+from conformance.engine.profile import BASELINE, DeviceProfile
 
 #: Small limits make limit cases run for real on little data (a 4 KiB storage binding, 4 workgroups per dimension).
 PROFILES: dict[str, DeviceProfile] = {

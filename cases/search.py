@@ -15,10 +15,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from conformance.expressions import attribute_paths, unparse
+from conformance.engine.expressions import attribute_paths, unparse
 
-from .calls import CallSpec
-from .conditions import Analysis
+from cases.calls import CallSpec
+from cases.conditions import Analysis
 
 
 @dataclass

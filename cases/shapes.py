@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.manifest import Manifest, TensorSpec
+from conformance.engine.manifest import Manifest, TensorSpec
 
 
 def primary(manifest: Manifest) -> TensorSpec:

@@ -1,9 +1,9 @@
 """webgpu-kernel-conformance: plan, run and certify declaratively specified WebGPU kernels."""
 
-from .errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
+from conformance.errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
                      ManifestError, NoVariantError, TemplateError)
-from .kernel import Kernel, load_kernel
-from .profile import BASELINE, DeviceProfile
+from conformance.gpu.kernel import Kernel, load_kernel
+from conformance.engine.profile import BASELINE, DeviceProfile
 
 __all__ = ["load_kernel", "Kernel", "ContractError", "NoVariantError", "ManifestError", "ExpressionError",
            "TemplateError", "KernelRuntimeError", "DeviceError", "ConformanceError", "DeviceProfile", "BASELINE"]

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from .cli import COMMANDS
+from conformance.cli import COMMANDS
 
 
 def main(argv=None) -> int:
@@ -15,7 +15,7 @@ def main(argv=None) -> int:
     for name in COMMANDS:
         importlib.import_module(f"conformance.cli.{name}").register(sub)
     args = parser.parse_args(argv)
-    from .errors import ConformanceError
+    from conformance.errors import ConformanceError
     try:
         return args.func(args)
     except ConformanceError as err:

@@ -1,8 +1,8 @@
 """Float64 references, tolerances and comparison for the GELU kernels (see README.md)."""
-from .compare import Comparison, WorstElement, compare
-from .gelu import gelu_erf, gelu_tanh
-from .registry import Reference, ReferenceNotFound, known_ops, reference_for
-from .tolerance import Tolerance, UnsupportedDtype, tolerance_for
+from reference.compare import Comparison, WorstElement, compare
+from reference.gelu import gelu_erf, gelu_tanh
+from reference.registry import Reference, ReferenceNotFound, known_ops, reference_for
+from reference.tolerance import Tolerance, UnsupportedDtype, tolerance_for
 
 __all__ = [
     "Comparison",

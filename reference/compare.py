@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tolerance import Tolerance
+from reference.tolerance import Tolerance
 
 
 @dataclass(frozen=True)

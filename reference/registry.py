@@ -12,8 +12,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .gelu import gelu_erf, gelu_tanh
-from .tolerance import Tolerance, tolerance_for
+from reference.gelu import gelu_erf, gelu_tanh
+from reference.tolerance import Tolerance, tolerance_for
 
 
 class ReferenceNotFound(LookupError):

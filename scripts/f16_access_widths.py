@@ -47,10 +47,10 @@ KERNELS = {  # name: (array element type, f16 per invocation, body)
 
 def main(n: int) -> None:
     import wgpu
-    from conformance.bench import Baselines
-    from conformance.device import get_device
-    from conformance.layout import split_workgroups
-    from conformance.timing import Timer
+    from conformance.tools.bench import Baselines
+    from conformance.gpu.device import get_device
+    from conformance.engine.layout import split_workgroups
+    from conformance.gpu.timing import Timer
     dev = get_device("vulkan")
     d, usage = dev.device, wgpu.BufferUsage
     timer = Timer(dev, reps=20)

@@ -8,7 +8,7 @@ COMMANDS = ("bench", "accuracy", "lint", "diff", "export")
 
 def add_packages_and_device(parser) -> None:
     """``--specs`` (packages to run, default the repository's) and the device they run on."""
-    from ..package import REPO_SPECS
+    from conformance.engine.package import REPO_SPECS
     parser.add_argument("--specs", default=str(REPO_SPECS))
     parser.add_argument("--device", default="auto")
     parser.add_argument("--adapter", default=None)

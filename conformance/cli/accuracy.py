@@ -16,9 +16,9 @@ def _accuracy(args) -> int:
     import cases
     from cases.data import make_inputs
     from reference import reference_for
-    from ..device import get_device
-    from ..kernel import Kernel
-    from ..package import find_package_dirs, load_package
+    from conformance.gpu.device import get_device
+    from conformance.gpu.kernel import Kernel
+    from conformance.engine.package import find_package_dirs, load_package
     device = get_device(args.device, args.adapter)
     table: dict = defaultdict(lambda: {"cases": 0, "max_abs": 0.0, "max_rel": 0.0})
     for directory in find_package_dirs(Path(args.specs)):
@@ -55,7 +55,7 @@ def _accuracy(args) -> int:
 
 
 def register(sub) -> None:
-    from . import add_packages_and_device
+    from conformance.cli import add_packages_and_device
     a = sub.add_parser("accuracy", help="max absolute/relative error per variant and dtype over the cases")
     add_packages_and_device(a)
     a.add_argument("--json", default=None)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 
 def _bench(args) -> int:
-    from .. import bench, proposal
-    from ..device import get_device
-    from ..kernel import Kernel
-    from ..package import find_package_dirs, load_package
+    from conformance.tools import bench, proposal
+    from conformance.gpu.device import get_device
+    from conformance.gpu.kernel import Kernel
+    from conformance.engine.package import find_package_dirs, load_package
     device = get_device(args.device, args.adapter)
     dirs = find_package_dirs(Path(args.specs))
     if args.per_thread > 1 or args.proposal:
@@ -31,13 +31,13 @@ def _bench(args) -> int:
                              plot=Path(args.plot) if args.plot else None)
     print(bench.format_table(result))
     if "peers" in result:
-        from ..peers import format_peers
+        from conformance.tools.peers import format_peers
         print(format_peers(result["peers"]))
     return 0
 
 
 def _plot(args) -> int:
-    from .. import bench
+    from conformance.tools import bench
     result = json.loads(Path(args.json).read_text())
     bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
     print(f"wrote {args.png}")
@@ -45,7 +45,7 @@ def _plot(args) -> int:
 
 
 def register(sub) -> None:
-    from . import add_packages_and_device
+    from conformance.cli import add_packages_and_device
     b = sub.add_parser("bench", help="kernel bandwidth vs same-run copy baselines, and WORKGROUP_SIZE tuning")
     add_packages_and_device(b)
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")

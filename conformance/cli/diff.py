@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _diff(args) -> int:
-    from .. import diff as d
+    from conformance.tools import diff as d
     start = time.perf_counter()
     repo = Path(args.repo).resolve() if args.repo else d.repo_root()
     with tempfile.TemporaryDirectory(prefix="conformance-diff-") as scratch:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 
 def _export(args) -> int:
-    from ..export import MAX_ELEMENTS, export_package
-    from ..package import find_package_dirs
+    from conformance.tools.export import MAX_ELEMENTS, export_package
+    from conformance.engine.package import find_package_dirs
     dirs = find_package_dirs(Path(args.package))
     if not dirs:
         print(f"error: no kernel package in {args.package} (manifest.json, or build/webgpu/manifest.json)")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 
 def _lint(args) -> int:
-    from ..device import default_backend, get_device
-    from ..errors import DeviceError
-    from ..lint import Finding, lint
+    from conformance.gpu.device import default_backend, get_device
+    from conformance.errors import DeviceError
+    from conformance.tools.lint import Finding, lint
     start = time.perf_counter()
     device, findings = None, []
     if not args.no_compile:
@@ -29,7 +29,7 @@ def _lint(args) -> int:
 
 
 def register(sub) -> None:
-    from ..package import REPO_SPECS
+    from conformance.engine.package import REPO_SPECS
     p = sub.add_parser("lint", help="check kernel packages: schema, reachable variants, templates render and "
                                     "compile, bindings agree; one `path:json-pointer: message` line per error")
     p.add_argument("dir", nargs="?", default=str(REPO_SPECS), help="a package or a directory of packages "

@@ -12,11 +12,11 @@ import numpy as np
 
 import cases
 from cases.data import make_inputs
-from conformance.package import load_package
+from conformance.engine.package import load_package
 
 import pathlib
 
-from conformance.package import find_package_dirs
+from conformance.engine.package import find_package_dirs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = [d.name for d in find_package_dirs(ROOT / "specs")]

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import cases
-from conformance.package import load_package
+from conformance.engine.package import load_package
 
 import pathlib
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from conformance.package import REPO_SPECS
+from conformance.engine.package import REPO_SPECS
 
 REPO = REPO_SPECS.parent
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from conformance.export import BENCH_FORMAT, TEST_FORMAT, decode_array, encode_array, export_package, load_test_cases
-from conformance.package import load_package
+from conformance.tools.export import BENCH_FORMAT, TEST_FORMAT, decode_array, encode_array, export_package, load_test_cases
+from conformance.engine.package import load_package
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def test_export_writes_both_files_in_the_published_layout(published):
 
 @pytest.mark.slow
 def test_specs_runs_the_stored_cases(published, tmp_path):
-    from .conftest import run_conformance
+    from tests.certify.conftest import run_conformance
     root = published("com.microsoft.Gelu")
     export_package(root / "com.microsoft.Gelu")
     report = tmp_path / "r.json"

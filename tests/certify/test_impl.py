@@ -5,10 +5,10 @@ import pytest
 
 import cases
 from cases.data import make_inputs
-from conformance.checks import CaseFailed, CaseNotApplicable, CaseSkipped, ImplChecker, verdict_for
+from conformance.certify.checker import CaseFailed, CaseNotApplicable, CaseSkipped, ImplChecker, verdict_for
 from conformance.errors import ConformanceError
-from conformance.impl import ImplResult, Implementation, Rejected, load_implementation, registered
-from conformance.package import load_package
+from conformance.certify.implementations import ImplResult, Implementation, Rejected, load_implementation, registered
+from conformance.engine.package import load_package
 from reference import compare, reference_for
 
 
@@ -106,7 +106,7 @@ def test_ort_webgpu_is_skipped_with_a_reason_here(packages, generated):
 @pytest.mark.slow
 @pytest.mark.onnxruntime
 def test_plugin_runs_ort_cpu_and_reports_assertions(tmp_path):
-    from .conftest import run_conformance  # noqa: E402  (tests/certify/conftest.py)
+    from tests.certify.conftest import run_conformance  # noqa: E402  (tests/certify/conftest.py)
     import json
     report = tmp_path / "r.json"
     proc = run_conformance("--impl=onnxruntime-cpu", "-k", "Gelu/f32 and not FastGelu", f"--conformance-report={report}")

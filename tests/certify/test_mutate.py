@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from conformance import mutate
-from conformance.export import build_test
-from conformance.package import load_package
+from conformance.tools import mutate
+from conformance.tools.export import build_test
+from conformance.engine.package import load_package
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 

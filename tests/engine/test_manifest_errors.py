@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from .conftest import FASTGELU, GELU, SPECS, kernel_from
+from tests.engine.conftest import FASTGELU, GELU, SPECS, kernel_from
 
 from conformance import BASELINE, ConformanceError, ContractError, ManifestError, load_kernel
-from conformance.manifest import Manifest, load_manifest
+from conformance.engine.manifest import Manifest, load_manifest
 
 FILE = "x.json"
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from .conftest import FASTGELU, GELU, NO_F16, SPECS
+from tests.engine.conftest import FASTGELU, GELU, NO_F16, SPECS
 
 import conformance
 from conformance import (BASELINE, ConformanceError, ContractError, DeviceProfile, ExpressionError, ManifestError,

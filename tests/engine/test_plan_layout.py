@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from .conftest import FASTGELU, GELU
+from tests.engine.conftest import FASTGELU, GELU
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from .conftest import FASTGELU, GELU, NO_F16
+from tests.engine.conftest import FASTGELU, GELU, NO_F16
 
 from conformance import BASELINE, ContractError, NoVariantError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from .conftest import kernel_from
+from tests.engine.conftest import kernel_from
 
 from conformance import BASELINE, ConformanceError, ExpressionError, ManifestError
 

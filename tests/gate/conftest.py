@@ -37,7 +37,7 @@ def variant(raw: dict, vid: str) -> dict:
 
 @pytest.fixture(scope="session")
 def device():
-    from conformance.device import get_device
+    from conformance.gpu.device import get_device
     from conformance.errors import DeviceError
     try:
         return get_device("vulkan")

@@ -12,7 +12,7 @@ import pytest
 
 from conformance.__main__ import main
 
-from .conftest import FASTGELU, ROOT, edit_manifest, git, variant
+from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, variant
 
 
 @pytest.fixture

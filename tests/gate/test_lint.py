@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 from conformance.__main__ import main
-from conformance.lint import binding_problems, lint
+from conformance.tools.lint import binding_problems, lint
 
-from .conftest import FASTGELU, GELU, ROOT, edit_manifest, variant
+from tests.gate.conftest import FASTGELU, GELU, ROOT, edit_manifest, variant
 
 
 def messages(findings) -> list[str]:

@@ -22,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from conformance.package import REPO_SPECS  # noqa: E402
+from conformance.engine.package import REPO_SPECS  # noqa: E402
 
 SEEDS = {name: json.loads((REPO_SPECS / name / "manifest.json").read_text(encoding="utf-8"))
          for name in ("com.microsoft.FastGelu", "com.microsoft.Gelu")}

@@ -17,7 +17,7 @@ import textwrap
 import time
 
 
-from .conftest import ROOT, TEMPLATE, edit, run_conformance
+from tests.hostile.conftest import ROOT, TEMPLATE, edit, run_conformance
 
 GELU, FASTGELU = "com.microsoft.Gelu", "com.microsoft.FastGelu"
 SELECT = ("Gelu/f32/X[5]/scalar or Gelu/f32/X[7]/scalar or Gelu/f32/X[4097]/scalar or Gelu/f32/X[4096]/vec4 or "
@@ -142,7 +142,7 @@ DESTROY_PLUGIN = textwrap.dedent("""
     import os
     def pytest_runtest_setup(item):
         if item.nodeid.endswith("[" + os.environ["DESTROY_BEFORE"] + "]"):
-            from conformance.device import get_device
+            from conformance.gpu.device import get_device
             get_device("vulkan").device.destroy()   # the shared device, behind the suite's back
 """)
 

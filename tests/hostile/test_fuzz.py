@@ -11,16 +11,16 @@ import math
 import resource
 
 import numpy as np
-from .conftest import PROFILE as PROFILE_NAME, SEEDS, examples, seed
+from tests.hostile.conftest import PROFILE as PROFILE_NAME, SEEDS, examples, seed
 from hypothesis import event as _hypothesis_event, given, note, settings, strategies as st
 
 from conformance import BASELINE, ConformanceError, ContractError, ExpressionError, ManifestError, TemplateError
-from conformance.call import make_call
-from conformance.kernel import Kernel
-from conformance.manifest import Manifest
-from conformance.package import REPO_SPECS, Package
-from conformance.planner import Planner
-from conformance.render import render
+from conformance.engine.call import make_call
+from conformance.gpu.kernel import Kernel
+from conformance.engine.manifest import Manifest
+from conformance.engine.package import REPO_SPECS, Package
+from conformance.engine.planner import Planner
+from conformance.gpu.render import render
 
 FILE = "fuzz.json"
 NO_F16 = BASELINE.restricted("no-f16", drop_features={"shader-f16"})
@@ -290,7 +290,7 @@ def test_random_call_through_the_public_api(name, call):
 
 def test_example_counts():
     """The default run fuzzes at least 2,000 examples; the nightly profile (tox -e nightly) 25 times as many."""
-    from .conftest import SCALE
+    from tests.hostile.conftest import SCALE
     default = 500 + 200 + 1150 + 150
     assert default >= 2000 and default * SCALE["nightly"] >= 50000
     assert examples(500) + examples(200) + examples(1150) + examples(150) == default * SCALE[PROFILE_NAME]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conformance import ConformanceError, ExpressionError, load_kernel, BASELINE
-from conformance.package import REPO_SPECS
+from conformance.engine.package import REPO_SPECS
 
 
 

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from conformance import BASELINE, ContractError, KernelRuntimeError, NoVariantError
-from conformance.device import Device
-from conformance.kernel import Kernel
-from conformance.manifest import Manifest
-from conformance.package import REPO_SPECS, Package
-from conformance.profile import ALIGNMENT_LIMITS, DEFAULT_LIMITS, DeviceProfile
-from conformance.runtime import Runtime
+from conformance.gpu.device import Device
+from conformance.gpu.kernel import Kernel
+from conformance.engine.manifest import Manifest
+from conformance.engine.package import REPO_SPECS, Package
+from conformance.engine.profile import ALIGNMENT_LIMITS, DEFAULT_LIMITS, DeviceProfile
+from conformance.gpu.runtime import Runtime
 
 FASTGELU = REPO_SPECS / "com.microsoft.FastGelu"
 HUGE_PROFILE = DeviceProfile("huge", {k: (v if k in ALIGNMENT_LIMITS else 1 << 50) for k, v in DEFAULT_LIMITS.items()},
@@ -102,7 +102,7 @@ def test_the_host_memory_share_is_configurable(monkeypatch):
 
 
 def test_the_dispatch_time_limit_is_validated(monkeypatch):
-    from conformance.runtime import dispatch_timeout
+    from conformance.gpu.runtime import dispatch_timeout
     monkeypatch.setenv("CONFORMANCE_DISPATCH_TIMEOUT", "0")
     with pytest.raises(KernelRuntimeError, match="CONFORMANCE_DISPATCH_TIMEOUT='0' must be a positive number"):
         dispatch_timeout()
@@ -113,7 +113,7 @@ def test_the_dispatch_time_limit_is_validated(monkeypatch):
 
 
 def test_a_real_device_run_of_ordinary_size_is_untouched_by_the_guards():
-    from conformance.device import get_device
+    from conformance.gpu.device import get_device
     device = get_device("vulkan")
     kernel = Kernel(Package(FASTGELU, _kernel().manifest), device)
     x = np.linspace(-3, 3, 1000, dtype=np.float32)

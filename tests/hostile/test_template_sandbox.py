@@ -21,11 +21,11 @@ import time
 import tracemalloc
 
 import pytest
-from .conftest import ROOT, TEMPLATE
+from tests.hostile.conftest import ROOT, TEMPLATE
 
 from conformance import BASELINE, TemplateError, load_kernel
-from conformance.package import REPO_SPECS
-from conformance.render import render
+from conformance.engine.package import REPO_SPECS
+from conformance.gpu.render import render
 
 LIMIT_S = 2.0
 MAX_MEMORY = 64 << 20
@@ -103,7 +103,7 @@ BOMBS = [
 
 def render_is_bounded() -> bool:
     """Whether render.py bounds operators, filters, output and time (the patch in issue 10's report)."""
-    from conformance import render as module
+    from conformance.gpu import render as module
     return hasattr(module, "RENDER_TIME_LIMIT")
 
 
@@ -164,7 +164,7 @@ _CHILD = textwrap.dedent("""
     import json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
     from conformance import BASELINE, TemplateError, load_kernel
-    from conformance.render import render
+    from conformance.gpu.render import render
     kernel = load_kernel(sys.argv[1])
     plan = kernel.plan(profile=BASELINE, X=((8,), "float32"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from .conftest import ROOT, run_conformance
+from tests.hostile.conftest import ROOT, run_conformance
 
 GELU = "com.microsoft.Gelu"
 VICTIM = "Gelu/f32/X[8]/vec4@no-f16"

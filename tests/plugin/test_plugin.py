@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conformance.package import REPO_SPECS
+from conformance.engine.package import REPO_SPECS
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 

@@ -5,11 +5,12 @@ import runpy
 import numpy as np
 import pytest
 
-from conformance import load_kernel, proposal
-from conformance.package import REPO_SPECS
+from conformance import load_kernel
+from conformance.tools import proposal
+from conformance.engine.package import REPO_SPECS
 from reference import compare, reference_for
 
-from .test_numerics import check
+from tests.runtime.test_numerics import check
 
 EVERY_F16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
 EVERY_F16 = EVERY_F16[np.isfinite(EVERY_F16)]  # 63,488 values, a multiple of 8

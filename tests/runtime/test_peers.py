@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from conformance import peers
-from conformance.impls import onnxruntime as ort_impl
+from conformance.tools import peers
+from conformance.certify import onnxruntime as ort_impl
 
 MI = 1 << 20
 

@@ -5,11 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from conformance import BASELINE, load_kernel, proposal
+from conformance import BASELINE, load_kernel
+from conformance.tools import proposal
 from conformance.errors import ExpressionError, ManifestError
-from conformance.package import REPO_SPECS, find_package_dirs
+from conformance.engine.package import REPO_SPECS, find_package_dirs
 
-from .test_numerics import LARGE, RNG, check
+from tests.runtime.test_numerics import LARGE, RNG, check
 
 PACKED_F16 = REPO_SPECS / "proposals" / "packed-f16.json"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conformance import BASELINE, load_kernel
-from conformance.package import REPO_SPECS, find_package_dirs
+from conformance.engine.package import REPO_SPECS, find_package_dirs
 
 
 def test_identically_named_templates_are_byte_identical():
@@ -43,7 +43,7 @@ def test_every_variant_renders_compiles_and_enables_f16_only_when_used(device, o
 
 
 def kernel_runtime(kernel):
-    from conformance.runtime import Runtime
+    from conformance.gpu.runtime import Runtime
     return Runtime(kernel.device, kernel.package)
 
 

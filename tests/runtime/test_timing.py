@@ -6,8 +6,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from conformance import load_kernel
-from conformance.runtime import Runtime
-from conformance.timing import Timer
+from conformance.gpu.runtime import Runtime
+from conformance.gpu.timing import Timer
 
 
 @contextmanager
@@ -35,7 +35,7 @@ def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_u
 
 def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
     """The bench times a kernel and its copy baseline interleaved; each record keeps its own samples."""
-    from conformance.bench import Baselines
+    from conformance.tools.bench import Baselines
     with bound_gelu(device, 1 << 16) as bound:
         timer = Timer(device, reps=4, warmup=1, warmup_seconds=0.0)
         baselines = Baselines(device, timer)
@@ -48,7 +48,7 @@ def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
 
 def test_settling_waits_for_the_gpu_speed_to_stop_changing(device, monkeypatch):
     """Probe batches continue while the time per repetition still falls (clocks ramping), stop once it holds."""
-    from conformance.timing import Timing
+    from conformance.gpu.timing import Timing
     speeds = iter([2.5e-3, 1.6e-3, 1.0e-3, 0.99e-3, 0.5e-3])  # ramping, then steady (0.99 within 3% of 1.0)
     probes = []
 
@@ -62,7 +62,7 @@ def test_settling_waits_for_the_gpu_speed_to_stop_changing(device, monkeypatch):
 
 
 def test_settling_gives_up_after_its_time_and_says_so(device, monkeypatch):
-    from conformance.timing import Timing
+    from conformance.gpu.timing import Timing
     state = {"t": 1e-3}
 
     def never_steady(self, encode, reps, per_rep):  # alternates 1 ms / 2 ms: never two alike in a row

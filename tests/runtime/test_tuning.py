@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from conformance import BASELINE, load_kernel
-from conformance import tuning
+from conformance.gpu import tuning
 
 
 def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_path, monkeypatch):
@@ -23,7 +23,7 @@ def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_
 
 
 def test_the_sweep_keeps_the_manifest_default_unless_another_size_is_clearly_faster():
-    from conformance.bench import choose
+    from conformance.tools.bench import choose
     assert choose({128: 4113.1, 256: 4111.0, 512: 4100.0}, 256) == 256   # 0.05 % apart: noise
     assert choose({128: 2447.0, 256: 3417.0, 512: 3309.0}, 256) == 256
     assert choose({128: 4160.0, 256: 3900.0}, 256) == 128                # 6.7 % faster: tuned

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .manifest import WGSL_DTYPE
-from .errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
-from .package import Package, find_package_dirs, load_package
+from conformance.engine.manifest import WGSL_DTYPE
+from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
+from conformance.engine.package import Package, find_package_dirs, load_package
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
@@ -59,8 +59,8 @@ def load(directory: Path) -> tuple[Package | None, list[Finding]]:
 def unreachable(package: Package, generated) -> list[Finding]:
     """Variants no generated call selects (the case space is built to reach every reachable variant, as
     ``cases.coverage`` reports), with the higher-priority variants that took the calls they accept."""
-    from .call import make_call
-    from .planner import Planner
+    from conformance.engine.call import make_call
+    from conformance.engine.planner import Planner
     m = package.manifest
     selected = {c.expect["variant"] for c in generated if c.accepted}
     missing = [v.id for v in m.variants if v.id not in selected]
@@ -134,10 +134,10 @@ def binding_problems(pass_plan, wgsl: str) -> list[str]:
 
 def shaders(package: Package, generated, device) -> list[Finding]:
     """Per variant and dtype: render, check bindings, compile on ``device`` (None: render only)."""
-    from .call import make_call
-    from .planner import Planner
-    from .render import render
-    from .runtime import Runtime
+    from conformance.engine.call import make_call
+    from conformance.engine.planner import Planner
+    from conformance.gpu.render import render
+    from conformance.gpu.runtime import Runtime
     m, planner, out = package.manifest, Planner(package.manifest), []
     runtime = Runtime(device, package) if device else None
     order = {v.id: i for i, v in enumerate(m.variants)}

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .device import BACKENDS
-from .errors import ConformanceError
+from conformance.gpu.device import BACKENDS
+from conformance.errors import ConformanceError
 
 VERDICT_KEY = "conformance"
 
@@ -55,7 +55,7 @@ class Session:
         self.backend = config.getoption("device")
         self.adapter = config.getoption("adapter")
         specs = config.getoption("specs")
-        from .package import REPO_SPECS
+        from conformance.engine.package import REPO_SPECS
         self.specs = Path(specs).resolve() if specs else REPO_SPECS
         self._packages = None
         self._checker = None
@@ -69,9 +69,9 @@ class Session:
     def packages(self):
         """[(directory, Package or error message, cases)] for every package under --specs."""
         if self._packages is None:
-            from .errors import ConformanceError
-            from .package import Package, find_package_dirs, manifest_path
-            from .manifest import load_manifest
+            from conformance.errors import ConformanceError
+            from conformance.engine.package import Package, find_package_dirs, manifest_path
+            from conformance.engine.manifest import load_manifest
             import cases as case_generator
             found = find_package_dirs(self.specs)
             if not found:
@@ -81,7 +81,7 @@ class Session:
             for directory in found:
                 try:
                     path = manifest_path(directory)
-                    from .export import load_test_cases
+                    from conformance.tools.export import load_test_cases
                     package = Package(path.parent, load_manifest(path))
                     generated = case_generator.generate(package) + load_test_cases(package)
                     self._packages.append((directory, package, generated))
@@ -93,8 +93,8 @@ class Session:
     def impl(self):
         """The implementation under test (``--impl``)."""
         if self._impl is None:
-            from .errors import ConformanceError
-            from .impl import load_implementation
+            from conformance.errors import ConformanceError
+            from conformance.certify.implementations import load_implementation
             try:
                 self._impl = load_implementation(self.impl_name)
             except ConformanceError as err:
@@ -111,12 +111,12 @@ class Session:
             from reference import compare, reference_for
             from cases.data import make_inputs
             if self.is_manifest:
-                from .checks import CaseChecker
-                from .device import get_device
+                from conformance.certify.checker import CaseChecker
+                from conformance.gpu.device import get_device
                 self._checker = CaseChecker(get_device(self.backend, self.adapter), make_inputs, reference_for,
                                             compare)
             else:
-                from .checks import ImplChecker
+                from conformance.certify.checker import ImplChecker
                 self._checker = ImplChecker(self.impl, make_inputs, reference_for, compare)
         return self._checker
 
@@ -244,7 +244,7 @@ def conformance_checker(request):
 
 def run_case(request, conformance_case):
     """The body of every conformance test."""
-    from .checks import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
+    from conformance.certify.checker import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
     state = session_of(request.config)
     if isinstance(conformance_case, LoadFailure):
         pytest.fail(f"cannot load the package in {conformance_case.directory}:\n{conformance_case.message}",
@@ -324,8 +324,8 @@ def pytest_configure(config):
 def pytest_report_header(config):
     if not _wants_conformance(config):
         return None
-    from .errors import DeviceError
-    from .device import get_device
+    from conformance.errors import DeviceError
+    from conformance.gpu.device import get_device
     state = session_of(config)
     if not state.is_manifest:
         reason = state.impl.available()
@@ -343,7 +343,7 @@ def pytest_report_header(config):
 
 
 def _wants_conformance(config) -> bool:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     return any(Path(str(a).split("::")[0]).resolve() in (here, here / "test_kernels.py") for a in config.args)
 
 
@@ -361,7 +361,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for reason, n in skipped.items():
         tr.write_line(f"skipped {n}: {reason}")
     if not state.is_manifest:
-        from .impls.findings import check_totals, divergences
+        from conformance.certify.findings import check_totals, divergences
         tr.write_line(f"implementation: {state.impl_name}")
         for check, counts in check_totals(state.verdicts).items():
             tr.write_line(f"  {check}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
@@ -388,7 +388,7 @@ def pytest_sessionfinish(session, exitstatus):
     state = config.stash.get(_SESSION, None)
     if not path or state is None or hasattr(config, "workerinput"):
         return
-    from .device import get_device
+    from conformance.gpu.device import get_device
     ran = {v["id"] for v in state.verdicts}
     verdicts = list(state.verdicts)
     identity = [pkg.identity for _, pkg, _ in state.packages() if not isinstance(pkg, str)]
@@ -403,7 +403,7 @@ def pytest_sessionfinish(session, exitstatus):
                              "family": "?", "status": "not-run", "worst_ratio": None,
                              "detail": "no result (the worker running it died, or the run was interrupted)"})
     skipped = dict(Counter(v["detail"] for v in verdicts if v["status"] == "skipped"))
-    from .impls.findings import build_report, write_report
+    from conformance.certify.findings import build_report, write_report
     if not state.is_manifest:
         device = {"adapter": state.impl_name, "backend": getattr(state.impl, "provider", "?"),
                   "driver": "", "available": state.impl.available()}

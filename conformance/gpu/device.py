@@ -21,8 +21,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .errors import DeviceError
-from .profile import LIMIT_NAMES, DeviceProfile, camel_limit
+from conformance.errors import DeviceError
+from conformance.engine.profile import LIMIT_NAMES, DeviceProfile, camel_limit
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
 
@@ -111,7 +111,7 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Dev
     adapter = find_adapter(backend, adapter_filter)
     profile = adapter_profile(adapter)
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
-    from .profile import kebab_limit
+    from conformance.engine.profile import kebab_limit
     required = {kebab_limit(k): profile.limits[k] for k in RAISED_LIMITS}
     try:
         device = adapter.request_device_sync(label="conformance", required_features=features,

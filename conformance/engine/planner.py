@@ -7,12 +7,12 @@ from typing import Any
 
 from jinja2 import nodes
 
-from .call import FROM_WGSL, Call, check_types, rank_violation
-from .errors import ContractError, ExpressionError, NoVariantError
-from .expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
-from .layout import (binding_declaration, element_stride, element_type, pack_struct, split_workgroups)
-from .manifest import BindingSpec, Manifest, PassSpec, VariantSpec
-from .plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
+from conformance.engine.call import FROM_WGSL, Call, check_types, rank_violation
+from conformance.errors import ContractError, ExpressionError, NoVariantError
+from conformance.engine.expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
+from conformance.engine.layout import (binding_declaration, element_stride, element_type, pack_struct, split_workgroups)
+from conformance.engine.manifest import BindingSpec, Manifest, PassSpec, VariantSpec
+from conformance.engine.plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
 
 
 def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .device import Device, abandon
-from .errors import ConformanceError, KernelRuntimeError
-from .package import Package
-from .plan import BindingPlan, PassPlan, Plan
-from .render import render
+from conformance.gpu.device import Device, abandon
+from conformance.errors import ConformanceError, KernelRuntimeError
+from conformance.engine.package import Package
+from conformance.engine.plan import BindingPlan, PassPlan, Plan
+from conformance.gpu.render import render
 
 GUARD_BYTES = 256
 GUARD_WORD = 0x7FC0_DEAD  # a NaN payload no kernel computes by accident

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .device import Device
-from .errors import ContractError
-from .kernel import Kernel
-from .runtime import NUMPY_DTYPES, Runtime
-from .timing import Timer, Timing
-from . import tuning
+from conformance.gpu.device import Device
+from conformance.errors import ContractError
+from conformance.gpu.kernel import Kernel
+from conformance.gpu.runtime import NUMPY_DTYPES, Runtime
+from conformance.gpu.timing import Timer, Timing
+from conformance.gpu import tuning
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
 WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
@@ -93,7 +93,7 @@ class Baselines:
 
     def shader_pass(self, src, dst, nbytes: int):
         """A pass recorder for the vec4 copy shader moving ``copy_bytes(nbytes)`` src -> dst."""
-        from .layout import split_workgroups
+        from conformance.engine.layout import split_workgroups
         nbytes = self.copy_bytes(nbytes)
         group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
@@ -201,7 +201,7 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
         path = tuning.write(device, best)
         result["tuning_table"] = str(path)
     if peers:
-        from .peers import run_peers
+        from conformance.tools.peers import run_peers
         result["peers"] = run_peers(result, max_elements)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,9 @@ from typing import Any
 import jsonschema
 from jinja2 import nodes
 
-from .errors import ExpressionError, ManifestError
-from .expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
-from .profile import LIMIT_NAMES
+from conformance.errors import ExpressionError, ManifestError
+from conformance.engine.expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
+from conformance.engine.profile import LIMIT_NAMES
 
 #: Names that expressions may read besides rules and builtins.
 SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables")
@@ -120,7 +120,7 @@ class Problems:
 
 
 def _schema() -> dict:
-    text = resources.files("conformance").joinpath("schema/manifest.schema.json").read_text()
+    text = resources.files("conformance.engine").joinpath("schema/manifest.schema.json").read_text()
     return json.loads(text)
 
 

@@ -33,7 +33,7 @@ from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import ExpressionError
+from conformance.errors import ExpressionError
 
 MAX_SOURCE = 2000
 MAX_INLINED_NODES = 2000

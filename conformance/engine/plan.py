@@ -59,7 +59,7 @@ class PassPlan:
 
     @property
     def struct_declarations(self) -> tuple[str, ...]:
-        from .layout import struct_declaration
+        from conformance.engine.layout import struct_declaration
         return tuple(struct_declaration(b.struct_name, b.fields) for b in self.bindings if b.struct_name)
 
     def cache_key(self) -> tuple:

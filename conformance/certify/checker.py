@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .device import Device
-from .errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
+from conformance.gpu.device import Device
+from conformance.errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
                      NoVariantError)
-from .kernel import Kernel
-from .package import Package
+from conformance.gpu.kernel import Kernel
+from conformance.engine.package import Package
 
 #: Rejection cases whose inputs would exceed this many bytes are checked by planning from shapes alone.
 MAX_REJECTION_BYTES = 64 << 20
@@ -243,7 +243,7 @@ class CaseChecker:
 
 
 def _reopen(device: Device) -> Device:
-    from .device import get_device
+    from conformance.gpu.device import get_device
     return get_device(device.backend, getattr(device, "adapter_filter", None))
 
 
@@ -263,7 +263,7 @@ def _detail_text(expect) -> str:
 #: A profile without limits, with every feature: what a call must satisfy on *any* device is the op's contract;
 #: what it fails only on a smaller profile (or with other tunables) is the manifest's device model.
 def unbounded_profile():
-    from .profile import BASELINE, DEFAULT_LIMITS, ALIGNMENT_LIMITS, KNOWN_FEATURES, DeviceProfile
+    from conformance.engine.profile import BASELINE, DEFAULT_LIMITS, ALIGNMENT_LIMITS, KNOWN_FEATURES, DeviceProfile
     limits = {k: (v if k in ALIGNMENT_LIMITS else 1 << 40) for k, v in DEFAULT_LIMITS.items()}
     return DeviceProfile("unbounded", limits=limits, features=BASELINE.features | KNOWN_FEATURES)
 
@@ -294,7 +294,7 @@ class ImplChecker:
     def _prepare(self, package: Package) -> None:
         key = str(package.root)
         if key not in self._prepared:
-            from .impl import NotSupported
+            from conformance.certify.implementations import NotSupported
             try:
                 self.impl.prepare(package)
                 self._prepared[key] = None
@@ -305,8 +305,8 @@ class ImplChecker:
 
     def contract(self, case, package: Package):
         """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
-        from .call import make_call
-        from .planner import Planner
+        from conformance.engine.call import make_call
+        from conformance.engine.planner import Planner
         planner = self._planners.setdefault(str(package.root), Planner(package.manifest))
         try:
             planner.plan(make_call(package.manifest, dict(case.inputs), self._unbounded, None))
@@ -318,7 +318,7 @@ class ImplChecker:
             return False, f"{getattr(err, 'reason', 'expression')}: {err}"
 
     def check(self, case, package: Package, verdict: Verdict) -> None:
-        from .impl import Rejected
+        from conformance.certify.implementations import Rejected
         if self._available:
             raise CaseSkipped(self._available)
         self._prepare(package)

@@ -7,14 +7,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .call import make_call, tensor_arg
-from .device import Device, default_backend, get_device
-from .errors import ContractError
-from .package import Package, load_package
-from .plan import Plan
-from .planner import Planner
-from .profile import DeviceProfile
-from .runtime import Run, Runtime
+from conformance.engine.call import make_call, tensor_arg
+from conformance.gpu.device import Device, default_backend, get_device
+from conformance.errors import ContractError
+from conformance.engine.package import Package, load_package
+from conformance.engine.plan import Plan
+from conformance.engine.planner import Planner
+from conformance.engine.profile import DeviceProfile
+from conformance.gpu.runtime import Run, Runtime
 
 
 class Kernel:
@@ -50,7 +50,7 @@ class Kernel:
 
     def _tuned(self, plan: Plan) -> dict[str, int]:
         """The device's tuning-table entry for this plan's dtype and variant, if it differs from the defaults."""
-        from . import tuning
+        from conformance.gpu import tuning
         dtype = next(iter(plan.outputs.values())).dtype if plan.outputs else ""
         tuned = tuning.lookup(self._device.summary, self.manifest.op_id, dtype, plan.variant)
         return tuned if any(self.manifest.tunables.get(k) != v for k, v in tuned.items()) else {}

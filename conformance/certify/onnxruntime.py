@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..impl import ImplResult, NotSupported, Rejected
-from .onnx_models import ELEMENT_TYPES, one_node_model, session
+from conformance.certify.implementations import ImplResult, NotSupported, Rejected
+from conformance.certify.onnx_models import ELEMENT_TYPES, one_node_model, session
 
 #: The ops ONNX Runtime implements, by the package's op id.
 OPS = {"com.microsoft.FastGelu": "FastGelu", "com.microsoft.Gelu": "Gelu"}

@@ -18,9 +18,9 @@ from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError, TemplateError as JinjaTemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import TemplateError
-from .package import Package
-from .plan import PassPlan, Plan
+from conformance.errors import TemplateError
+from conformance.engine.package import Package
+from conformance.engine.plan import PassPlan, Plan
 
 MAX_OUTPUT = 1 << 20
 MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .errors import ManifestError, TemplateError
-from .manifest import Manifest, load_manifest
+from conformance.errors import ManifestError, TemplateError
+from conformance.engine.manifest import Manifest, load_manifest
 
-REPO_SPECS = Path(__file__).resolve().parent.parent / "specs"
+REPO_SPECS = Path(__file__).resolve().parents[2] / "specs"
 PUBLISHED = Path("build") / "webgpu"
 
 

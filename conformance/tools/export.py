@@ -20,8 +20,8 @@ from cases.data import Recipe
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict
 
-from .errors import ManifestError
-from .package import Package, load_package
+from conformance.errors import ManifestError
+from conformance.engine.package import Package, load_package
 
 TEST_FORMAT = "webgpu-kernel-conformance/test@1"
 BENCH_FORMAT = "webgpu-kernel-conformance/bench@1"
@@ -99,11 +99,11 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
 
 # -- bench.json --------------------------------------------------------------------------------
 def build_bench(package: Package) -> dict:
-    from . import bench
-    from .call import make_call
-    from .errors import ContractError, ExpressionError
-    from .planner import Planner
-    from .profile import BASELINE
+    from conformance.tools import bench
+    from conformance.engine.call import make_call
+    from conformance.errors import ContractError, ExpressionError
+    from conformance.engine.planner import Planner
+    from conformance.engine.profile import BASELINE
     m = package.manifest
     planner = Planner(m)
     dtypes = sorted({d for allowed in m.type_constraints.values() for d in allowed})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .. import report
+from conformance.certify import report
 
 NOT_APPLICABLE = "not-applicable"
 CHECK_STATUSES = ("passed", "failed", NOT_APPLICABLE)

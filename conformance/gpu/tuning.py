@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-TABLES = Path(__file__).resolve().parent / "tuning"
+TABLES = Path(__file__).resolve().parent / "tuning_tables"
 
 
 def device_key(summary: dict) -> str:

@@ -158,7 +158,7 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
     """
     import numpy as np
 
-    from .impls.onnxruntime import OPS, OrtWebGpu, short_error
+    from conformance.certify.onnxruntime import OPS, OrtWebGpu, short_error
     rows = [row for row in selected_rows(result, max_elements) if row["package"] in OPS]
     if not rows:
         return []

@@ -14,8 +14,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConformanceError
-from .package import Package, find_package_dirs, load_package
+from conformance.errors import ConformanceError
+from conformance.engine.package import Package, find_package_dirs, load_package
 
 FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail")}
 LABELS = {"passes": "dispatch"}
@@ -36,7 +36,7 @@ def _git(repo: Path, *args: str, binary: bool = False):
 def repo_root(start: Path | None = None) -> Path:
     """The git work tree around ``start`` (default: the current directory), else this project's root."""
     out = _git(start or Path.cwd(), "rev-parse", "--show-toplevel")
-    return Path(out.stdout.strip()) if out.returncode == 0 else Path(__file__).resolve().parent.parent
+    return Path(out.stdout.strip()) if out.returncode == 0 else Path(__file__).resolve().parents[2]
 
 
 def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs",
@@ -128,7 +128,7 @@ def generate(package: Package) -> list:
 
 
 def diff_package(name: str, old: Package | None, new: Package | None) -> PackageDiff:
-    from .planner import Planner
+    from conformance.engine.planner import Planner
     planners = [Planner(p.manifest) if p else None for p in (old, new)]
     generated = {side: generate(p) if p else [] for side, p in (("old", old), ("new", new))}
     ids: dict[tuple, str] = {}

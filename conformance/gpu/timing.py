@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .device import Device
+from conformance.gpu.device import Device
 
 
 @dataclass(frozen=True)

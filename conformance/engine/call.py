@@ -13,9 +13,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import ContractError
-from .manifest import WGSL_DTYPE, Manifest
-from .profile import DeviceProfile
+from conformance.errors import ContractError
+from conformance.engine.manifest import WGSL_DTYPE, Manifest
+from conformance.engine.profile import DeviceProfile
 
 #: Largest element count a call may name: keeps sizes exact in float64 and far beyond any device.
 MAX_NUMEL = 2**53

@@ -13,9 +13,9 @@ import json
 import shutil
 from pathlib import Path
 
-from .errors import ManifestError
-from .manifest import read_json
-from .package import manifest_path
+from conformance.errors import ManifestError
+from conformance.engine.manifest import read_json
+from conformance.engine.package import manifest_path
 
 ADDITIONS = ("derive", "bindingSets", "variants")
 

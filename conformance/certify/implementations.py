@@ -29,7 +29,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ConformanceError, ContractError
+from conformance.errors import ConformanceError, ContractError
 
 ENTRY_POINT_GROUP = "conformance.implementations"
 DEFAULT_IMPL = "manifest"
@@ -82,7 +82,7 @@ class ManifestImplementation:
         return None
 
     def prepare(self, package) -> None:
-        from .kernel import Kernel
+        from conformance.gpu.kernel import Kernel
         self._kernels[package.name] = Kernel(package, self._device)
 
     def run(self, case, inputs) -> ImplResult:
@@ -96,7 +96,7 @@ class ManifestImplementation:
 
 
 def _builtin() -> dict[str, Callable[[], Implementation]]:
-    from .impls.onnxruntime import OrtCpu, OrtWebGpu
+    from conformance.certify.onnxruntime import OrtCpu, OrtWebGpu
     return {DEFAULT_IMPL: ManifestImplementation, OrtCpu.name: OrtCpu, OrtWebGpu.name: OrtWebGpu}
 
 

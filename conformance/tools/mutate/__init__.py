@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
 
 #: Equivalent mutants that rendering cannot prove, each with its argument: (package short name, id pattern) -> why.
@@ -294,9 +294,9 @@ def manifest_mutants(short: str, op_id: str, raw: dict) -> list[Mutant]:
 def _plans(package) -> list:
     """(plan, pass) of every accepted generated call, one per distinct template context."""
     import cases as case_generator
-    from .call import make_call
-    from .planner import Planner
-    from .render import context
+    from conformance.engine.call import make_call
+    from conformance.engine.planner import Planner
+    from conformance.gpu.render import context
     planner, out, seen = Planner(package.manifest), [], set()
     for case in case_generator.generate(package):
         if not case.accepted:
@@ -312,8 +312,8 @@ def _plans(package) -> list:
 
 def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
     """Template mutants whose shaders render byte-identically for every call the cases make are equivalent."""
-    from .package import Package, load_package
-    from .render import render
+    from conformance.engine.package import Package, load_package
+    from conformance.gpu.render import render
     package = load_package(package_dir)
     plans = _plans(package)
     original = [render(package, plan, p) for plan, p in plans]
@@ -401,11 +401,11 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str) 
     """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure."""
     from cases.data import make_inputs
     from reference import compare, reference_for
-    from .checks import CaseChecker, CaseSkipped, verdict_for
-    from .device import get_device
-    from .errors import ConformanceError
-    from .export import load_test_cases
-    from .package import load_package
+    from conformance.certify.checker import CaseChecker, CaseSkipped, verdict_for
+    from conformance.gpu.device import get_device
+    from conformance.errors import ConformanceError
+    from conformance.tools.export import load_test_cases
+    from conformance.engine.package import load_package
     start = time.monotonic()
     if "checker" not in _WORKER:
         _WORKER["checker"] = CaseChecker(get_device("vulkan"), make_inputs, reference_for, compare)
@@ -438,8 +438,8 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str) 
 def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None = None, out: Path | None = None,
                     timeout: float = 300, limit: int | None = None, log=None, via_pytest: bool = False) -> dict:
     log = log or (lambda text: print(text, flush=True))
-    from .export import build_test
-    from .package import load_package
+    from conformance.tools.export import build_test
+    from conformance.engine.package import load_package
     scratch = Path(tempfile.mkdtemp(prefix="conformance-mutate-"))
     started = time.monotonic()
     all_mutants: list[Mutant] = []
@@ -558,7 +558,7 @@ def write(result: dict, out: Path) -> tuple[Path, Path]:
 
 
 def main(argv=None) -> int:
-    from .package import REPO_SPECS, find_package_dirs
+    from conformance.engine.package import REPO_SPECS, find_package_dirs
     p = argparse.ArgumentParser(prog="python -m conformance.mutate", description=__doc__.split("\n\n")[0])
     p.add_argument("packages", nargs="*", help="package directories, or directories of packages (default: specs/)")
     p.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at a time (default 2)")
@@ -577,7 +577,7 @@ def main(argv=None) -> int:
         print("error: no kernel package found", file=sys.stderr)
         return 2
     if args.list:
-        from .package import load_package
+        from conformance.engine.package import load_package
         for d in dirs:
             pkg = load_package(d)
             ms = manifest_mutants(pkg.manifest.name, pkg.name, json.loads((pkg.root / "manifest.json").read_text()))

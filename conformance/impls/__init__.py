@@ -1,1 +1,0 @@
-"""Built-in implementations under test besides the manifest runtime (see :mod:`conformance.impl`)."""
