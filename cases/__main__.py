@@ -1,62 +1,8 @@
-"""python -m cases [--check] [--coverage] [--specs DIR] [--out DIR]: write or check golden files, report coverage."""
+"""``python -m cases``: the golden case files (the command lives in conformance.cli.cases)."""
 
-from __future__ import annotations
-
-import argparse
 import sys
-import time
-from pathlib import Path
 
-from conformance.errors import ConformanceError
-from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
-
-from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import diff
-
-CASES_DIR = Path(__file__).resolve().parent
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cases", description=__doc__)
-    ap.add_argument("--specs", type=Path, default=REPO_SPECS, help="package directory (default: the repo's specs/)")
-    ap.add_argument("--out", type=Path, default=CASES_DIR, help="where golden files live (default: cases/)")
-    ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
-    ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
-    args = ap.parse_args(argv)
-    dirs = find_package_dirs(args.specs)
-    if not dirs:
-        print(f"no kernel packages under {args.specs}", file=sys.stderr)
-        return 2
-    stale = 0
-    for directory in dirs:
-        try:
-            package = load_package(directory)
-        except ConformanceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        if args.coverage:
-            report = coverage(package)
-            print(report.report())
-            stale += not report.complete
-            continue
-        start = time.perf_counter()
-        text = to_yaml(generate(package))
-        elapsed = time.perf_counter() - start
-        path = golden_path(args.out, package.name)
-        if not args.check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        if args.check:
-            delta = diff(path, text)
-            if delta:
-                stale += 1
-                print(f"{path}: out of date (run `python -m cases` and review the diff)\n{delta}")
-            else:
-                print(f"{path}: up to date")
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
-    return 1 if stale else 0
-
+from conformance.cli.cases import main
 
 if __name__ == "__main__":
     sys.exit(main())

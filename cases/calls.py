@@ -6,18 +6,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.engine.call import make_call
-from conformance.errors import ContractError, ExpressionError, NoVariantError
-from conformance.engine.manifest import WGSL_DTYPE, Manifest
-from conformance.engine.planner import Planner
-
 from cases.profiles import PROFILE_ORDER, PROFILES
+from conformance.engine.call import make_call
+from conformance.engine.dtypes import ITEM_BYTES, WGSL_DTYPE
+from conformance.engine.manifest import Manifest
+from conformance.engine.planner import Planner
+from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 #: Input bytes above which a case is heavy (the conformance run may skip it).
 HEAVY_BYTES = 64 * 2**20
 
-_ITEM_BYTES = {"float16": 2, "float32": 4, "float64": 8, "int32": 4, "bfloat16": 2, "int8": 1, "uint8": 1,
-               "int16": 2, "uint16": 2, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,7 @@ class CallSpec:
 
     @property
     def nbytes(self) -> int:
-        return sum(math.prod(s) * _ITEM_BYTES.get(d, 8) for _, s, d in self.inputs if s is not None)
+        return sum(math.prod(s) * ITEM_BYTES.get(d, 8) for _, s, d in self.inputs if s is not None)
 
     @property
     def heavy(self) -> bool:

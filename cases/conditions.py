@@ -16,10 +16,9 @@ from typing import Any, Callable
 
 from jinja2 import nodes
 
-from conformance.errors import ExpressionError
 from conformance.engine.expressions import Evaluator, RuleTable, attribute_paths, names_used, unparse
 from conformance.engine.manifest import Manifest
-
+from conformance.errors import ExpressionError
 
 
 @dataclass

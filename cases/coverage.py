@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.engine.package import Package
-
 from cases.calls import CallSpec
 from cases.families import FAMILY_NAMES
 from cases.generate import derive, entries
 from cases.search import gap_reason, search
+from conformance.engine.package import Package
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.engine.call import make_call
-from conformance.errors import ContractError, ExpressionError
-from conformance.engine.planner import Planner
-
 from cases.calls import CallSpec, accepted, scope_of
 from cases.conditions import Analysis
 from cases.data import NONFINITE, special_values
 from cases.pool import _first_change
 from cases.profiles import PROFILES
 from cases.shapes import companions, primary
+from conformance.engine.call import make_call
+from conformance.engine.planner import Planner
+from conformance.errors import ContractError, ExpressionError
 
 UNSUPPORTED_DTYPES = ("float64", "int32")
 UNALIGNED_SIZES = (1, 2, 3, 5, 6, 7, 4097)

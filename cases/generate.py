@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.engine.package import Package
-from conformance.engine.planner import Planner
-
 from cases.calls import CallSpec, outcome, scope_of
 from cases.conditions import Analysis
 from cases.data import Recipe, seed_for
@@ -14,6 +11,8 @@ from cases.families import FAMILIES, FAMILY_NAMES, Ctx, Item
 from cases.model import Case, case_from, case_id
 from cases.pool import build_pool
 from cases.search import Entry, Result, boundaries, search
+from conformance.engine.package import Package
+from conformance.engine.planner import Planner
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.engine.profile import DeviceProfile
-
 from cases.calls import CallSpec, wgsl
 from cases.data import Recipe
+from cases.families import FAMILY_NAMES
 from cases.profiles import PROFILES
 from cases.shapes import fmt_shape
+from conformance.engine.profile import DeviceProfile
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,6 @@ class Case:
     @property
     def families(self) -> tuple[str, ...]:
         """Every family the case serves (one call can belong to several): the family markers."""
-        from cases.families import FAMILY_NAMES
         return tuple(f for f in FAMILY_NAMES if marker(f) in self.markers)
 
 

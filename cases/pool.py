@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import itertools
 
-from conformance.engine.planner import Planner
-
 from cases.calls import CallSpec, scope_of
 from cases.conditions import Analysis
 from cases.profiles import PROFILES
 from cases.shapes import companions, primary
+from conformance.engine.planner import Planner
 
 MAX_POOL_NUMEL = 2**27
 SMALL_DIMS = range(0, 9)

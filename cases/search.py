@@ -15,10 +15,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from conformance.engine.expressions import attribute_paths, unparse
-
 from cases.calls import CallSpec
 from cases.conditions import Analysis
+from conformance.engine.expressions import attribute_paths, unparse
 
 
 @dataclass

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from conformance.cli import COMMANDS
+from conformance.errors import ConformanceError
 
 
 def main(argv=None) -> int:
@@ -15,7 +16,6 @@ def main(argv=None) -> int:
     for name in COMMANDS:
         importlib.import_module(f"conformance.cli.{name}").register(sub)
     args = parser.parse_args(argv)
-    from conformance.errors import ConformanceError
     try:
         return args.func(args)
     except ConformanceError as err:

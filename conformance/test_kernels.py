@@ -1,7 +1,12 @@
-"""The conformance tests: one per case generated from each package's manifest (see plugin.py)."""
+"""The conformance tests: one per case of each package under ``--specs`` (see conformance.plugin.session)."""
 
-from conformance.plugin import run_case
+from conformance.plugin.session import runner_of
+
+
+def pytest_generate_tests(metafunc):
+    if "conformance_case" in metafunc.fixturenames:
+        runner_of(metafunc.config).parametrize(metafunc)
 
 
 def test_case(request, conformance_case):
-    run_case(request, conformance_case)
+    runner_of(request.config).run_case(request, conformance_case)

@@ -1,300 +1,90 @@
-"""One case, checked end to end on a real device: plan, run, compare, verdict.
+"""One case checked end to end through an implementation: contract, variant, dispatch, outputs, guards, values.
 
-Kept apart from the pytest plugin so that the same checks serve the plugin,
-the mutation runner and anyone scripting the suite.
+Every implementation goes through :class:`Checker`, this project's manifest runtime included; what differs is
+the contract it is held to:
+
+* an implementation that *follows the device model* (``follows_device_model``: the manifest runtime) is held to
+  the case as generated: the case's device profile and tunables, the manifest's rejection reason and details,
+  the variant and dispatch of every case, and no dispatch for a rejected call;
+* any other implementation is held to the manifest's contract on an unbounded device with the default tunables:
+  it must accept what that accepts (outputs of the right shapes, dtypes and values) and reject what it rejects,
+  for any reason. What the manifest rejects only under the case's profile or tunables is *not applicable*, and
+  the variant and dispatch are checked only where it reports them on the baseline profile. Refusing an accepted
+  call or accepting a rejected one is a *divergence*.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
-from conformance.gpu.device import Device
-from conformance.errors import (ConformanceError, ContractError, DeviceError, ExpressionError, KernelRuntimeError,
-                     NoVariantError)
-from conformance.gpu.kernel import Kernel
+from cases.data import make_inputs
+from conformance.certify.implementations import NotSupported, Rejected
+from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
+from conformance.engine.call import make_call
 from conformance.engine.package import Package
+from conformance.engine.planner import Planner
+from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE, DEFAULT_LIMITS, KNOWN_FEATURES, DeviceProfile
+from conformance.errors import ConformanceError, ContractError, DeviceError, ExpressionError, NoVariantError
+from reference import Tolerance, compare, reference_for
 
-#: Rejection cases whose inputs would exceed this many bytes are checked by planning from shapes alone.
+#: Rejection cases whose inputs would exceed this many bytes are checked without allocating them.
 MAX_REJECTION_BYTES = 64 << 20
 
 
-class CaseFailed(AssertionError):
-    """The implementation broke the contract on this case; the message says how."""
-
-    def __init__(self, message: str = "", divergence: str | None = None):
-        super().__init__(message)
-        self.divergence = divergence
-
-
-class CaseSkipped(Exception):
-    """The device cannot run this case (e.g. it lacks shader-f16); the reason says why."""
-
-
-class CaseNotApplicable(Exception):
-    """Nothing this case asserts applies to the implementation under test; the reason says why."""
-
-
-@dataclass
-class Verdict:
-    """What the report needs from one case."""
-
-    case_id: str
-    package: str
-    variant: str          # expected variant, or "rejected"
-    dtype: str
-    family: str
-    status: str = "passed"  # passed | failed | skipped | xfailed | xpassed | not-run | not-applicable
-    worst_ratio: float | None = None
-    detail: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: Outside implementations: each assertion's own outcome (contract, variant, dispatch, outputs, values)
-    #: as passed | failed | not-applicable; empty for the manifest runtime (every assertion applies).
-    checks: dict[str, str] = field(default_factory=dict)
-    #: Where an outside implementation departs from the manifest's contract on this case:
-    #: "rejects-accepted" (refuses a call the manifest accepts) or "accepts-rejected" (the reverse).
-    divergence: str | None = None
-
-    def as_dict(self) -> dict:
-        out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
-               "family": self.family, "status": self.status, "worst_ratio": self.worst_ratio,
-               "detail": self.detail[:2000]}
-        if self.checks:
-            out["checks"] = dict(self.checks)
-        if self.divergence:
-            out["divergence"] = self.divergence
-        return out
-
-
-@dataclass(frozen=True)
-class Expected:
-    """A case's expected outcome, read from the golden form (``cases/*.yaml``)."""
-
-    accepted: bool
-    variant: str | None = None
-    dispatch: tuple = ()       # (pass name, threads, workgroup size, (x, y, z)) per pass
-    outputs: dict = field(default_factory=dict)   # role -> (shape, dtype)
-    reason: str | None = None
-    detail: Any = None
-
-    @classmethod
-    def of(cls, expect: dict) -> "Expected":
-        if expect["outcome"] == "accepted":
-            return cls(True, expect["variant"],
-                       tuple((p["name"], p["threads"], p["workgroupSize"], tuple(p["workgroups"]))
-                             for p in expect["passes"]),
-                       {role: (tuple(o["shape"]), o["dtype"]) for role, o in expect["outputs"].items()})
-        return cls(False, reason=expect["reason"], detail=expect.get("detail"))
-
-
-def case_dtype(case) -> str:
-    present = [arg for arg in case.inputs.values() if arg is not None]
-    return present[0][1] if present else "none"
-
-
-def verdict_for(case) -> Verdict:
-    expected = Expected.of(case.expect)
-    variant = expected.variant if expected.accepted else "rejected"
-    return Verdict(case.id, case.package, variant, case_dtype(case), case.family)
-
-
-class CaseChecker:
-    """Checks cases of the packages under test on one device."""
-
-    def __init__(self, device: Device, make_inputs, reference_for, compare):
-        self.device = device
-        self._make_inputs = make_inputs
-        self._reference_for = reference_for
-        self._compare = compare
-        self._kernels: dict[str, Kernel] = {}
-
-    def inputs_for(self, case) -> dict:
-        """The case's input arrays: stored (test.json) or regenerated from its recipe."""
-        stored = getattr(case, "stored", None)
-        return stored.arrays() if stored is not None else self._make_inputs(case)
-
-    def kernel(self, package: Package) -> Kernel:
-        key = str(package.root)
-        if key not in self._kernels:
-            self._kernels[key] = Kernel(package, self.device)
-        return self._kernels[key]
-
-    # -- the checks ---------------------------------------------------------------------------
-    def check(self, case, package: Package, verdict: Verdict) -> None:
-        """Raise CaseFailed / CaseSkipped, or return with ``verdict`` filled in."""
-        kernel = self.kernel(package)
-        if self.device.lost:
-            try:
-                self.device = _reopen(self.device)
-            except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
-                raise CaseFailed(f"{case.id}: {err}") from None
-        kernel._device = self.device  # every package's kernel follows the checker's (fresh) device
-        expect = Expected.of(case.expect)
-        if expect.accepted:
-            self._check_accepted(case, expect, kernel, verdict)
-        else:
-            self._check_rejected(case, expect, kernel, verdict)
-
-    def _check_rejected(self, case, expect: Expected, kernel: Kernel, verdict: Verdict) -> None:
-        nbytes = sum(_nbytes(arg) for arg in case.inputs.values() if arg is not None)
-        lacking = case.profile.exceeds(self.device.profile)
-        dispatches_before = self.device.dispatches
-        try:
-            if nbytes > MAX_REJECTION_BYTES or lacking:
-                plan = kernel.plan(case.profile, case.tunables, **dict(case.inputs))
-            else:
-                plan, _ = kernel.run(case.profile, case.tunables, **self.inputs_for(case))
-        except KernelRuntimeError as err:  # a rejection case that ran, and failed on the device (timeout, loss)
-            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}), but the call ran and failed on "
-                             f"the device: {err}") from None
-        except (ContractError, ExpressionError) as err:
-            self._check_reason(case, expect, err)
-            if self.device.dispatches != dispatches_before:
-                raise CaseFailed(f"{case.id}: the call was rejected ({getattr(err, 'reason', 'expression')}) but "
-                                 f"{self.device.dispatches - dispatches_before} dispatch(es) ran") from None
-            verdict.detail = str(err)
-            return
-        except ConformanceError as err:  # e.g. a template that does not render
-            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}), got {type(err).__name__}: "
-                             f"{err}") from None
-        raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {_detail_text(expect)}), but the "
-                         f"call was accepted as variant {plan.variant!r}")
-
-    @staticmethod
-    def _check_reason(case, expect: Expected, err: ContractError | ExpressionError) -> None:
-        reason = getattr(err, "reason", "expression")
-        if reason != expect.reason:
-            raise CaseFailed(f"{case.id}: expected rejection {expect.reason!r} ({_detail_text(expect)}), got "
-                             f"{reason!r}:\n{err}") from None
-        if isinstance(err, NoVariantError) and isinstance(expect.detail, dict) and expect.detail:
-            if dict(err.failures) != dict(expect.detail):
-                lines = [f"  {vid}: expected {expect.detail.get(vid)!r}\n  {' ' * len(vid)}  got      "
-                         f"{err.failures.get(vid)!r}"
-                         for vid in sorted(set(err.failures) | set(expect.detail))
-                         if err.failures.get(vid) != expect.detail.get(vid)]
-                raise CaseFailed(f"{case.id}: rejected for other reasons than expected:\n" + "\n".join(lines))
-        elif reason != "expression" and isinstance(expect.detail, str) and expect.detail \
-                and err.argument not in (None, expect.detail):
-            raise CaseFailed(f"{case.id}: expected the rejection to name argument {expect.detail!r}, "
-                             f"it names {err.argument!r}:\n{err}")
-
-    def _check_accepted(self, case, expect: Expected, kernel: Kernel, verdict: Verdict) -> None:
-        lacking = case.profile.exceeds(self.device.profile)
-        if lacking:
-            raise CaseSkipped(f"the device lacks {', '.join(lacking)}")
-        inputs = self.inputs_for(case)
-        try:
-            plan, run = kernel.run(case.profile, case.tunables, verify=True, **inputs)
-        except ContractError as err:
-            raise CaseFailed(f"{case.id}: expected variant {expect.variant!r}, but the call was rejected:\n"
-                             f"{err}") from None
-        except (KernelRuntimeError, ConformanceError) as err:
-            raise CaseFailed(f"{case.id}: {type(err).__name__}: {err}") from None
-        problems = []
-        if plan.variant != expect.variant:
-            problems.append(f"variant: expected {expect.variant!r}, ran {plan.variant!r}")
-        got_dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
-        if got_dispatch != list(expect.dispatch):
-            problems.append(f"dispatch: expected {list(expect.dispatch)}, planned {got_dispatch}")
-        for role, (shape, dtype) in expect.outputs.items():
-            y = run.outputs.get(role)
-            if y is None:
-                problems.append(f"output {role}: missing")
-                continue
-            if tuple(y.shape) != tuple(shape) or str(y.dtype) != dtype:
-                problems.append(f"output {role}: expected {dtype}{list(shape)}, got {y.dtype}{list(y.shape)}")
-        for role, intact in run.guards_intact.items():
-            if not intact:
-                problems.append(f"output {role}: the kernel wrote past the end of the output (guard overwritten)")
-        for role, intact in run.inputs_intact.items():
-            if not intact:
-                problems.append(f"input {role}: modified by the kernel")
-        if problems:
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems))
-        self.check_values(case, kernel.manifest, inputs, run.outputs, verdict)
-
-    def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
-        stored = getattr(case, "stored", None)
-        if stored is not None:
-            from reference import Tolerance
-            expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-                        .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
-            tolerance = {role: Tolerance(t["atol"], t["rtol"], t.get("reason") or "stored in test.json", t["dtype"])
-                         for role, t in stored.tolerance.items()}
-        else:
-            ref = self._reference_for(manifest.domain, manifest.name)
-            expected = ref.compute(inputs)
-            tolerance = {role: ref.tolerance(str(y.dtype)) for role, y in outputs.items()}
-        worst = None
-        for role, y in outputs.items():
-            if y.size == 0:
-                continue
-            first_input = next(a for a in inputs.values() if a is not None)
-            result = self._compare(y, expected[role], tolerance[role],
-                                   inputs=first_input if first_input.shape == y.shape else None)
-            worst = max(worst or 0.0, result.worst_ratio)
-            if not result.passed:
-                verdict.worst_ratio = result.worst_ratio
-                raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
-        verdict.worst_ratio = worst
-
-
-def _reopen(device: Device) -> Device:
-    from conformance.gpu.device import get_device
-    return get_device(device.backend, getattr(device, "adapter_filter", None))
-
-
-def _nbytes(arg) -> int:
-    shape, dtype = arg
-    return math.prod(shape) * np.dtype(dtype).itemsize
-
-
-
-def _detail_text(expect) -> str:
-    if isinstance(expect.detail, dict):
-        return "; ".join(f"{k}: {v}" for k, v in expect.detail.items())
-    return str(expect.detail or "")
-
-
-# -- implementations other than the manifest runtime ---------------------------------------------------------
-#: A profile without limits, with every feature: what a call must satisfy on *any* device is the op's contract;
-#: what it fails only on a smaller profile (or with other tunables) is the manifest's device model.
-def unbounded_profile():
-    from conformance.engine.profile import BASELINE, DEFAULT_LIMITS, ALIGNMENT_LIMITS, KNOWN_FEATURES, DeviceProfile
+def unbounded_profile() -> DeviceProfile:
+    """No limits, every feature: what a call must satisfy on *any* device is the op's contract."""
     limits = {k: (v if k in ALIGNMENT_LIMITS else 1 << 40) for k, v in DEFAULT_LIMITS.items()}
     return DeviceProfile("unbounded", limits=limits, features=BASELINE.features | KNOWN_FEATURES)
 
 
-class ImplChecker:
-    """Checks an implementation other than the manifest runtime against the same cases.
+def input_bytes(case) -> int:
+    return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in
+               (arg for arg in case.inputs.values() if arg is not None))
 
-    The contract it is held to is the manifest's on an unbounded device with the default tunables:
 
-    * accepted there and on the case's profile: it must accept, give outputs of the expected shapes and dtypes and
-      values within the reference's tolerance; the variant and dispatch are checked only when it reports them
-      (and the case is on the baseline profile with default tunables), else they are *not applicable*;
-    * rejected there: it must reject (any reason: implementations have their own messages);
-    * rejected only under the case's device profile or tunables: *not applicable* (the implementation does not
-      run under the manifest's device model).
+class Checker:
+    """Checks cases of the packages under test through one implementation."""
 
-    Refusing an accepted call or accepting a rejected one is a *divergence* from the contract.
-    """
-
-    def __init__(self, impl, make_inputs, reference_for, compare):
+    def __init__(self, impl, make_inputs=make_inputs):
         self.impl = impl
-        self._values = CaseChecker(None, make_inputs, reference_for, compare)
+        self._make_inputs = make_inputs
+        self.strict = bool(getattr(impl, "follows_device_model", False))
         self._prepared: dict[str, Exception | None] = {}
-        self._planners: dict[str, Any] = {}
+        self._planners: dict[str, Planner] = {}
         self._unbounded = unbounded_profile()
-        self._available = impl.available()
+        self._unavailable: str | None | bool = False  # False: not asked yet
+
+    def inputs_for(self, case) -> dict:
+        """The case's input arrays: stored (test.json) or regenerated, bit-exactly, from its recipe."""
+        stored = getattr(case, "stored", None)
+        return stored.arrays() if stored is not None else self._make_inputs(case)
+
+    # -- the checks ---------------------------------------------------------------------------
+    def check(self, case, package: Package, verdict: Verdict) -> None:
+        """Raise CaseFailed / CaseSkipped / CaseNotApplicable, or return with ``verdict`` filled in."""
+        if self._unavailable is False:
+            self._unavailable = self.impl.available()
+        if self._unavailable:
+            raise CaseSkipped(self._unavailable)
+        self._prepare(package)
+        expect = Expected.of(case.expect)
+        try:
+            if not self.strict:
+                self._check_applies(case, package, expect, verdict)
+            if expect.accepted:
+                self._check_accepted(case, package, expect, verdict)
+            else:
+                self._check_rejected(case, expect, verdict)
+        except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
+            raise CaseFailed(f"{case.id}: {err}") from None
+        finally:
+            if self.strict:
+                verdict.checks.clear()  # every assertion applies to the device model: the report counts cases
 
     def _prepare(self, package: Package) -> None:
         key = str(package.root)
         if key not in self._prepared:
-            from conformance.certify.implementations import NotSupported
             try:
                 self.impl.prepare(package)
                 self._prepared[key] = None
@@ -303,10 +93,11 @@ class ImplChecker:
         if self._prepared[key] is not None:
             raise CaseSkipped(str(self._prepared[key]))
 
-    def contract(self, case, package: Package):
+    def _lacking(self, case) -> list[str]:
+        return case.profile.exceeds(self.impl.profile) if self.strict else []
+
+    def contract(self, case, package: Package) -> tuple[bool, str | None]:
         """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
-        from conformance.engine.call import make_call
-        from conformance.engine.planner import Planner
         planner = self._planners.setdefault(str(package.root), Planner(package.manifest))
         try:
             planner.plan(make_call(package.manifest, dict(case.inputs), self._unbounded, None))
@@ -317,58 +108,127 @@ class ImplChecker:
         except (ContractError, ExpressionError) as err:
             return False, f"{getattr(err, 'reason', 'expression')}: {err}"
 
-    def check(self, case, package: Package, verdict: Verdict) -> None:
-        from conformance.certify.implementations import Rejected
-        if self._available:
-            raise CaseSkipped(self._available)
-        self._prepare(package)
-        expect = Expected.of(case.expect)
+    def _check_applies(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
+        """For an implementation outside the device model: the case applies only where the contract decides it."""
         contract_ok, contract_why = self.contract(case, package)
-        checks = verdict.checks
+        verdict.extra["contract_why"] = contract_why
         if expect.accepted != contract_ok:
             # accepted on the case's profile but not on an unbounded one cannot happen; the reverse is the device model
-            checks.update(contract="not-applicable")
+            verdict.checks.update(contract="not-applicable")
             what = f"profile {case.profile.name!r}" + (f", tunables {case.tunables}" if case.tunables else "")
             raise CaseNotApplicable(f"the manifest rejects this call only under {what} ({expect.reason}); "
                                     f"{self.impl.name} is not bound by the manifest's device model")
-        nbytes = sum(_nbytes(arg) for arg in case.inputs.values() if arg is not None)
-        if nbytes > MAX_REJECTION_BYTES:
-            checks.update(contract="not-applicable")
-            raise CaseNotApplicable(f"{nbytes} bytes of inputs: too large to run here")
-        inputs = self._values.inputs_for(case)
+        if input_bytes(case) > MAX_REJECTION_BYTES:
+            verdict.checks.update(contract="not-applicable")
+            raise CaseNotApplicable(f"{input_bytes(case)} bytes of inputs: too large to run here")
+
+    def _run(self, case, inputs, expect: Expected):
+        """The implementation's result, or Rejected; any other suite error fails the case with its message."""
         try:
-            result = self.impl.run(case, dict(inputs))
+            return self.impl.run(case, dict(inputs))
+        except Rejected:
+            raise
+        except ConformanceError as err:  # e.g. a template that does not render, a timeout on the device
+            what = f"expected a rejection ({expect.reason}), but the call ran and failed" if not expect.accepted \
+                else "the call failed"
+            raise CaseFailed(f"{case.id}: {what}: {type(err).__name__}: {err}") from None
+
+    def _check_rejected(self, case, expect: Expected, verdict: Verdict) -> None:
+        checks = verdict.checks
+        dispatches = getattr(self.impl, "dispatch_count", None)
+        before = dispatches() if dispatches else 0
+        try:
+            if self.strict and (input_bytes(case) > MAX_REJECTION_BYTES or self._lacking(case)):
+                variant = self.impl.plan(case)
+                raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
+                                 f"the call was accepted as variant {variant!r}")
+            inputs = self.inputs_for(case)
+            result = self._run(case, inputs, expect)
         except Rejected as err:
-            if not expect.accepted:
+            if self.strict:
+                self._check_reason(case, expect, err)
+                if dispatches and dispatches() != before:
+                    raise CaseFailed(f"{case.id}: the call was rejected ({err.reason}) but "
+                                     f"{dispatches() - before} dispatch(es) ran") from None
+                verdict.detail = str(err)
+            else:
                 checks.update(contract="passed")
                 verdict.detail = f"rejected, as the manifest does ({expect.reason}): {err}"
-                return
+            return
+        if self.strict:
+            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but the "
+                             f"call was accepted as variant {result.variant!r}")
+        checks.update(contract="failed")
+        shapes = ", ".join(f"{r} {y.dtype}{list(y.shape)}" for r, y in result.outputs.items())
+        why = (verdict.extra.get("contract_why") or expect.reason or "").splitlines()[0]
+        raise CaseFailed(f"{case.id}: {self.impl.name} accepts a call the manifest rejects ({why}); it returned "
+                         f"{shapes}" + _interpret(case, inputs, result), divergence="accepts-rejected")
+
+    @staticmethod
+    def _check_reason(case, expect: Expected, err: Rejected) -> None:
+        if err.reason != expect.reason:
+            raise CaseFailed(f"{case.id}: expected rejection {expect.reason!r} ({expect.detail_text()}), got "
+                             f"{err.reason!r}:\n{err}") from None
+        if err.failures and isinstance(expect.detail, dict) and expect.detail:
+            if err.failures != dict(expect.detail):
+                lines = [f"  {vid}: expected {expect.detail.get(vid)!r}\n  {' ' * len(vid)}  got      "
+                         f"{err.failures.get(vid)!r}"
+                         for vid in sorted(set(err.failures) | set(expect.detail))
+                         if err.failures.get(vid) != expect.detail.get(vid)]
+                raise CaseFailed(f"{case.id}: rejected for other reasons than expected:\n" + "\n".join(lines))
+        elif err.reason != "expression" and isinstance(expect.detail, str) and expect.detail \
+                and err.argument not in (None, expect.detail):
+            raise CaseFailed(f"{case.id}: expected the rejection to name argument {expect.detail!r}, "
+                             f"it names {err.argument!r}:\n{err}")
+
+    def _check_accepted(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
+        lacking = self._lacking(case)
+        if lacking:
+            raise CaseSkipped(f"the device lacks {', '.join(lacking)}")
+        checks = verdict.checks
+        inputs = self.inputs_for(case)
+        try:
+            result = self._run(case, inputs, expect)
+        except Rejected as err:
+            if self.strict:
+                raise CaseFailed(f"{case.id}: expected variant {expect.variant!r}, but the call was rejected:\n"
+                                 f"{err}") from None
             checks.update(contract="failed")
             raise CaseFailed(f"{case.id}: {self.impl.name} rejects a call the manifest accepts (as variant "
                              f"{expect.variant!r}):\n{err}", divergence="rejects-accepted") from None
-        if not expect.accepted:
-            checks.update(contract="failed")
-            shapes = ", ".join(f"{r} {y.dtype}{list(y.shape)}" for r, y in result.outputs.items())
-            raise CaseFailed(f"{case.id}: {self.impl.name} accepts a call the manifest rejects "
-                             f"({contract_why.splitlines()[0]}); it returned {shapes}" + _interpret(case, inputs, result),
-                             divergence="accepts-rejected")
-        checks.update(contract="passed")
+        if not self.strict:
+            checks.update(contract="passed")
+        problems = self._plan_problems(case, expect, result, checks) + self._output_problems(case, expect, inputs,
+                                                                                              result, checks)
+        if problems:
+            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems))
+        try:
+            self.check_values(case, package.manifest, inputs, result.outputs, verdict)
+        except CaseFailed:
+            checks["values"] = "failed"
+            raise
+        checks["values"] = "passed"
+
+    def _plan_problems(self, case, expect: Expected, result, checks: dict) -> list[str]:
+        """Variant and dispatch: always for the device model, else where reported on the baseline profile."""
+        applies = self.strict or (case.profile.name == "baseline" and not case.tunables)
         problems = []
-        on_baseline = case.profile.name == "baseline" and not case.tunables
-        if result.variant is None or not on_baseline:
-            checks["variant"] = "not-applicable"
-        elif result.variant == expect.variant:
-            checks["variant"] = "passed"
-        else:
-            checks["variant"] = "failed"
-            problems.append(f"variant: expected {expect.variant!r}, ran {result.variant!r}")
-        if result.dispatch is None or not on_baseline:
-            checks["dispatch"] = "not-applicable"
-        elif [tuple(p) for p in result.dispatch] == [tuple(p) for p in expect.dispatch]:
-            checks["dispatch"] = "passed"
-        else:
-            checks["dispatch"] = "failed"
-            problems.append(f"dispatch: expected {list(expect.dispatch)}, planned {result.dispatch}")
+        for name, got, want, same in (
+                ("variant", result.variant, expect.variant, lambda g, w: g == w),
+                ("dispatch", result.dispatch, list(expect.dispatch),
+                 lambda g, w: [tuple(p) for p in g] == [tuple(p) for p in w])):
+            if got is None or not applies:
+                checks[name] = "not-applicable"
+            elif same(got, want):
+                checks[name] = "passed"
+            else:
+                checks[name] = "failed"
+                verb = "ran" if name == "variant" else "planned"
+                problems.append(f"{name}: expected {want!r}, {verb} {got!r}")
+        return problems
+
+    def _output_problems(self, case, expect: Expected, inputs, result, checks: dict) -> list[str]:
+        problems = []
         checks["outputs"] = "passed"
         for role, (shape, dtype) in expect.outputs.items():
             y = result.outputs.get(role)
@@ -379,18 +239,42 @@ class ImplChecker:
             else:
                 continue
             checks["outputs"] = "failed"
-        pristine = self._values.inputs_for(case)  # regenerated once, bit-exactly, from the case's recipe
-        for role, arr in inputs.items():
-            if arr is not None and not np.array_equal(arr, pristine[role], equal_nan=True):
-                problems.append(f"input {role}: modified by the implementation")
-        if problems:
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems))
-        try:
-            self._values.check_values(case, package.manifest, inputs, result.outputs, verdict)
-        except CaseFailed:
-            checks["values"] = "failed"
-            raise
-        checks["values"] = "passed"
+        for role, intact in (result.guards_intact or {}).items():
+            if not intact:
+                problems.append(f"output {role}: the kernel wrote past the end of the output (guard overwritten)")
+        if result.inputs_intact is not None:
+            changed = [role for role, intact in result.inputs_intact.items() if not intact]
+        else:
+            pristine = self.inputs_for(case)  # regenerated once more, bit-exactly, from the case's recipe
+            changed = [role for role, arr in inputs.items()
+                       if arr is not None and not np.array_equal(arr, pristine[role], equal_nan=True)]
+        problems += [f"input {role}: modified by the {'kernel' if self.strict else 'implementation'}"
+                     for role in changed]
+        return problems
+
+    def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
+        stored = getattr(case, "stored", None)
+        if stored is not None:
+            expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+                        .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
+            tolerance = {role: Tolerance(t["atol"], t["rtol"], t.get("reason") or "stored in test.json", t["dtype"])
+                         for role, t in stored.tolerance.items()}
+        else:
+            ref = reference_for(manifest.domain, manifest.name)
+            expected = ref.compute(inputs)
+            tolerance = {role: ref.tolerance(str(y.dtype)) for role, y in outputs.items()}
+        worst = None
+        for role, y in outputs.items():
+            if y.size == 0:
+                continue
+            first_input = next(a for a in inputs.values() if a is not None)
+            result = compare(y, expected[role], tolerance[role],
+                             inputs=first_input if first_input.shape == y.shape else None)
+            worst = max(worst or 0.0, result.worst_ratio)
+            if not result.passed:
+                verdict.worst_ratio = result.worst_ratio
+                raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
+        verdict.worst_ratio = worst
 
 
 def _interpret(case, inputs, result) -> str:
@@ -399,7 +283,6 @@ def _interpret(case, inputs, result) -> str:
     if x is None or y is None or y.size == 0:
         return ""
     try:
-        from reference import reference_for
         ref = reference_for(*case.package.rsplit(".", 1))
         z = x.astype(np.float64)
         if bias is not None and bias.size:
@@ -419,3 +302,4 @@ def _interpret(case, inputs, result) -> str:
     except Exception:  # interpretation is a courtesy
         return ""
     return ""
+

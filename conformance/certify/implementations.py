@@ -1,9 +1,7 @@
-"""Implementations under test: the interface, the registry, and the contract an outside implementation is held to.
+"""Implementations under test: the interface, the registry, and this project's manifest runtime as one of them.
 
-The suite certifies *implementations* of a kernel package's contract.  The default, ``manifest``, is this
-project's runtime: the package's manifest planned by :mod:`conformance.planner` and its templates run on the
-WebGPU device (every check of :mod:`conformance.checks` applies: variant, dispatch, guards, values).  Any other
-implementation only has to turn a case's input arrays into output arrays (and may report the variant it chose):
+The suite certifies *implementations* of a kernel package's contract. Every implementation, this project's
+runtime included, is driven through the same interface by :class:`conformance.certify.checker.Checker`:
 
 .. code-block:: python
 
@@ -13,23 +11,39 @@ implementation only has to turn a case's input arrays into output arrays (and ma
 
         def available(self) -> str | None:     # None when usable here, else why not (every case is skipped)
             ...
-        def prepare(self, package) -> None:    # once per package (conformance.package.Package); raise
+        def prepare(self, package) -> None:    # once per package (conformance.engine.package.Package); raise
             ...                                # NotSupported(reason) to skip all of its cases
         def run(self, case, inputs) -> ImplResult:
             ...                                # raise Rejected(reason) when the call is refused
 
-Register it under the entry point group ``conformance.implementations`` (``name = "module:factory"``, the factory
-called with no arguments) and select it with ``pytest conformance/ --impl NAME``.
+``case`` is a :class:`cases.model.Case` (``id``, ``package`` (the op id), ``inputs`` (role -> (shape, dtype) or
+None), ``profile``, ``tunables``, ``expect``, ``markers``); ``inputs`` holds the NumPy arrays by role (None for
+an absent optional input). Register a factory under the entry point group ``conformance.implementations``
+(``name = "module:factory"``); it is called with ``device=`` and ``adapter=`` when it accepts them (the
+``--device``/``--adapter`` of the run), else with no arguments. Select it with ``pytest conformance/ --impl NAME``.
+
+An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
+it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its
+variant and dispatch are checked on every case. It also offers ``profile`` (what its device supports),
+``plan(case)`` (the variant, without running: for rejection cases too large to allocate) and
+``dispatch_count()`` (to prove a rejected call dispatched nothing).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from conformance.errors import ConformanceError, ContractError
+from conformance.engine.package import Package
+from conformance.engine.profile import DeviceProfile
+from conformance.errors import ConformanceError, ContractError, NoVariantError
+from conformance.gpu.device import devices
+from conformance.gpu.kernel import Kernel
 
 ENTRY_POINT_GROUP = "conformance.implementations"
 DEFAULT_IMPL = "manifest"
@@ -38,8 +52,11 @@ DEFAULT_IMPL = "manifest"
 class Rejected(ContractError):
     """An implementation refused a call (the counterpart of the manifest's rejections)."""
 
-    def __init__(self, message: str, *, reason: str = "rejected", argument: str | None = None):
+    def __init__(self, message: str, *, reason: str = "rejected", argument: str | None = None,
+                 failures: dict | None = None):
         super().__init__(message, reason=reason, argument=argument)
+        #: For a manifest's no-variant rejection: variant id -> the first predicate that failed, with values.
+        self.failures = dict(failures or {})
 
 
 class NotSupported(ConformanceError):
@@ -53,6 +70,10 @@ class ImplResult:
     outputs: dict[str, np.ndarray]
     variant: str | None = None
     dispatch: list | None = None        # [(pass name, threads, workgroup size, (x, y, z))] like the golden cases
+    #: Per output: whether the bytes after it are untouched (None: the implementation cannot tell).
+    guards_intact: dict[str, bool] | None = None
+    #: Per input: whether the device copy is unchanged after the run (None: the checker compares host arrays).
+    inputs_intact: dict[str, bool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -69,58 +90,103 @@ class Implementation(Protocol):
 
 
 class ManifestImplementation:
-    """This project's runtime over the packages under ``--specs`` (the plugin checks it with CaseChecker)."""
+    """This project's runtime: the package's manifest planned by the engine, its templates run on a WebGPU device."""
 
     name = DEFAULT_IMPL
     has_variants = True
+    follows_device_model = True
 
-    def __init__(self, device=None):
-        self._device = device
-        self._kernels: dict[str, Any] = {}
+    def __init__(self, device: str = "auto", adapter: str | None = None):
+        self.backend, self.adapter = device, adapter
+        self._kernels: dict[str, Kernel] = {}
+        self._last = None  # the device of the latest call, for reports (never opens one)
+
+    @property
+    def device(self):
+        """The pool's device for this run (a fresh one after a loss or a timeout)."""
+        self._last = devices.get(self.backend, self.adapter)
+        return self._last
+
+    def describe(self) -> dict | None:
+        """The device the cases ran on (adapter, backend, driver, features, limits); None before any ran."""
+        return self._last.summary if self._last is not None else None
+
+    def compilations(self) -> int:
+        return self._last.compilations if self._last is not None else 0
+
+    @property
+    def profile(self) -> DeviceProfile:
+        return self.device.profile
 
     def available(self) -> str | None:
-        return None
+        return None  # without a device every case fails, with the reason: a certification cannot skip its device
 
-    def prepare(self, package) -> None:
-        from conformance.gpu.kernel import Kernel
-        self._kernels[package.name] = Kernel(package, self._device)
+    def prepare(self, package: Package) -> None:
+        self._kernels[package.name] = Kernel(package, backend=(self.backend, self.adapter))
+
+    def dispatch_count(self) -> int:
+        """Dispatches so far on the latest device (opens none: asked after a rejection, too)."""
+        return self._last.dispatches if self._last is not None else 0
+
+    def plan(self, case) -> str:
+        try:
+            return self._kernels[case.package].plan(case.profile, case.tunables, **dict(case.inputs)).variant
+        except ContractError as err:
+            raise _rejected(err) from None
 
     def run(self, case, inputs) -> ImplResult:
-        kernel = self._kernels[case.package]
         try:
-            plan, run = kernel.run(case.profile, case.tunables, verify=True, **inputs)
+            plan, run = self._kernels[case.package].run(case.profile, case.tunables, verify=True, **inputs)
         except ContractError as err:
-            raise Rejected(str(err), reason=err.reason, argument=err.argument) from None
+            raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
-        return ImplResult(dict(run.outputs), plan.variant, dispatch)
+        return ImplResult(dict(run.outputs), plan.variant, dispatch, run.guards_intact, run.inputs_intact)
 
 
-def _builtin() -> dict[str, Callable[[], Implementation]]:
-    from conformance.certify.onnxruntime import OrtCpu, OrtWebGpu
-    return {DEFAULT_IMPL: ManifestImplementation, OrtCpu.name: OrtCpu, OrtWebGpu.name: OrtWebGpu}
+def _rejected(err: ContractError) -> Rejected:
+    failures = err.failures if isinstance(err, NoVariantError) else None
+    return Rejected(str(err), reason=getattr(err, "reason", "expression"), argument=err.argument, failures=failures)
 
 
-def registered() -> dict[str, Callable[[], Implementation]]:
-    """Name -> factory: the built-in implementations, then the entry points of ``conformance.implementations``."""
-    found = dict(_builtin())
-    from importlib.metadata import entry_points
+#: The built-in implementations, as "module:factory" (loaded on selection: ONNX Runtime is optional).
+BUILTIN = {DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementation",
+           "onnxruntime-cpu": "conformance.certify.onnxruntime:OrtCpu",
+           "onnxruntime-webgpu": "conformance.certify.onnxruntime:OrtWebGpu"}
+
+
+def registered() -> dict[str, str]:
+    """Name -> "module:factory": the built-in implementations, then the entry points of the group."""
+    found = dict(BUILTIN)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in found and ep.value.startswith("conformance."):
-            continue  # a built-in registered both ways
-        found[ep.name] = ep
+        found.setdefault(ep.name, ep.value)
     return found
 
 
-def load_implementation(name: str) -> Implementation:
+def _factory(spec: str) -> Callable[..., Any]:
+    module, _, attr = spec.partition(":")
+    target = importlib.import_module(module)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None) -> Implementation:
     known = registered()
     if name not in known:
         raise ConformanceError(f"no implementation {name!r}; known: {', '.join(sorted(known))} "
                                f"(third parties register under the entry point group {ENTRY_POINT_GROUP!r})")
-    factory = known[name]
-    if hasattr(factory, "load"):        # an entry point
-        factory = factory.load()
-    impl = factory()
+    try:
+        factory = _factory(known[name])
+    except (ImportError, AttributeError) as exc:
+        raise ConformanceError(f"implementation {name!r} ({known[name]}) cannot be loaded: {exc}") from None
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    options = {k: v for k, v in (("device", device), ("adapter", adapter)) if k in params}
+    impl = factory(**options)
     missing = [a for a in ("name", "available", "prepare", "run") if not hasattr(impl, a)]
     if missing:
-        raise ConformanceError(f"implementation {name!r} lacks {', '.join(missing)} (see conformance.impl)")
+        raise ConformanceError(f"implementation {name!r} lacks {', '.join(missing)} "
+                               f"(see conformance.certify.implementations)")
     return impl

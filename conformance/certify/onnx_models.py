@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-#: ONNX element types by NumPy dtype name.
-ELEMENT_TYPES = {"float32": 1, "float16": 10, "float64": 11, "int32": 6, "int64": 7, "bfloat16": 16}
+from conformance.engine.dtypes import DTYPES
+
+#: ONNX element types by dtype name.
+ELEMENT_TYPES = {name: d.onnx for name, d in DTYPES.items()}
 
 
 def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, shape=None, bias_shape=None,
@@ -15,8 +17,8 @@ def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, 
     ``shape``/``bias_shape`` None leaves the rank and dimensions unknown, so that one model (and one session)
     serves every shape: ONNX Runtime's kernel then does all the checking itself.
     """
-    import onnx
-    from onnx import helper
+    import onnx  # optional: only certification through ONNX Runtime needs it
+    from onnx import helper  # (see above)
     elem = ELEMENT_TYPES[dtype]
     inputs = [helper.make_tensor_value_info("X", elem, None if shape is None else list(shape))]
     if with_bias:
@@ -34,7 +36,7 @@ def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, 
 
 def session(model, providers=("CPUExecutionProvider",), config: dict | None = None):
     """An InferenceSession for ``model``; ``config`` holds session config entries (``add_session_config_entry``)."""
-    import onnxruntime as ort
+    import onnxruntime as ort  # optional: loaded on use
     so = ort.SessionOptions()
     so.log_severity_level = 4
     for key, value in (config or {}).items():

@@ -19,7 +19,7 @@ OPS = {"com.microsoft.FastGelu": "FastGelu", "com.microsoft.Gelu": "Gelu"}
 
 
 def _ort():
-    import onnxruntime as ort
+    import onnxruntime as ort  # optional: loaded on use (onnxruntime or onnxruntime-webgpu)
     ort.set_default_logger_severity(4)
     return ort
 

@@ -1,13 +1,22 @@
-"""The conformance report: JSON for machines, Markdown beside it for people."""
+"""The conformance report: JSON for machines, Markdown beside it for people, for any implementation.
+
+``not-applicable`` is a case status (nothing the case asserts applies to the implementation, e.g. a rejection
+that only a smaller device profile makes); ``checks`` counts each assertion (contract, variant, dispatch,
+outputs, values) as passed / failed / not-applicable over the cases of an implementation outside the device
+model; ``divergences`` lists the cases where it departs from the manifest's contract.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-STATUSES = ("passed", "failed", "skipped", "xfailed", "xpassed", "not-run", "not-applicable")
+from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
+
+DIVERGENCE_TEXT = {"rejects-accepted": "rejects calls the manifest accepts",
+                   "accepts-rejected": "accepts calls the manifest rejects"}
 
 
 def summarize(verdicts: Iterable[dict]) -> dict:
@@ -23,6 +32,24 @@ def summarize(verdicts: Iterable[dict]) -> dict:
     return {pkg: {var: dict(dts) for var, dts in sorted(vars_.items())} for pkg, vars_ in sorted(table.items())}
 
 
+def check_totals(verdicts) -> dict:
+    out: dict = {}
+    for v in verdicts:
+        for check, status in (v.get("checks") or {}).items():
+            out.setdefault(check, {s: 0 for s in CHECK_STATUSES})
+            out[check][status] = out[check].get(status, 0) + 1
+    return out
+
+
+def divergences(verdicts) -> dict:
+    out = defaultdict(list)
+    for v in sorted(verdicts, key=lambda v: v["id"]):
+        if v.get("divergence"):
+            out[v["divergence"]].append({"id": v["id"], "status": v["status"],
+                                         "detail": (v.get("detail") or "").strip()})
+    return dict(out)
+
+
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
@@ -33,8 +60,11 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "totals": totals,
         "conforms": totals["failed"] == 0 and totals["xpassed"] == 0 and totals["not-run"] == 0,
         "skipped_reasons": skipped_reasons,
+        "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
         "deselected_heavy": deselected_heavy,
         "summary": summarize(verdicts),
+        "checks": check_totals(verdicts),
+        "divergences": divergences(verdicts),
         "cases": sorted(verdicts, key=lambda v: v["id"]),
     }
 
@@ -66,13 +96,41 @@ def markdown(report: dict) -> str:
         lines += ["", "## Failures", ""]
         lines += [f"- `{v['id']}` ({v['status']}): {v['detail'].splitlines()[0] if v['detail'] else ''}"
                   for v in failed]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + _outside_sections(report)
+
+
+def _outside_sections(data: dict) -> str:
+    """Not-applicable reasons, per-assertion counts and divergences (implementations outside the device model)."""
+    lines = []
+    if data.get("totals", {}).get(NOT_APPLICABLE):
+        lines += ["", "## Not applicable", ""]
+        lines += [f"- {n}: {reason}" for reason, n in sorted(data["not_applicable_reasons"].items(),
+                                                                key=lambda kv: -kv[1])]
+    if data.get("checks"):
+        lines += ["", "## Assertions", "", "| assertion | passed | failed | not applicable |", "| --- | --- | --- | --- |"]
+        for check, counts in data["checks"].items():
+            lines.append(f"| {check} | {counts.get('passed', 0)} | {counts.get('failed', 0)} | "
+                         f"{counts.get(NOT_APPLICABLE, 0)} |")
+    if data.get("divergences"):
+        lines += ["", "## Divergences from the manifest's contract", ""]
+        for kind, cases in data["divergences"].items():
+            lines += [f"### {data['implementation']} {DIVERGENCE_TEXT.get(kind, kind)} ({len(cases)})", ""]
+            for c in cases:
+                body = c["detail"].split(": ", 1)[-1] if c["detail"] else ""
+                lines.append(f"- `{c['id']}`: {' '.join(body.split())[:300]}")
+            lines.append("")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write_files(path: Path, data: dict, markdown_text: str) -> tuple[Path, Path]:
+    """``path`` as JSON and ``path.with_suffix('.md')`` as Markdown: the one writer of every report."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    md = path.with_suffix(".md")
+    md.write_text(markdown_text)
+    return path, md
 
 
 def write(report: dict, path: Path) -> tuple[Path, Path]:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    md = path.with_suffix(".md")
-    md.write_text(markdown(report))
-    return path, md
+    return write_files(path, report, markdown(report))

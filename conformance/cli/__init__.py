@@ -3,12 +3,14 @@
 A subcommand's function takes the parsed arguments and returns the exit code.
 """
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export")
+from conformance.config import BACKENDS
+from conformance.engine.package import REPO_SPECS
+
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate")
 
 
 def add_packages_and_device(parser) -> None:
     """``--specs`` (packages to run, default the repository's) and the device they run on."""
-    from conformance.engine.package import REPO_SPECS
     parser.add_argument("--specs", default=str(REPO_SPECS))
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", default="auto", choices=sorted(BACKENDS))
     parser.add_argument("--adapter", default=None)

@@ -8,17 +8,19 @@ from pathlib import Path
 
 import numpy as np
 
+import cases
+from cases.data import make_inputs
+from conformance.cli import add_packages_and_device
+from conformance.engine.package import find_package_dirs, load_package
+from conformance.gpu.device import get_device
+from conformance.gpu.kernel import Kernel
+from reference import reference_for
+
 #: Relative error is taken where |expected| is at least this (below it the absolute error is the measure).
 REL_FLOOR = 1e-3
 
 
 def _accuracy(args) -> int:
-    import cases
-    from cases.data import make_inputs
-    from reference import reference_for
-    from conformance.gpu.device import get_device
-    from conformance.gpu.kernel import Kernel
-    from conformance.engine.package import find_package_dirs, load_package
     device = get_device(args.device, args.adapter)
     table: dict = defaultdict(lambda: {"cases": 0, "max_abs": 0.0, "max_rel": 0.0})
     for directory in find_package_dirs(Path(args.specs)):
@@ -55,7 +57,6 @@ def _accuracy(args) -> int:
 
 
 def register(sub) -> None:
-    from conformance.cli import add_packages_and_device
     a = sub.add_parser("accuracy", help="max absolute/relative error per variant and dtype over the cases")
     add_packages_and_device(a)
     a.add_argument("--json", default=None)

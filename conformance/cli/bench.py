@@ -6,12 +6,15 @@ import json
 import tempfile
 from pathlib import Path
 
+from conformance.cli import add_packages_and_device
+from conformance.engine.package import find_package_dirs, load_package
+from conformance.gpu.device import get_device
+from conformance.gpu.kernel import Kernel
+from conformance.tools import bench, proposal
+from conformance.tools.peers import format_peers
+
 
 def _bench(args) -> int:
-    from conformance.tools import bench, proposal
-    from conformance.gpu.device import get_device
-    from conformance.gpu.kernel import Kernel
-    from conformance.engine.package import find_package_dirs, load_package
     device = get_device(args.device, args.adapter)
     dirs = find_package_dirs(Path(args.specs))
     if args.per_thread > 1 or args.proposal:
@@ -31,13 +34,11 @@ def _bench(args) -> int:
                              plot=Path(args.plot) if args.plot else None)
     print(bench.format_table(result))
     if "peers" in result:
-        from conformance.tools.peers import format_peers
         print(format_peers(result["peers"]))
     return 0
 
 
 def _plot(args) -> int:
-    from conformance.tools import bench
     result = json.loads(Path(args.json).read_text())
     bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
     print(f"wrote {args.png}")
@@ -45,7 +46,6 @@ def _plot(args) -> int:
 
 
 def register(sub) -> None:
-    from conformance.cli import add_packages_and_device
     b = sub.add_parser("bench", help="kernel bandwidth vs same-run copy baselines, and WORKGROUP_SIZE tuning")
     add_packages_and_device(b)
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
@@ -55,7 +55,9 @@ def register(sub) -> None:
     b.add_argument("--warmup-seconds", type=float, default=1.0,
                    help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")
     b.add_argument("--sweep", action="store_true", help="sweep WORKGROUP_SIZE 32..1024 at the largest size")
-    b.add_argument("--write-tuning", action="store_true", help="write the sweep's best values as this device's table")
+    b.add_argument("--write-tuning", nargs="?", const=True, default=False, metavar="DIR",
+                   help="write the sweep's best values as this device's table, in DIR or else the user's cache "
+                        "($XDG_CACHE_HOME/webgpu-kernel-conformance/tuning), where plain kernel calls find it")
     b.add_argument("--json", default=None, help="write the results as JSON here")
     b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
     b.add_argument("--per-thread", type=int, default=1,

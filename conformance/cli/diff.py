@@ -8,9 +8,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from conformance.tools import diff as d
+
 
 def _diff(args) -> int:
-    from conformance.tools import diff as d
     start = time.perf_counter()
     repo = Path(args.repo).resolve() if args.repo else d.repo_root()
     with tempfile.TemporaryDirectory(prefix="conformance-diff-") as scratch:

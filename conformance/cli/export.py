@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conformance.engine.package import find_package_dirs
+from conformance.tools.export import MAX_ELEMENTS, export_package
+
 
 def _export(args) -> int:
-    from conformance.tools.export import MAX_ELEMENTS, export_package
-    from conformance.engine.package import find_package_dirs
     dirs = find_package_dirs(Path(args.package))
     if not dirs:
         print(f"error: no kernel package in {args.package} (manifest.json, or build/webgpu/manifest.json)")

@@ -6,11 +6,14 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.config import default_backend
+from conformance.engine.package import REPO_SPECS
+from conformance.errors import DeviceError
+from conformance.gpu.device import get_device
+from conformance.tools.lint import Finding, lint
+
 
 def _lint(args) -> int:
-    from conformance.gpu.device import default_backend, get_device
-    from conformance.errors import DeviceError
-    from conformance.tools.lint import Finding, lint
     start = time.perf_counter()
     device, findings = None, []
     if not args.no_compile:
@@ -29,7 +32,6 @@ def _lint(args) -> int:
 
 
 def register(sub) -> None:
-    from conformance.engine.package import REPO_SPECS
     p = sub.add_parser("lint", help="check kernel packages: schema, reachable variants, templates render and "
                                     "compile, bindings agree; one `path:json-pointer: message` line per error")
     p.add_argument("dir", nargs="?", default=str(REPO_SPECS), help="a package or a directory of packages "

@@ -13,18 +13,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from conformance.errors import ContractError
-from conformance.engine.manifest import WGSL_DTYPE, Manifest
+from conformance.engine.dtypes import FROM_WGSL, NUMPY_NAMES, WGSL_DTYPE
+from conformance.engine.manifest import Manifest
 from conformance.engine.profile import DeviceProfile
+from conformance.errors import ContractError
 
 #: Largest element count a call may name: keeps sizes exact in float64 and far beyond any device.
 MAX_NUMEL = 2**53
 MAX_RANK = 8
 
-_NUMPY_NAMES = {"float32": "float32", "float16": "float16", "float64": "float64", "int8": "int8",
-                "uint8": "uint8", "int16": "int16", "uint16": "uint16", "int32": "int32", "uint32": "uint32",
-                "int64": "int64", "uint64": "uint64", "bool": "bool"}
-FROM_WGSL = {v: k for k, v in WGSL_DTYPE.items()}
 
 
 @dataclass(frozen=True)
@@ -69,10 +66,10 @@ def dtype_name(value: Any, argument: str) -> str:
     except TypeError:
         raise ContractError(f"argument {argument!r}: cannot read a dtype from {value!r}", reason="dtype",
                             argument=argument) from None
-    if name not in _NUMPY_NAMES:
+    if name not in NUMPY_NAMES:
         raise ContractError(f"argument {argument!r}: dtype {name} is not a tensor dtype this suite knows",
                             reason="dtype", argument=argument)
-    return _NUMPY_NAMES[name]
+    return name
 
 
 def tensor_arg(value: Any, argument: str) -> TensorArg | None:

@@ -33,6 +33,7 @@ from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from conformance.engine.dtypes import WGSL_BYTES
 from conformance.errors import ExpressionError
 
 MAX_SOURCE = 2000
@@ -96,8 +97,6 @@ class Builtin:
         return f"<builtin {self.name}>"
 
 
-DTYPE_BYTES = {"f16": 2, "f32": 4, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-               "i32": 4, "u32": 4, "i64": 8, "u64": 8, "bf16": 2, "bool": 1}
 
 
 def _shape(value, fn: str) -> tuple[int, ...]:
@@ -118,9 +117,9 @@ def _dim(shape, axis):
 
 
 def _dtype_bytes(dtype):
-    if dtype not in DTYPE_BYTES:
+    if dtype not in WGSL_BYTES:
         raise ExpressionError(f"dtypeBytes() does not know dtype {dtype!r}")
-    return DTYPE_BYTES[dtype]
+    return WGSL_BYTES[dtype]
 
 
 def _int(value, fn):

@@ -6,6 +6,8 @@ import re
 import struct as _struct
 from typing import Any, Sequence
 
+from conformance.engine.dtypes import WGSL_BYTES
+
 # (alignment, size, component format, component count) per host-shareable field type (WGSL §14.4.1)
 FIELD_LAYOUT = {
     "u32": (4, 4, "I", 1), "i32": (4, 4, "i", 1), "f32": (4, 4, "f", 1),
@@ -13,7 +15,6 @@ FIELD_LAYOUT = {
     "vec4<u32>": (16, 16, "I", 4), "vec4<i32>": (16, 16, "i", 4), "vec4<f32>": (16, 16, "f", 4),
 }
 
-SCALAR_BYTES = {"f16": 2, "f32": 4, "i32": 4, "u32": 4}
 _ELEMENT = re.compile(r"^(?:(?P<scalar>f16|f32|i32|u32)|vec(?P<n>[234])<(?P<inner>f16|f32|i32|u32)>)$")
 
 
@@ -34,7 +35,7 @@ def element_type(text: str) -> tuple[str, int]:
 def element_stride(text: str) -> int:
     """Array stride of an element type (vec3 is padded to vec4, as WGSL lays it out)."""
     scalar, n = element_type(text)
-    return SCALAR_BYTES[scalar] * (4 if n == 3 else n)
+    return WGSL_BYTES[scalar] * (4 if n == 3 else n)
 
 
 def pack_struct(fields: Sequence[tuple[str, str, Any]]) -> bytes:

@@ -17,17 +17,14 @@ from typing import Any
 import jsonschema
 from jinja2 import nodes
 
-from conformance.errors import ExpressionError, ManifestError
+from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
 from conformance.engine.profile import LIMIT_NAMES
+from conformance.errors import ExpressionError, ManifestError
 
 #: Names that expressions may read besides rules and builtins.
 SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables")
 
-#: Manifest dtype names (ONNX's) to the WGSL names expressions compare with.
-WGSL_DTYPE = {"float32": "f32", "float16": "f16", "float64": "f64", "bfloat16": "bf16", "int8": "i8",
-              "uint8": "u8", "int16": "i16", "uint16": "u16", "int32": "i32", "uint32": "u32",
-              "int64": "i64", "uint64": "u64", "bool": "bool"}
 
 
 def _pointer(*parts: Any) -> str:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from conformance.errors import ManifestError, TemplateError
 from conformance.engine.manifest import Manifest, load_manifest
+from conformance.errors import ManifestError, TemplateError
 
 REPO_SPECS = Path(__file__).resolve().parents[2] / "specs"
 PUBLISHED = Path("build") / "webgpu"

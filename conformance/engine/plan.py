@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.engine.layout import struct_declaration
+
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -59,7 +61,6 @@ class PassPlan:
 
     @property
     def struct_declarations(self) -> tuple[str, ...]:
-        from conformance.engine.layout import struct_declaration
         return tuple(struct_declaration(b.struct_name, b.fields) for b in self.bindings if b.struct_name)
 
     def cache_key(self) -> tuple:

@@ -1,4 +1,4 @@
-"""Turn a manifest and a call into a :class:`~conformance.plan.Plan`, or a ContractError saying why not."""
+"""Turn a manifest and a call into a :class:`~conformance.engine.plan.Plan`, or a ContractError saying why not."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 from jinja2 import nodes
 
 from conformance.engine.call import FROM_WGSL, Call, check_types, rank_violation
-from conformance.errors import ContractError, ExpressionError, NoVariantError
 from conformance.engine.expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
-from conformance.engine.layout import (binding_declaration, element_stride, element_type, pack_struct, split_workgroups)
+from conformance.engine.layout import binding_declaration, element_stride, element_type, pack_struct, split_workgroups
 from conformance.engine.manifest import BindingSpec, Manifest, PassSpec, VariantSpec
 from conformance.engine.plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
+from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 
 def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],

@@ -1,6 +1,6 @@
 """Device profiles: the limits and features a plan is made for.
 
-A profile comes from a real adapter (:func:`conformance.device.adapter_profile`)
+A profile comes from a real adapter (:func:`conformance.gpu.device.adapter_profile`)
 or is written by hand; it may be stricter than the device it runs on (fewer
 features, smaller limits).  Limit names are WebGPU's, in camelCase.
 """

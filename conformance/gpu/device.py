@@ -5,10 +5,11 @@ everything a compute kernel can need (storage sizes, workgroup counts and
 sizes) and with ``shader-f16``/``timestamp-query`` when the adapter has them,
 so one device serves every plan whose profile the adapter satisfies.
 
-A device whose run did not finish in time is *abandoned* (:func:`abandon`):
-marked lost and destroyed, with the still-running work remembered.  Some
-drivers (lavapipe: one thread pool per process) cannot open or run on another
-device until that work ends, so :func:`get_device` waits for it at most
+:class:`DevicePool` owns every device of the process.  A device whose run did
+not finish in time is *abandoned*: marked lost and destroyed, with the
+still-running work remembered.  Some drivers (lavapipe: one thread pool per
+process) cannot open or run on another device until that work ends, so the pool
+waits for it at most
 ``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT`` seconds (default 60) per abandoned run,
 then fails at once with a :class:`DeviceError` saying why, until the work ends.
 """
@@ -21,12 +22,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import wgpu
+
+from conformance.config import BACKENDS, env_float
+from conformance.engine.profile import LIMIT_NAMES, DeviceProfile, camel_limit, kebab_limit
 from conformance.errors import DeviceError
-from conformance.engine.profile import LIMIT_NAMES, DeviceProfile, camel_limit
 
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
-
-BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}
 _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
 
@@ -38,14 +39,6 @@ RAISED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWork
 OPTIONAL_FEATURES = ("shader-f16", "timestamp-query", "timestamp-query-inside-encoders")
 
 
-def _wgpu():
-    try:
-        import wgpu
-    except ImportError as exc:  # pragma: no cover - declared dependency
-        raise DeviceError(f"the wgpu package is not importable: {exc}") from None
-    return wgpu
-
-
 def describe(adapter) -> str:
     info = adapter.info
     return f"{info.get('device', '?')} ({info.get('adapter_type', '?')}, {info.get('backend_type', '?')})"
@@ -55,7 +48,6 @@ def find_adapter(backend: str = "auto", adapter_filter: str | None = None):
     """The best adapter of ``backend`` whose name contains ``adapter_filter`` (case-insensitive)."""
     if backend not in BACKENDS:
         raise DeviceError(f"unknown device backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    wgpu = _wgpu()
     try:
         adapters = list(wgpu.gpu.enumerate_adapters_sync())
     except Exception as exc:  # wgpu raises plain RuntimeError when no instance can be made
@@ -98,6 +90,10 @@ class Device:
     lost: bool = False
     adapter_filter: str | None = None   # as given to get_device: a fresh device is opened the same way
 
+    def clear_pipelines(self) -> None:
+        """Forget compiled pipelines (a mutation run compiles a new package for every mutant)."""
+        self.pipelines.clear()
+
     @property
     def summary(self) -> dict:
         info = self.adapter.info
@@ -108,10 +104,11 @@ class Device:
 
 
 def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Device:
+    """A new device on the best matching adapter (use :data:`devices` instead: it owns what it opens)."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
     adapter = find_adapter(backend, adapter_filter)
     profile = adapter_profile(adapter)
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
-    from conformance.engine.profile import kebab_limit
     required = {kebab_limit(k): profile.limits[k] for k in RAISED_LIMITS}
     try:
         device = adapter.request_device_sync(label="conformance", required_features=features,
@@ -124,10 +121,13 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Dev
     return Device(adapter, device, granted, backend, adapter_filter=adapter_filter)
 
 
-_devices: dict[tuple[str, str | None], Device] = {}
-_lock = threading.RLock()
-
 DEFAULT_RECOVERY_TIMEOUT = 60.0
+
+
+def recovery_timeout() -> float:
+    """Seconds a fresh device waits for abandoned work to end: ``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT``."""
+    return env_float("CONFORMANCE_DEVICE_RECOVERY_TIMEOUT", DEFAULT_RECOVERY_TIMEOUT, DeviceError,
+                     allow_inf=True, allow_zero=True)
 
 
 @dataclass
@@ -141,32 +141,74 @@ class Abandoned:
     device: object = None  # destroyed once the thread has returned (wgpu objects are not thread-safe)
 
 
-_abandoned: list[Abandoned] = []
+class DevicePool:
+    """The one owner of this process's devices: opens, reuses, replaces after loss or a timeout, releases.
 
+    Nothing else opens or destroys a device or touches its state: the kernel API, the checker, the runtime and
+    mutation runs all ask the pool, so a device replaced here is the device every one of them gets next.
+    """
 
-def recovery_timeout() -> float:
-    """Seconds :func:`get_device` waits for abandoned work to end: ``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT``."""
-    raw = os.environ.get("CONFORMANCE_DEVICE_RECOVERY_TIMEOUT", "").strip()
-    if not raw:
-        return DEFAULT_RECOVERY_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not value >= 0:
-        raise DeviceError(f"CONFORMANCE_DEVICE_RECOVERY_TIMEOUT={raw!r} must be a number of seconds >= 0")
-    return value
+    def __init__(self):
+        self._devices: dict[tuple[str, str | None], Device] = {}
+        self._abandoned: list[Abandoned] = []
+        self._lock = threading.RLock()
 
+    def get(self, backend: str = "auto", adapter_filter: str | None = None) -> Device:
+        """The device for (backend, filter); a lost one is replaced by a fresh one.
 
-def abandon(device: Device, thread: threading.Thread | None, what: str) -> None:
-    """Give ``device`` up (a run on it did not finish): mark it lost, destroy it, remember the work still running."""
-    device.lost = True
-    now = time.monotonic()
-    if thread is not None and thread.is_alive():
-        # the thread may still be inside a call on this device: destroy it only after the thread returns
-        _abandoned.append(Abandoned(thread, what, now, now + recovery_timeout(), device.device))
-        return
-    _destroy(device.device)
+        While a run abandoned on a timeout is still running, a fresh device is opened only once it ends
+        (waiting at most :func:`recovery_timeout` seconds for it); past that, :class:`DeviceError` at once.
+        """
+        key = (backend, adapter_filter)
+        with self._lock:
+            dev = self._devices.get(key)
+            if dev is None or dev.lost:
+                self._wait_for_abandoned_work()
+                dev = self._devices[key] = open_device(backend, adapter_filter)
+            return dev
+
+    def current(self, device: Device) -> Device:
+        """``device`` while it is usable, else the fresh device that replaces it."""
+        return device if not device.lost else self.get(device.backend, device.adapter_filter)
+
+    def abandon(self, device: Device, thread: threading.Thread | None, what: str) -> None:
+        """Give ``device`` up (a run on it did not finish): mark it lost, destroy it once its work has ended."""
+        device.lost = True
+        now = time.monotonic()
+        if thread is not None and thread.is_alive():
+            # the thread may still be inside a call on this device: destroy it only after the thread returns
+            self._abandoned.append(Abandoned(thread, what, now, now + recovery_timeout(), device.device))
+            return
+        _destroy(device.device)
+
+    def abandoned_work(self) -> list[str]:
+        """What abandoned runs are still running on the driver (for reports and messages)."""
+        return [a.what for a in list(self._abandoned) if a.thread.is_alive()]  # no lock: get() may hold it waiting
+
+    def release(self) -> None:
+        """Destroy every idle device (those with work still running are destroyed when it ends)."""
+        with self._lock:
+            for dev in self._devices.values():
+                if not dev.lost:
+                    dev.lost = True
+                    _destroy(dev.device)
+            self._devices.clear()
+
+    def _wait_for_abandoned_work(self) -> None:
+        for item in list(self._abandoned):
+            remaining = item.deadline - time.monotonic()
+            if math.isinf(remaining):
+                item.thread.join()
+            elif remaining > 0:
+                item.thread.join(remaining)
+            if item.thread.is_alive():
+                age = time.monotonic() - item.since
+                raise DeviceError(f"no fresh device: {item.what} timed out {age:.0f} s ago and is still running on "
+                                  f"the driver, which cannot open or run another device until it ends (waited "
+                                  f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)")
+            self._abandoned.remove(item)
+            if item.device is not None:
+                _destroy(item.device)
 
 
 def _destroy(wgpu_device) -> None:
@@ -176,43 +218,9 @@ def _destroy(wgpu_device) -> None:
         pass
 
 
-def abandoned_work() -> list[str]:
-    """What abandoned runs are still running on the driver (for reports and messages)."""
-    return [a.what for a in list(_abandoned) if a.thread.is_alive()]  # no lock: get_device may hold it waiting
+#: This process's pool; :func:`get_device` and :func:`abandon` are its methods.
+devices = DevicePool()
+get_device = devices.get
+abandon = devices.abandon
 
 
-def _wait_for_abandoned_work() -> None:
-    for item in list(_abandoned):
-        remaining = item.deadline - time.monotonic()
-        if remaining > 0 and not math.isinf(remaining):
-            item.thread.join(remaining)
-        elif math.isinf(remaining):
-            item.thread.join()
-        if item.thread.is_alive():
-            age = time.monotonic() - item.since
-            raise DeviceError(f"no fresh device: {item.what} timed out {age:.0f} s ago and is still running on the "
-                              f"driver, which cannot open or run another device until it ends (waited "
-                              f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)")
-        _abandoned.remove(item)
-        if item.device is not None:
-            _destroy(item.device)
-
-
-def get_device(backend: str = "auto", adapter_filter: str | None = None) -> Device:
-    """This process's device for (backend, filter); a lost device is replaced by a fresh one.
-
-    While a run abandoned on a timeout is still running, a fresh device is opened only once it ends
-    (waiting at most :func:`recovery_timeout` seconds for it); past that, :class:`DeviceError` at once.
-    """
-    key = (backend, adapter_filter)
-    with _lock:
-        dev = _devices.get(key)
-        if dev is None or dev.lost:
-            _wait_for_abandoned_work()
-            dev = _devices[key] = open_device(backend, adapter_filter)
-        return dev
-
-
-def default_backend() -> tuple[str, str | None]:
-    """The backend and adapter filter used when none is given (``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER``)."""
-    return os.environ.get("CONFORMANCE_DEVICE", "auto"), os.environ.get("CONFORMANCE_ADAPTER") or None

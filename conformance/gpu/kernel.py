@@ -7,30 +7,37 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from conformance.config import default_backend
 from conformance.engine.call import make_call, tensor_arg
-from conformance.gpu.device import Device, default_backend, get_device
-from conformance.errors import ContractError
 from conformance.engine.package import Package, load_package
 from conformance.engine.plan import Plan
 from conformance.engine.planner import Planner
 from conformance.engine.profile import DeviceProfile
+from conformance.errors import ContractError
+from conformance.gpu import tuning
+from conformance.gpu.device import Device, devices
 from conformance.gpu.runtime import Run, Runtime
 
 
 class Kernel:
     """One kernel package bound to a device (opened on first use)."""
 
-    def __init__(self, package: Package, device: Device | None = None):
+    def __init__(self, package: Package, device: Device | None = None, *,
+                 backend: tuple[str, str | None] | None = None):
+        """``device``: run there (and on its replacement after a loss); else on the pool's device for ``backend``
+        (backend name, adapter filter), by default ``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER``."""
         self.package = package
         self.manifest = package.manifest
         self.planner = Planner(package.manifest)
         self._device = device
+        self._backend = backend
 
     @property
     def device(self) -> Device:
-        if self._device is None or self._device.lost:
-            self._device = get_device(*default_backend())
-        return self._device
+        if self._device is not None:
+            self._device = devices.current(self._device)
+            return self._device
+        return devices.get(*(self._backend or default_backend()))
 
     def plan(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
              **args: Any) -> Plan:
@@ -50,9 +57,8 @@ class Kernel:
 
     def _tuned(self, plan: Plan) -> dict[str, int]:
         """The device's tuning-table entry for this plan's dtype and variant, if it differs from the defaults."""
-        from conformance.gpu import tuning
         dtype = next(iter(plan.outputs.values())).dtype if plan.outputs else ""
-        tuned = tuning.lookup(self._device.summary, self.manifest.op_id, dtype, plan.variant)
+        tuned = tuning.lookup(self.device.summary, self.manifest.op_id, dtype, plan.variant)
         return tuned if any(self.manifest.tunables.get(k) != v for k, v in tuned.items()) else {}
 
     def run(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None, *,

@@ -15,12 +15,14 @@ import traceback
 
 from jinja2 import FunctionLoader, StrictUndefined
 from jinja2.compiler import CodeGenerator
-from jinja2.exceptions import SecurityError, TemplateError as JinjaTemplateError, TemplateSyntaxError, UndefinedError
+from jinja2.exceptions import SecurityError
+from jinja2.exceptions import TemplateError as JinjaTemplateError
+from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from conformance.errors import TemplateError
 from conformance.engine.package import Package
 from conformance.engine.plan import PassPlan, Plan
+from conformance.errors import TemplateError
 
 MAX_OUTPUT = 1 << 20
 MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build

@@ -12,7 +12,7 @@ Guards against hostile or broken kernels (issue 10):
 * time: compiling, dispatching and reading back one run is given
   ``CONFORMANCE_DISPATCH_TIMEOUT`` seconds (default 30); past it the run fails
   with ``KernelRuntimeError(kind="timeout")`` and the device is abandoned
-  (:func:`conformance.device.abandon`), so the next run gets a fresh one;
+  (:meth:`conformance.gpu.device.DevicePool.abandon`), so the next run gets a fresh one;
 * loss: an error saying the device is lost or destroyed marks it lost.
 """
 
@@ -25,45 +25,36 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import wgpu
 
-from conformance.gpu.device import Device, abandon
-from conformance.errors import ConformanceError, KernelRuntimeError
+from conformance.config import env_float
+from conformance.engine.dtypes import ITEM_BYTES
 from conformance.engine.package import Package
 from conformance.engine.plan import BindingPlan, PassPlan, Plan
+from conformance.errors import ConformanceError, KernelRuntimeError
+from conformance.gpu.device import Device, abandon
 from conformance.gpu.render import render
 
 GUARD_BYTES = 256
 GUARD_WORD = 0x7FC0_DEAD  # a NaN payload no kernel computes by accident
 GUARD = np.full(GUARD_BYTES // 4, GUARD_WORD, dtype=np.uint32).tobytes()
-NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int32": np.int32,
-                "uint32": np.uint32, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
-                "int64": np.int64, "uint64": np.uint64, "bool": np.bool_}
 
 DEFAULT_DISPATCH_TIMEOUT = 30.0
 DEFAULT_HOST_MEMORY_FRACTION = 0.5
 
 
-def _env_float(name: str, default: float, *, allow_inf: bool) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not value > 0 or (math.isinf(value) and not allow_inf):
-        raise KernelRuntimeError(f"{name}={raw!r} must be a positive number", kind="config")
-    return value
+def _config_error(message: str) -> KernelRuntimeError:
+    return KernelRuntimeError(message, kind="config")
 
 
 def dispatch_timeout() -> float:
     """Seconds one run (compile, dispatch, read back) may take: ``CONFORMANCE_DISPATCH_TIMEOUT`` (``inf``: none)."""
-    return _env_float("CONFORMANCE_DISPATCH_TIMEOUT", DEFAULT_DISPATCH_TIMEOUT, allow_inf=True)
+    return env_float("CONFORMANCE_DISPATCH_TIMEOUT", DEFAULT_DISPATCH_TIMEOUT, _config_error, allow_inf=True)
 
 
 def host_memory_fraction() -> float:
     """The share of available host memory one run may use: ``CONFORMANCE_HOST_MEMORY_FRACTION``."""
-    return _env_float("CONFORMANCE_HOST_MEMORY_FRACTION", DEFAULT_HOST_MEMORY_FRACTION, allow_inf=False)
+    return env_float("CONFORMANCE_HOST_MEMORY_FRACTION", DEFAULT_HOST_MEMORY_FRACTION, _config_error)
 
 
 def available_host_memory() -> int | None:
@@ -114,7 +105,7 @@ def _padded(nbytes: int) -> int:
 
 
 def _output_bytes(out) -> int:
-    return math.prod(out.shape) * np.dtype(NUMPY_DTYPES[out.dtype]).itemsize
+    return math.prod(out.shape) * ITEM_BYTES[out.dtype]
 
 
 def _compile_error(pass_name: str, wgsl: str, message: str) -> KernelRuntimeError:
@@ -181,7 +172,6 @@ class Runtime:
             if _is_lost(str(exc)):
                 self._classify(exc, plan)
             raise _compile_error(pass_plan.name, wgsl, str(exc)) from None
-        import wgpu
         entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": b.buffer_type}} for b in pass_plan.bindings]
         try:
@@ -206,7 +196,6 @@ class Runtime:
         the end of an output writes into the guard (and is caught) instead of being silently dropped by
         robust buffer access.
         """
-        import wgpu
         dev = self.device.device
         usage = wgpu.BufferUsage
         bound = Bound(plan)
@@ -252,10 +241,10 @@ class Runtime:
         """
         if self.device.lost:
             raise KernelRuntimeError("device-lost: the device was lost by an earlier run; open a fresh one "
-                                     "(conformance.device.get_device)", kind="device-lost",
+                                     "(conformance.gpu.device.devices)", kind="device-lost",
                                      pass_name=", ".join(p.name for p in plan.passes))
         self.check_sizes(plan, inputs)
-        outputs = {role: np.zeros(o.shape, dtype=NUMPY_DTYPES[o.dtype]) for role, o in plan.outputs.items()}
+        outputs = {role: np.zeros(o.shape, dtype=o.dtype) for role, o in plan.outputs.items()}
         result = Run(outputs)
         if all(p.dispatch.empty for p in plan.passes):
             result.guards_intact = {r: True for r in outputs}
@@ -321,7 +310,6 @@ class Runtime:
                 pass_name=passes, kind="host-memory")
 
     def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool) -> None:
-        import wgpu
         dev = self.device.device
         outputs = result.outputs
         usage = wgpu.BufferUsage
@@ -373,7 +361,6 @@ class Runtime:
 
     def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, exposed: set[str] = frozenset()) -> dict:
         if b.buffer_type == "uniform":
-            import wgpu
             data = b.uniform_bytes + b"\0" * (-len(b.uniform_bytes) % 16)
             buf = self.device.device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
             buffers[f"uniform:{pass_plan.id}:{b.index}"] = buf

@@ -13,6 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
+import wgpu
+from wgpu.backends.wgpu_native._ffi import lib
+from wgpu.backends.wgpu_native.extras import write_timestamp
 
 from conformance.gpu.device import Device
 
@@ -38,7 +41,6 @@ class Timing:
 
 def timestamp_period_ns(device: Device) -> float:
     try:
-        from wgpu.backends.wgpu_native._ffi import lib
         return float(lib.wgpuQueueGetTimestampPeriod(device.device.queue._internal))
     except Exception:  # another backend of wgpu-py: WebGPU reports nanoseconds
         return 1.0
@@ -99,7 +101,6 @@ class Timer:
     def time_encoder(self, record: Callable[[object], None], *, warm: bool = False) -> Timing:
         """``record(encoder)`` records encoder-level work (a buffer copy); ``warm``: the GPU was just busy,
         so only the ``warmup`` runs, not ``warmup_seconds``."""
-        from wgpu.backends.wgpu_native.extras import write_timestamp
 
         def encode(encoder, query_set, i):
             if query_set is not None:
@@ -112,7 +113,6 @@ class Timer:
 
     def _wait(self) -> None:
         """Block until submitted work is done (a tiny read-back: wgpu 0.32's on_submitted_work_done is broken)."""
-        import wgpu
         if not hasattr(self, "_fence"):
             self._fence = self.device.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
         self.device.device.queue.read_buffer(self._fence)
@@ -156,7 +156,6 @@ class Timer:
 
     def _timestamps(self, encode, reps: int, per_rep: int) -> list[Timing]:
         """``reps`` repetitions in one submission, ``per_rep`` timed spans each."""
-        import wgpu
         dev = self.device.device
         count = 2 * reps * per_rep
         query_set = dev.create_query_set(type=wgpu.QueryType.timestamp, count=count)

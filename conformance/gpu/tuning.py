@@ -1,7 +1,10 @@
 """Per-device tuning tables: the best tunables the bench sweep found, used before the manifest defaults.
 
-A table is ``conformance/tuning/<device-key>.json``: a list of entries
-``{package, dtype, variant, WORKGROUP_SIZE}``.  A call that names its own
+A table is ``<device-key>.json``: a list of entries ``{package, dtype, variant,
+WORKGROUP_SIZE}``.  Tables are looked up in the user's cache
+(``$XDG_CACHE_HOME/webgpu-kernel-conformance/tuning``, where ``bench
+--write-tuning`` writes them), then among those shipped with the suite
+(``conformance/gpu/tuning_tables``, read-only).  A call that names its own
 tunables is never overridden; a device without a table gets the defaults.
 """
 
@@ -12,7 +15,14 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-TABLES = Path(__file__).resolve().parent / "tuning_tables"
+from conformance.config import user_cache_dir
+
+SHIPPED = Path(__file__).resolve().parent / "tuning_tables"
+
+
+def user_tables() -> Path:
+    """Where ``bench --write-tuning`` writes by default: never into the installed package."""
+    return Path(user_cache_dir()) / "tuning"
 
 
 def device_key(summary: dict) -> str:
@@ -21,26 +31,29 @@ def device_key(summary: dict) -> str:
 
 
 @lru_cache(maxsize=None)
-def _load(key: str) -> tuple[dict, ...]:
-    path = TABLES / f"{key}.json"
-    if not path.is_file():
-        return ()
-    try:
-        return tuple(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return ()
+def _load(key: str, user: Path) -> tuple[dict, ...]:
+    for directory in (user, SHIPPED):
+        path = directory / f"{key}.json"
+        if path.is_file():
+            try:
+                return tuple(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                return ()
+    return ()
 
 
 def lookup(summary: dict, package: str, dtype: str, variant: str) -> dict[str, int]:
-    for entry in _load(device_key(summary)):
+    for entry in _load(device_key(summary), user_tables()):
         if (entry.get("package"), entry.get("dtype"), entry.get("variant")) == (package, dtype, variant):
             return {k: v for k, v in entry.items() if k.isupper() and isinstance(v, int)}
     return {}
 
 
-def write(device, best: list[dict]) -> Path:
-    TABLES.mkdir(exist_ok=True)
-    path = TABLES / f"{device_key(device.summary)}.json"
+def write(device, best: list[dict], directory: Path | None = None) -> Path:
+    """Store ``best`` as the device's table in ``directory`` (default: :func:`user_tables`)."""
+    directory = Path(directory) if directory is not None else user_tables()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{device_key(device.summary)}.json"
     entries = [{k: e[k] for k in ("package", "dtype", "variant", "WORKGROUP_SIZE")} for e in best]
     path.write_text(json.dumps(entries, indent=1) + "\n")
     _load.cache_clear()

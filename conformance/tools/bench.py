@@ -16,12 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.gpu.device import Device
+from conformance.engine.layout import split_workgroups
 from conformance.errors import ContractError
-from conformance.gpu.kernel import Kernel
-from conformance.gpu.runtime import NUMPY_DTYPES, Runtime
-from conformance.gpu.timing import Timer, Timing
 from conformance.gpu import tuning
+from conformance.gpu.device import Device
+from conformance.gpu.kernel import Kernel
+from conformance.gpu.runtime import Runtime
+from conformance.gpu.timing import Timer, Timing
+from conformance.tools.peers import run_peers
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
 WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
@@ -93,7 +95,6 @@ class Baselines:
 
     def shader_pass(self, src, dst, nbytes: int):
         """A pass recorder for the vec4 copy shader moving ``copy_bytes(nbytes)`` src -> dst."""
-        from conformance.engine.layout import split_workgroups
         nbytes = self.copy_bytes(nbytes)
         group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
@@ -134,7 +135,7 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
         plan = kernel.plan(tunables=tunables, **args)
     except ContractError:
         return None
-    arrays = {role: (_sample(shape, NUMPY_DTYPES[dtype]) if shape is not None else None)
+    arrays = {role: (_sample(shape, np.dtype(dtype)) if shape is not None else None)
               for role, (shape, dtype) in args.items()}
     runtime = Runtime(kernel.device, kernel.package)
     bound = runtime.bind(plan, {spec.role: arrays.get(spec.role) for spec in kernel.manifest.inputs})
@@ -198,10 +199,9 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
                                                              for r in rows],
               "tuning": best}
     if write_tuning and best:
-        path = tuning.write(device, best)
+        path = tuning.write(device, best, None if write_tuning is True else Path(write_tuning))
         result["tuning_table"] = str(path)
     if peers:
-        from conformance.tools.peers import run_peers
         result["peers"] = run_peers(result, max_elements)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -266,9 +266,9 @@ def format_table(result: dict) -> str:
 def plot_rows(rows: list[dict], path: Path, title: str) -> None:
     """Bandwidth against bytes moved, one line per package/variant/dtype, copy baselines dashed."""
     try:
-        import matplotlib
+        import matplotlib  # optional (the bench extra): only plots need it
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # (see above)
     except ImportError:
         print("plot skipped: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return

@@ -14,8 +14,13 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.errors import ConformanceError
+import cases
+from cases.calls import CallSpec, outcome
+from cases.golden import diff as golden_diff
+from cases.golden import golden_path, to_yaml
 from conformance.engine.package import Package, find_package_dirs, load_package
+from conformance.engine.planner import Planner
+from conformance.errors import ConformanceError
 
 FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail")}
 LABELS = {"passes": "dispatch"}
@@ -78,7 +83,6 @@ def call_key(case) -> tuple:
 
 def expect(planner, key: tuple) -> dict:
     """What ``planner`` (None: no such package) makes of the call ``key``, in the golden files' form."""
-    from cases.calls import CallSpec, outcome
     if planner is None:
         return {"outcome": "absent"}
     m = planner.manifest
@@ -120,7 +124,6 @@ _GENERATED: dict[str, list] = {}
 def generate(package: Package) -> list:
     """``cases.generate``, memoised by manifest content: cases depend on the manifest alone, and a
     long-lived process (the gate's tests) diffs the same versions again."""
-    import cases
     key = package.manifest.sha256
     if key not in _GENERATED:
         _GENERATED[key] = cases.generate(package)
@@ -128,7 +131,6 @@ def generate(package: Package) -> list:
 
 
 def diff_package(name: str, old: Package | None, new: Package | None) -> PackageDiff:
-    from conformance.engine.planner import Planner
     planners = [Planner(p.manifest) if p else None for p in (old, new)]
     generated = {side: generate(p) if p else [] for side, p in (("old", old), ("new", new))}
     ids: dict[tuple, str] = {}
@@ -154,7 +156,6 @@ def diff(old: dict[str, Package], new: dict[str, Package]) -> list[PackageDiff]:
 # -- the gate ---------------------------------------------------------------------------------------
 def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
     """Packages whose behaviour changed without their golden file being regenerated in the same change."""
-    from cases.golden import diff as golden_diff, golden_path, to_yaml
     out = []
     for d in diffs:
         if not d.changes:

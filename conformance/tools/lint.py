@@ -14,9 +14,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.engine.manifest import WGSL_DTYPE
-from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
+import cases
+from conformance.engine.call import make_call
+from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.package import Package, find_package_dirs, load_package
+from conformance.engine.planner import Planner
+from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
+from conformance.gpu.render import render
+from conformance.gpu.runtime import Runtime
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
@@ -59,8 +64,6 @@ def load(directory: Path) -> tuple[Package | None, list[Finding]]:
 def unreachable(package: Package, generated) -> list[Finding]:
     """Variants no generated call selects (the case space is built to reach every reachable variant, as
     ``cases.coverage`` reports), with the higher-priority variants that took the calls they accept."""
-    from conformance.engine.call import make_call
-    from conformance.engine.planner import Planner
     m = package.manifest
     selected = {c.expect["variant"] for c in generated if c.accepted}
     missing = [v.id for v in m.variants if v.id not in selected]
@@ -134,10 +137,6 @@ def binding_problems(pass_plan, wgsl: str) -> list[str]:
 
 def shaders(package: Package, generated, device) -> list[Finding]:
     """Per variant and dtype: render, check bindings, compile on ``device`` (None: render only)."""
-    from conformance.engine.call import make_call
-    from conformance.engine.planner import Planner
-    from conformance.gpu.render import render
-    from conformance.gpu.runtime import Runtime
     m, planner, out = package.manifest, Planner(package.manifest), []
     runtime = Runtime(device, package) if device else None
     order = {v.id: i for i, v in enumerate(m.variants)}
@@ -190,7 +189,6 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
 # -- all of it --------------------------------------------------------------------------------------
 def lint(directory: Path, device=None) -> list[Finding]:
     """Every finding for the packages at or under ``directory``; ``device`` None skips compilation."""
-    import cases
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]

@@ -13,6 +13,10 @@ import math
 import statistics
 import time
 
+import numpy as np
+
+from conformance.certify.onnxruntime import OPS, OrtWebGpu, short_error
+
 #: How the ONNX Runtime WebGPU peer is timed (see ``time_bound_runs``).
 ORT_METHOD = "wall clock, device-resident IOBinding, fence read-back subtracted"
 
@@ -40,7 +44,7 @@ def note(text: str) -> dict:
 # -- torch (CUDA) ------------------------------------------------------------------------------------------
 
 def _cuda_time(fn, reps: int = 20, warmup: int = 3) -> float:
-    import torch
+    import torch  # optional peer: loaded on use
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -57,12 +61,12 @@ def _cuda_time(fn, reps: int = 20, warmup: int = 3) -> float:
 
 def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
     try:
-        import torch
+        import torch  # optional peer: loaded on use
     except ImportError:
         return [note("torch is not installed: no torch peers timed")]
     if not torch.cuda.is_available():
         return [note("torch has no CUDA device: no torch peers timed")]
-    import torch.nn.functional as F
+    import torch.nn.functional as F  # (see above)
     out = []
     for row in selected_rows(result, max_elements):
         dtype = {"float32": torch.float32, "float16": torch.float16}[row["dtype"]]
@@ -156,9 +160,7 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
     from ``OrtWebGpu`` (one per op, dtype and bias present; it refuses a session that does not run
     on the WebGPU provider).  Rows carry ``method``.
     """
-    import numpy as np
 
-    from conformance.certify.onnxruntime import OPS, OrtWebGpu, short_error
     rows = [row for row in selected_rows(result, max_elements) if row["package"] in OPS]
     if not rows:
         return []

@@ -13,9 +13,9 @@ import json
 import shutil
 from pathlib import Path
 
-from conformance.errors import ManifestError
 from conformance.engine.manifest import read_json
 from conformance.engine.package import manifest_path
+from conformance.errors import ManifestError
 
 ADDITIONS = ("derive", "bindingSets", "variants")
 

@@ -11,9 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from conformance.engine.package import find_package_dirs, load_package  # noqa: E402
-
 import cases  # noqa: E402
+from conformance.engine.package import find_package_dirs, load_package  # noqa: E402
 
 PACKAGES = [d.name for d in find_package_dirs(ROOT / "specs")]
 

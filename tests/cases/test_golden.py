@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -12,11 +13,7 @@ import numpy as np
 
 import cases
 from cases.data import make_inputs
-from conformance.engine.package import load_package
-
-import pathlib
-
-from conformance.engine.package import find_package_dirs
+from conformance.engine.package import find_package_dirs, load_package
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = [d.name for d in find_package_dirs(ROOT / "specs")]

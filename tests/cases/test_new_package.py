@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -11,8 +12,6 @@ import pytest
 
 import cases
 from conformance.engine.package import load_package
-
-import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

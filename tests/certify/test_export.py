@@ -2,12 +2,12 @@
 
 import json
 
+import numpy as np
 import pytest
 
-from conformance.tools.export import BENCH_FORMAT, TEST_FORMAT, decode_array, encode_array, export_package, load_test_cases
+from conformance.certify.testjson import TEST_FORMAT, decode_array, encode_array, load_test_cases
 from conformance.engine.package import load_package
-
-import numpy as np
+from conformance.tools.export import BENCH_FORMAT, export_package
 
 
 def test_array_encoding_round_trips():

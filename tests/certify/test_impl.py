@@ -5,10 +5,11 @@ import pytest
 
 import cases
 from cases.data import make_inputs
-from conformance.certify.checker import CaseFailed, CaseNotApplicable, CaseSkipped, ImplChecker, verdict_for
-from conformance.errors import ConformanceError
-from conformance.certify.implementations import ImplResult, Implementation, Rejected, load_implementation, registered
+from conformance.certify.checker import Checker
+from conformance.certify.implementations import Implementation, ImplResult, Rejected, load_implementation, registered
+from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.engine.package import load_package
+from conformance.errors import ConformanceError
 from reference import compare, reference_for
 
 
@@ -57,7 +58,7 @@ class Modulo:
 
 
 def _check(impl, package, case):
-    checker = ImplChecker(impl, make_inputs, reference_for, compare)
+    checker = Checker(impl)
     verdict = verdict_for(case)
     checker.check(case, package, verdict)
     return verdict
@@ -106,8 +107,9 @@ def test_ort_webgpu_is_skipped_with_a_reason_here(packages, generated):
 @pytest.mark.slow
 @pytest.mark.onnxruntime
 def test_plugin_runs_ort_cpu_and_reports_assertions(tmp_path):
-    from tests.certify.conftest import run_conformance  # noqa: E402  (tests/certify/conftest.py)
     import json
+
+    from tests.certify.conftest import run_conformance  # noqa: E402  (tests/certify/conftest.py)
     report = tmp_path / "r.json"
     proc = run_conformance("--impl=onnxruntime-cpu", "-k", "Gelu/f32 and not FastGelu", f"--conformance-report={report}")
     assert proc.returncode == 0, proc.stdout[-3000:]

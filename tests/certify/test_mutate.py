@@ -4,10 +4,14 @@ import json
 import shutil
 
 import pytest
+import yaml
 
-from conformance.tools import mutate
-from conformance.tools.export import build_test
 from conformance.engine.package import load_package
+from conformance.tools.export import build_test
+from conformance.tools.mutate.equivalence import ARGUED_EQUIVALENT, ARGUMENTS, argue
+from conformance.tools.mutate.mutants import Mutant, manifest_mutants, mark_unrendered, template_mutants
+from conformance.tools.mutate.report import markdown, summarize
+from conformance.tools.mutate.runner import _worker_check, run_mutant
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 
@@ -15,8 +19,8 @@ TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 @pytest.fixture(scope="module")
 def fast_mutants():
     pkg = load_package("com.microsoft.FastGelu")
-    ms = mutate.manifest_mutants("FastGelu", pkg.name, json.loads((pkg.root / "manifest.json").read_text()))
-    ms += mutate.template_mutants("FastGelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
+    ms = manifest_mutants("FastGelu", pkg.name, json.loads((pkg.root / "manifest.json").read_text()))
+    ms += template_mutants("FastGelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
     return {m.id: m for m in ms}
 
 
@@ -31,37 +35,48 @@ def test_every_operator_family_is_generated(fast_mutants):
 def test_unrendered_template_text_is_equivalent(tmp_path):
     pkg = load_package("com.microsoft.Gelu")
     text = (pkg.root / TEMPLATE).read_text()
-    ms = [m for m in mutate.template_mutants("Gelu", pkg.name, TEMPLATE, text)
+    ms = [m for m in template_mutants("Gelu", pkg.name, TEMPLATE, text)
           if m.kind == "bias-dropped" or m.id.endswith("erf-tanh/swap")]
-    mutate.mark_unrendered(pkg.root, ms)
+    mark_unrendered(pkg.root, ms)
     assert all(m.status == "equivalent" for m in ms if m.kind == "bias-dropped")      # Gelu has no bias
     assert next(m for m in ms if m.id.endswith("erf-tanh/swap")).status == "pending"  # this one is rendered
+
+
+def test_equivalence_arguments_load_from_the_data_file_in_order():
+    entries = yaml.safe_load(ARGUMENTS.read_text())
+    assert list(ARGUED_EQUIVALENT) == [(e["package"], e["pattern"]) for e in entries] and len(entries) >= 15
+    m = Mutant("Gelu/manifest/variants/vec4/when/0:drop", "com.microsoft.Gelu", "manifest.json", "when-dropped",
+               "variant vec4: predicate `true` dropped")
+    other = Mutant("Gelu/manifest/variants/vec4/when/0:negate", "com.microsoft.Gelu", "manifest.json",
+                   "when-negated", "variant vec4: predicate `true` negated")
+    argue("Gelu", [m, other])
+    assert m.status == "equivalent" and "conjunction unchanged" in m.equivalence and other.status == "pending"
 
 
 @pytest.mark.slow
 def test_a_mutant_is_killed_by_a_named_case(fast_mutants, tmp_path):
     pkg = load_package("com.microsoft.Gelu")
-    m = next(m for m in mutate.template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
+    m = next(m for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
              if m.id.endswith("erf-tanh/swap"))
     test_json = tmp_path / "test.json"
     test_json.write_text(json.dumps(build_test(pkg)))
-    done = mutate.run_mutant(m, pkg.root, test_json, tmp_path, timeout=300)
+    done = run_mutant(m, pkg.root, test_json, tmp_path, timeout=300)
     assert done.status == "killed" and done.killed_by.startswith("test.json/Gelu/"), done
-    result = mutate.summarize([done], {}, 1.0, 1)
-    assert result["kill_rate"] == 1.0 and "Killed mutants" in mutate.markdown(result)
+    result = summarize([done], {}, 1.0, 1)
+    assert result["kill_rate"] == 1.0 and "Killed mutants" in markdown(result)
 
 
 @pytest.mark.slow
 def test_worker_kills_a_template_mutant_in_process(tmp_path):
     pkg = load_package("com.microsoft.Gelu")
-    m = next(m for m in mutate.template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
+    m = next(m for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
              if m.kind == "clamp")
     test_json = tmp_path / "test.json"
     test_json.write_text(json.dumps(build_test(pkg)))
     mutant = tmp_path / "m" / pkg.root.name
     shutil.copytree(pkg.root, mutant)
     (mutant / TEMPLATE).write_text(m._apply((mutant / TEMPLATE).read_text()))
-    mid, status, killer, detail, _ = mutate._worker_check(m.id, str(mutant), str(pkg.root), str(test_json))
+    mid, status, killer, detail, _ = _worker_check(m.id, str(mutant), str(pkg.root), str(test_json))
     assert status == "killed" and killer.startswith("test.json/Gelu/") and "differs from the reference" in detail
-    mid, status, killer, _, _ = mutate._worker_check("none", str(pkg.root), str(pkg.root), str(test_json))
+    mid, status, killer, _, _ = _worker_check("none", str(pkg.root), str(pkg.root), str(test_json))
     assert status == "survived" and killer is None

@@ -17,9 +17,9 @@ if str(ROOT) not in sys.path:  # pytest run without the repo root on sys.path
     sys.path.insert(0, str(ROOT))
 
 from conformance import BASELINE, load_kernel  # noqa: E402
-from conformance.gpu.kernel import Kernel  # noqa: E402
 from conformance.engine.manifest import Manifest  # noqa: E402
 from conformance.engine.package import Package  # noqa: E402
+from conformance.gpu.kernel import Kernel  # noqa: E402
 
 SPECS = ROOT / "specs"
 FASTGELU = "com.microsoft.FastGelu"

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.engine.conftest import FASTGELU, GELU, SPECS, kernel_from
 
 from conformance import BASELINE, ConformanceError, ContractError, ManifestError, load_kernel
 from conformance.engine.manifest import Manifest, load_manifest
+from tests.engine.conftest import FASTGELU, GELU, SPECS, kernel_from
 
 FILE = "x.json"
 

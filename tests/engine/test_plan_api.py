@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import pytest
-from tests.engine.conftest import FASTGELU, GELU, NO_F16, SPECS
 
 import conformance
-from conformance import (BASELINE, ConformanceError, ContractError, DeviceProfile, ExpressionError, ManifestError,
-                         NoVariantError, load_kernel)
+from conformance import (
+    BASELINE,
+    ConformanceError,
+    ContractError,
+    DeviceProfile,
+    ExpressionError,
+    ManifestError,
+    NoVariantError,
+    load_kernel,
+)
 from conformance.errors import DeviceError
+from tests.engine.conftest import FASTGELU, GELU, NO_F16, SPECS
 
 
 def test_error_hierarchy():

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.engine.conftest import FASTGELU, GELU
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import BASELINE, ContractError, NoVariantError
+from tests.engine.conftest import FASTGELU, GELU
 
 F32, F16 = "float32", "float16"
 

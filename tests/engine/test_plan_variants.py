@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.engine.conftest import FASTGELU, GELU, NO_F16
 
 from conformance import BASELINE, ContractError, NoVariantError
+from tests.engine.conftest import FASTGELU, GELU, NO_F16
 
 F32, F16 = "float32", "float16"
 

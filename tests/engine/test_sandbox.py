@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from tests.engine.conftest import kernel_from
 
 from conformance import BASELINE, ConformanceError, ExpressionError, ManifestError
+from tests.engine.conftest import kernel_from
 
 LIMIT_S = 1.0
 WHEN = "/variants/0/when/0"

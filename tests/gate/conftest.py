@@ -37,8 +37,8 @@ def variant(raw: dict, vid: str) -> dict:
 
 @pytest.fixture(scope="session")
 def device():
-    from conformance.gpu.device import get_device
     from conformance.errors import DeviceError
+    from conformance.gpu.device import get_device
     try:
         return get_device("vulkan")
     except DeviceError as err:

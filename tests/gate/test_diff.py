@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from conformance.__main__ import main
-
 from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, variant
 
 

@@ -7,7 +7,6 @@ import sys
 
 from conformance.__main__ import main
 from conformance.tools.lint import binding_problems, lint
-
 from tests.gate.conftest import FASTGELU, GELU, ROOT, edit_manifest, variant
 
 

@@ -16,7 +16,6 @@ import json
 import textwrap
 import time
 
-
 from tests.hostile.conftest import ROOT, TEMPLATE, edit, run_conformance
 
 GELU, FASTGELU = "com.microsoft.Gelu", "com.microsoft.FastGelu"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.hostile.conftest import run_cli, run_conformance, seed
 
 GOOD = "com.microsoft.Gelu"

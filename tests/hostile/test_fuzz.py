@@ -11,16 +11,19 @@ import math
 import resource
 
 import numpy as np
-from tests.hostile.conftest import PROFILE as PROFILE_NAME, SEEDS, examples, seed
-from hypothesis import event as _hypothesis_event, given, note, settings, strategies as st
+from hypothesis import event as _hypothesis_event
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 from conformance import BASELINE, ConformanceError, ContractError, ExpressionError, ManifestError, TemplateError
 from conformance.engine.call import make_call
-from conformance.gpu.kernel import Kernel
 from conformance.engine.manifest import Manifest
 from conformance.engine.package import REPO_SPECS, Package
 from conformance.engine.planner import Planner
+from conformance.gpu.kernel import Kernel
 from conformance.gpu.render import render
+from tests.hostile.conftest import PROFILE as PROFILE_NAME
+from tests.hostile.conftest import SEEDS, examples, seed
 
 FILE = "fuzz.json"
 NO_F16 = BASELINE.restricted("no-f16", drop_features={"shader-f16"})

@@ -5,9 +5,8 @@ import json
 
 import pytest
 
-from conformance import ConformanceError, ExpressionError, load_kernel, BASELINE
+from conformance import BASELINE, ConformanceError, ExpressionError, load_kernel
 from conformance.engine.package import REPO_SPECS
-
 
 
 def test_non_finite_number_in_a_json_manifest_is_refused_with_its_pointer(tmp_path):

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from conformance import BASELINE, ContractError, KernelRuntimeError, NoVariantError
-from conformance.gpu.device import Device
-from conformance.gpu.kernel import Kernel
 from conformance.engine.manifest import Manifest
 from conformance.engine.package import REPO_SPECS, Package
 from conformance.engine.profile import ALIGNMENT_LIMITS, DEFAULT_LIMITS, DeviceProfile
+from conformance.gpu.device import Device
+from conformance.gpu.kernel import Kernel
 from conformance.gpu.runtime import Runtime
 
 FASTGELU = REPO_SPECS / "com.microsoft.FastGelu"

@@ -21,11 +21,11 @@ import time
 import tracemalloc
 
 import pytest
-from tests.hostile.conftest import ROOT, TEMPLATE
 
 from conformance import BASELINE, TemplateError, load_kernel
 from conformance.engine.package import REPO_SPECS
 from conformance.gpu.render import render
+from tests.hostile.conftest import ROOT, TEMPLATE
 
 LIMIT_S = 2.0
 MAX_MEMORY = 64 << 20

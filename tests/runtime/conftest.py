@@ -3,8 +3,8 @@ import shutil
 import pytest
 
 from conformance import load_kernel
-from conformance.gpu.device import get_device
 from conformance.engine.package import REPO_SPECS
+from conformance.gpu.device import get_device
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@ import json
 import time
 
 from conformance import load_kernel
-from conformance.tools import bench
 from conformance.gpu.timing import Timer, Timing
+from conformance.tools import bench
 
 
 def test_bench_rows_are_ratios_to_same_run_copies_and_land_in_the_json(device, tmp_path):

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from conformance import load_kernel
-from conformance.tools import proposal
 from conformance.engine.package import REPO_SPECS
+from conformance.tools import proposal
 from reference import compare, reference_for
-
 from tests.runtime.test_numerics import check
 
 EVERY_F16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
@@ -44,7 +43,7 @@ def _nudged(i):
     return c
 
 
-ARGUED = {  # the mutants conformance.mutate.ARGUED_EQUIVALENT calls conforming, as the template would compute them
+ARGUED = {  # the mutants conformance/tools/mutate/equivalent.yaml argues conforming, as the template would compute them
     "shipped": {},
     "clamp -4.6 nudged": dict(lo=4.6 * 1.001), "clamp +4.6 nudged": dict(hi=4.6 * 1.001),
     "zero below -4.6 nudged": dict(zero_below=4.6 * 1.001), "zero at -4.6 too": dict(inclusive=True),

@@ -122,8 +122,8 @@ def test_tanh_and_erf_paths_are_distinguished(fast_gelu, package_copy):
 @pytest.mark.parametrize("op", ["com.microsoft.FastGelu", "com.microsoft.Gelu"])
 def test_several_vec4_per_invocation_proposal_is_correct(device, tmp_path, op, per_thread):
     """The bench's proposed manifest change (vecPerThread) keeps every element right, including a partial last group."""
-    from conformance.tools import proposal
     from conformance.engine.package import REPO_SPECS
+    from conformance.tools import proposal
     kernel = load_kernel(proposal.vec4_per_thread(REPO_SPECS / op, per_thread, tmp_path), device=device)
     for shape in [(4, 1024), (3, 4 * 256 * per_thread + 8)]:
         x = RNG.normal(0, 2, shape).astype(np.float32)

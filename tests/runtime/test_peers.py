@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from conformance.tools import peers
 from conformance.certify import onnxruntime as ort_impl
+from conformance.tools import peers
 
 MI = 1 << 20
 

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from conformance import BASELINE, load_kernel
-from conformance.tools import proposal
-from conformance.errors import ExpressionError, ManifestError
 from conformance.engine.package import REPO_SPECS, find_package_dirs
-
+from conformance.errors import ExpressionError, ManifestError
+from conformance.tools import proposal
 from tests.runtime.test_numerics import LARGE, RNG, check
 
 PACKED_F16 = REPO_SPECS / "proposals" / "packed-f16.json"

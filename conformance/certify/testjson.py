@@ -1,0 +1,145 @@
+"""``test.json``: a package's correctness cases with their inputs, expected outputs and tolerances.
+
+``build_test(package)`` makes it from the generated cases and the float64 reference; ``load_test_cases(package)``
+reads it back as cases that run next to the generated ones, checked against the stored data. The format is
+documented in ``specs/README.md``; ``conformance export`` writes it beside the manifest.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import cases as case_generator
+from cases.data import Recipe, make_inputs
+from cases.model import Case
+from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
+from conformance.engine.package import Package
+from conformance.errors import ManifestError
+from reference import reference_for
+
+TEST_FORMAT = "webgpu-kernel-conformance/test@1"
+TEST_FILE = "test.json"
+#: Accepted cases with more input elements than this are not shipped (their data would dominate the file).
+MAX_ELEMENTS = 4096
+#: Prefix of the ids of stored cases, so that they never collide with the generated ones.
+ID_PREFIX = "test.json/"
+
+
+# -- encoding ---------------------------------------------------------------------------------
+def encode_array(a: np.ndarray) -> dict:
+    a = np.asarray(a)
+    little = a.astype(a.dtype.newbyteorder("<"), copy=False)
+    return {"shape": list(a.shape), "dtype": a.dtype.name,
+            "data": base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")}
+
+
+def decode_array(d: dict) -> np.ndarray:
+    dtype = np.dtype(d["dtype"]).newbyteorder("<")
+    shape = tuple(int(s) for s in d["shape"])
+    if "data" not in d:      # shape-only (a large rejected call): zeros stand in, only the shape matters
+        return np.zeros(shape, dtype=dtype.newbyteorder("="))
+    raw = base64.b64decode(d["data"])
+    if len(raw) != math.prod(shape) * dtype.itemsize:
+        raise ManifestError(f"{d['dtype']}{list(shape)}: data has {len(raw)} bytes, expected "
+                            f"{math.prod(shape) * dtype.itemsize}", file=TEST_FILE)
+    return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="), copy=True).reshape(shape)
+
+
+def _floats(a: np.ndarray) -> list:
+    """Float64 values, flattened in C order; NaN (unconstrained) as null."""
+    return [None if math.isnan(v) else float(v) for v in np.asarray(a, dtype=np.float64).ravel().tolist()]
+
+
+# -- test.json ---------------------------------------------------------------------------------
+def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
+    m = package.manifest
+    ref = reference_for(m.domain, m.name)
+    out_cases, profiles, left_out = [], {}, 0
+    for case in case_generator.generate(package):
+        numel = sum(math.prod(a[0]) for a in case.inputs.values() if a is not None)
+        if case.heavy or (case.accepted and numel > max_elements):
+            left_out += 1
+            continue
+        item = {"id": case.id, "family": case.family, "markers": list(case.markers),
+                "profile": case.profile.name, "tunables": dict(case.tunables), "expect": case.expect}
+        profiles.setdefault(case.profile.name, profile_to_dict(case.profile))
+        if numel <= max_elements:
+            arrays = make_inputs(case)
+            item["inputs"] = {r: None if a is None else encode_array(a) for r, a in arrays.items()}
+        else:  # a rejection too large to ship: its shapes are enough
+            arrays = None
+            item["inputs"] = {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]}
+                              for r, a in case.inputs.items()}
+        if case.accepted:
+            expected = ref.compute(arrays)
+            item["outputs"] = {role: _floats(expected[role]) for role in case.expect["outputs"]}
+            item["tolerance"] = {}
+            for role, o in case.expect["outputs"].items():
+                tol = ref.tolerance(o["dtype"])
+                item["tolerance"][role] = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype,
+                                           "reason": tol.reason}
+        out_cases.append(item)
+    return {"format": TEST_FORMAT, "package": m.op_id,
+            "manifest": {"file": "manifest.json", "sha256": m.sha256},
+            "generator": {"suite": "webgpu-kernel-conformance", "maxElements": max_elements,
+                          "leftOut": left_out},
+            "profiles": profiles, "cases": out_cases}
+
+
+# -- reading test.json back ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stored:
+    """What a stored case carries besides the Case: its inputs, expected outputs and tolerances."""
+
+    inputs: dict
+    outputs: dict
+    tolerance: dict
+    source: str
+
+    def arrays(self) -> dict:
+        return {r: None if d is None else decode_array(d) for r, d in self.inputs.items()}
+
+
+def test_json_path(package: Package) -> Path | None:
+    """``test.json`` beside the manifest (either layout)."""
+    path = package.root / TEST_FILE
+    return path if path.is_file() else None
+
+
+def load_test_cases(package: Package, path: Path | None = None) -> list:
+    """The stored cases of ``test.json`` as ``cases.Case`` objects with a ``stored`` attribute."""
+    path = path or test_json_path(package)
+    if path is None:
+        return []
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"cannot read it: {exc}", file=str(path)) from None
+    if data.get("format") != TEST_FORMAT:
+        raise ManifestError(f"format {data.get('format')!r}, expected {TEST_FORMAT!r}", file=str(path))
+    if data.get("package") != package.name:
+        raise ManifestError(f"holds cases of {data.get('package')!r}, not of {package.name!r}", file=str(path))
+    profiles = {name: profile_from_dict(p) for name, p in data.get("profiles", {}).items()}
+    out = []
+    for item in data["cases"]:
+        name = item.get("profile", "baseline")
+        profile = profiles.get(name) or PROFILES[name]
+        inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
+        stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
+        out.append(StoredCase(ID_PREFIX + item["id"], package.name, item.get("family", "stored"), inputs, profile,
+                              dict(item.get("tunables", {})), Recipe(0), item["expect"], False,
+                              tuple(item.get("markers", ())) + ("test_json",), stored))
+    return out
+
+
+@dataclass(frozen=True)
+class StoredCase(Case):
+    """A case read from test.json: its inputs and expected outputs are stored, not regenerated."""
+
+    stored: Stored | None = None

@@ -1,0 +1,42 @@
+"""Settings read from the environment and the choices shared by every layer (no heavy imports here).
+
+Every ``CONFORMANCE_*`` variable is parsed by :func:`env_float`, so a bad value is one clear error naming the
+variable and what it expects, wherever it is read.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Callable
+
+#: ``--device`` values: the WebGPU backend names of wgpu-py, ``auto`` for the best adapter of any backend.
+BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}
+
+
+def env_float(name: str, default: float, error: Callable[[str], Exception], *, allow_inf: bool = False,
+              allow_zero: bool = False) -> float:
+    """The number in the environment variable ``name`` (``default`` when unset or blank); else ``error(message)``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    low_ok = value >= 0 if allow_zero else value > 0
+    if not low_ok or (math.isinf(value) and not allow_inf):
+        raise error(f"{name}={raw!r} must be " + ("a number >= 0" if allow_zero else "a positive number")
+                    + (" (inf: no limit)" if allow_inf else ""))
+    return value
+
+
+def default_backend() -> tuple[str, str | None]:
+    """The backend and adapter filter used when none is given (``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER``)."""
+    return os.environ.get("CONFORMANCE_DEVICE", "auto"), os.environ.get("CONFORMANCE_ADAPTER") or None
+
+
+def user_cache_dir() -> str:
+    """Where the suite may write for the user (the tuning tables): ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "webgpu-kernel-conformance")

@@ -1,0 +1,274 @@
+"""Mutants of a package's shader templates and manifest, and the template mutants that are never rendered."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import cases as case_generator
+from conformance.engine.call import make_call
+from conformance.engine.package import Package, load_package
+from conformance.engine.planner import Planner
+from conformance.gpu.render import context, render
+
+
+@dataclass
+class Mutant:
+    id: str
+    package: str          # op id
+    file: str             # the mutated file, relative to the package root
+    kind: str
+    description: str
+    old: str = ""
+    new: str = ""
+    status: str = "pending"    # killed | survived | equivalent | error
+    killed_by: str | None = None
+    detail: str = ""
+    seconds: float = 0.0
+    equivalence: str | None = None
+    _apply: Callable | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("_apply", None)
+        return d
+
+    @property
+    def slug(self) -> str:
+        """The id as a directory name."""
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.id)[:150]
+
+    def materialize(self, package_dir: Path, dest: Path) -> Path:
+        """Copy the package to ``dest`` and apply this mutation to the copy; returns ``dest``."""
+        shutil.copytree(package_dir, dest)
+        path = dest / self.file
+        path.write_text(self._apply(path.read_text()))
+        return dest
+
+
+# -- template mutants ------------------------------------------------------------------------------
+_OPERATORS = [("arith", r"(?<=[\w\)\]]) \+ (?=[\w\(\-])", " - "), ("arith", r"(?<=[\w\)\]]) - (?=[\w\(])", " + "),
+              ("arith", r"(?<=[\w\)\]]) \* (?=[\w\(\-])", " / "), ("arith", r"(?<=[\w\)\]]) / (?=[\w\(])", " * "),
+              ("bounds", r" >= ", " > "), ("bounds", r" < ", " <= "), ("bounds", r" > ", " >= "),
+              ("bounds", r" <= ", " < ")]
+_FLOAT = re.compile(r"(?<![\w.])(\d+\.\d+)(?![\w.])")
+_SPECIALS = [
+    ("tail-guard", r"if \(i \+ 3u \* stride < params\.count\)", "if (true)", "the vec4Tail full-quad guard removed"),
+    ("tail-guard", r"  if \(i >= stride\) \{ return; \}\n", "", "the vec4Tail early return removed"),
+    ("tail-guard", r"  if \(i >= params\.count\) \{ return; \}\n", "", "an `i >= count` guard removed"),
+    ("tail-guard", r"e < params\.count; e \+= stride", "e < params.count + stride; e += stride",
+     "the tail loop runs past count"),
+    ("bias-dropped", r"\n *v \+= vec4<f32>\(f32\(bias\[.*?\);", "", "a vector bias add removed"),
+    ("bias-dropped", r" \+ f32\(bias\[[^\]]*\]\)", "", "a scalar bias add removed"),
+    ("bias-index", r"% HIDDEN", "/ HIDDEN", "bias indexed by row (`/ HIDDEN`) instead of column"),
+    ("bias-index", r"bias\[b \+ 1u\]", "bias[b]", "vec4 bias lane 1 reads lane 0"),
+    ("bias-index", r"bias\[e % HIDDEN\]", "bias[(e + 1u) % HIDDEN]", "scalar bias index shifted by one"),
+    ("bias-index", r"bias\[e\.y % HIDDEN\]", "bias[e.x % HIDDEN]", "tail quad bias lane 1 reads lane 0"),
+    ("bias-index", r"bias\[i % HIDDEN\]", "bias[(i + 1u) % HIDDEN]", "scalar bias index shifted by one"),
+    ("erf-tanh", r'approximate == "tanh"', 'approximate == "__swapped__"', "the tanh branch unreachable"),
+    ("f16-f32", r"\{% if usesF16 %\}", "{% if not usesF16 %}", "`enable f16` on the wrong dtype"),
+    ("f16-f32", r'gelu_fn\("gelu1", "f32"\)', 'gelu_fn("gelu1", scalar)', "scalar math in the storage dtype"),
+    ("f16-f32", r'return select\(x \* p, \{\{ T \}\}\(0\.0\), x < \{\{ T \}\}\(-CLAMP\)\);',
+     "return select(x * p, {{ T }}(0.0), x < {{ T }}(-CLAMP)) * {{ T }}(1.0009765625);",
+     "result scaled by one f16 ULP (1 + 2**-10)"),
+    ("clamp", r"return select\(x \* p, \{\{ T \}\}\(0\.0\), x < \{\{ T \}\}\(-CLAMP\)\);",
+     "return x * p;", "the negative-tail cut to 0 removed"),
+]
+
+
+def _code_lines(text: str):
+    """(line number, start offset, line) of the WGSL lines: not Jinja tags, not comments."""
+    offset, in_comment = 0, False
+    for no, line in enumerate(text.splitlines(keepends=True), 1):
+        stripped = line.strip()
+        if stripped.startswith("{#"):
+            in_comment = "#}" not in stripped
+        elif in_comment:
+            in_comment = "#}" not in stripped
+        elif not stripped.startswith(("//", "{%", "{{")) and stripped:
+            code = line.split("//", 1)[0]
+            yield no, offset, code
+        offset += len(line)
+
+
+def template_mutants(short: str, op_id: str, name: str, text: str) -> list[Mutant]:
+    out: list[Mutant] = []
+
+    lines = text.splitlines()
+
+    def add(kind, start, end, new, desc):
+        old = text[start:end]
+        line = text.count("\n", 0, start) + 1
+        source = lines[line - 1].strip()
+        if source not in desc:
+            desc = f"{desc} (line {line}: `{source}`)"
+        col = start - text.rfind(chr(10), 0, start) - 1
+        mid = f"{short}/tpl/{kind}/L{line}:{col}:{' '.join(old.split())[:40]}->{' '.join(new.split())[:40]}"
+        out.append(Mutant(mid, op_id, name, kind, desc, old, new,
+                          _apply=lambda t, s=start, e=end, n=new: t[:s] + n + t[e:]))
+
+    for no, offset, code in _code_lines(text):
+        for kind, pattern, new in _OPERATORS:
+            for m in re.finditer(pattern, code):
+                if kind == "bounds" and "<f32>" in code[max(0, m.start() - 4):m.end() + 4]:
+                    continue
+                add(kind, offset + m.start(), offset + m.end(), new,
+                    f"line {no}: `{m.group(0).strip()}` -> `{new.strip()}` in `{code.strip()}`")
+        for m in _FLOAT.finditer(code):
+            value = float(m.group(1))
+            if value == 0.0:
+                continue
+            nudged = repr(value * 1.001)
+            add("constant", offset + m.start(1), offset + m.end(1), nudged,
+                f"line {no}: constant {m.group(1)} nudged by +0.1% to {nudged}")
+    for kind, pattern, new, desc in _SPECIALS:
+        for m in re.finditer(pattern, text, flags=re.S):
+            add(kind, m.start(), m.end(), new, desc)
+    # erf and tanh swapped: both branch conditions exchanged
+    a, b = text.find('approximate == "tanh"'), text.find('approximate == "erf"')
+    if a >= 0 and b >= 0:
+        swapped = (text.replace('approximate == "tanh"', "\0").replace('approximate == "erf"', 'approximate == "tanh"')
+                   .replace("\0", 'approximate == "erf"'))
+        out.append(Mutant(f"{short}/tpl/erf-tanh/swap", op_id, name, "erf-tanh", "the erf and tanh formulas swapped",
+                          'approximate == "tanh"', 'approximate == "erf"', _apply=lambda t, s=swapped: s))
+    seen, unique = set(), []
+    for m in out:
+        if m.id not in seen:
+            seen.add(m.id)
+            unique.append(m)
+    return unique
+
+
+# -- manifest mutants ------------------------------------------------------------------------------
+_EXPR_OPS = [(r" == ", " != "), (r" != ", " == "), (r" >= ", " > "), (r" <= ", " < "), (r" > ", " >= "),
+             (r" < ", " <= "), (r" and ", " or ")]
+_INT = re.compile(r"(?<![\w.\"])(\d+)(?![\w.])")
+
+
+def manifest_mutants(short: str, op_id: str, raw: dict) -> list[Mutant]:
+    out: list[Mutant] = []
+
+    def add(mid, kind, desc, fn, old="", new=""):
+        def apply(text, fn=fn):
+            data = json.loads(text)
+            fn(data)
+            return json.dumps(data, indent=2)
+        out.append(Mutant(f"{short}/manifest/{mid}", op_id, "manifest.json", kind, desc, old, new, _apply=apply))
+
+    def set_path(data, path, value):
+        node = data
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    def expr_mutations(path, expr, kind):
+        for pattern, new in _EXPR_OPS:
+            for m in re.finditer(pattern, expr):
+                mutated = expr[:m.start()] + new + expr[m.end():]
+                add(f"{'/'.join(map(str, path))}:{m.start()}:{m.group(0).strip()}->{new.strip()}", kind,
+                    f"{'/'.join(map(str, path))}: `{m.group(0).strip()}` -> `{new.strip()}` in `{expr}`",
+                    lambda d, p=path, v=mutated: set_path(d, p, v), expr, mutated)
+        for m in _INT.finditer(expr):
+            mutated = expr[:m.start()] + str(int(m.group(1)) + 1) + expr[m.end():]
+            add(f"{'/'.join(map(str, path))}:{m.start()}:{m.group(1)}->{int(m.group(1)) + 1}", "constant",
+                f"{'/'.join(map(str, path))}: constant {m.group(1)} -> {int(m.group(1)) + 1} in `{expr}`",
+                lambda d, p=path, v=mutated: set_path(d, p, v), expr, mutated)
+
+    for name, expr in raw.get("derive", {}).items():
+        if isinstance(expr, str):
+            expr_mutations(["derive", name], expr, "derive")
+    variants = raw["variants"]
+    for i, var in enumerate(variants):
+        vid = var["id"]
+        for j, pred in enumerate(var.get("when", [])):
+            add(f"variants/{vid}/when/{j}:drop", "when-dropped", f"variant {vid}: predicate `{pred}` dropped",
+                lambda d, i=i, j=j: d["variants"][i]["when"].pop(j), str(pred), "")
+            add(f"variants/{vid}/when/{j}:negate", "when-negated", f"variant {vid}: predicate `{pred}` negated",
+                lambda d, i=i, j=j, p=pred: d["variants"][i]["when"].__setitem__(j, f"not ({p})"), str(pred),
+                f"not ({pred})")
+            if isinstance(pred, str):
+                expr_mutations(["variants", i, "when", j], pred, "when")
+        for p_i, ps in enumerate(var.get("passes", [])):
+            threads = ps.get("dispatch", {}).get("threads")
+            if isinstance(threads, str):
+                expr_mutations(["variants", i, "passes", p_i, "dispatch", "threads"], threads, "dispatch")
+    order = sorted(range(len(variants)), key=lambda k: -variants[k]["priority"])
+    for n, a in enumerate(order):
+        for b in order[n + 1:]:
+            va, vb = variants[a], variants[b]
+
+            def swap(d, a=a, b=b):
+                d["variants"][a]["priority"], d["variants"][b]["priority"] = \
+                    d["variants"][b]["priority"], d["variants"][a]["priority"]
+            add(f"priority:{va['id']}<->{vb['id']}", "priority", f"priorities of {va['id']} ({va['priority']}) and "
+                f"{vb['id']} ({vb['priority']}) swapped", swap)
+            whens = {str(p) for p in va.get("when", [])}, {str(p) for p in vb.get("when", [])}
+            if ("biasOk" in whens[0] and "noBiasOk" in whens[1]) or ("noBiasOk" in whens[0] and "biasOk" in whens[1]):
+                out[-1].status = "equivalent"
+                out[-1].equivalence = ("the two variants cannot both accept a call: one requires `biasOk` (which "
+                                       "tests `present.bias`) and the other `noBiasOk` (`not present.bias`), so "
+                                       "their relative priority never decides a selection")
+    consts = raw.get("constants", {})
+    if consts.get("approximate") in ('"tanh"', '"erf"'):
+        other = '"erf"' if consts["approximate"] == '"tanh"' else '"tanh"'
+        add("constants/approximate", "erf-tanh", f"constant approximate {consts['approximate']} -> {other}",
+            lambda d, o=other: d["constants"].__setitem__("approximate", o), consts["approximate"], other)
+    for key, new in (("scalar", '"f32"'), ("scalar", '"f16"'), ("usesF16", 'dtypes.T == "f32"')):
+        if key in consts:
+            add(f"constants/{key}={new}", "f16-f32", f"constant {key} `{consts[key]}` -> `{new}`",
+                lambda d, k=key, n=new: d["constants"].__setitem__(k, n), consts[key], new)
+    return out
+
+
+def package_mutants(package: Package) -> list[Mutant]:
+    """Every mutant of a loaded package: its manifest's, then each shader template's."""
+    short = package.manifest.name
+    mutants = manifest_mutants(short, package.name, json.loads((package.root / "manifest.json").read_text()))
+    for shader in package.manifest.shaders:
+        mutants += template_mutants(short, package.name, shader, (package.root / shader).read_text())
+    return mutants
+
+
+# -- template mutants that are never rendered -----------------------------------------------------------------
+def _plans(package) -> list:
+    """(plan, pass) of every accepted generated call, one per distinct template context."""
+    planner, out, seen = Planner(package.manifest), [], set()
+    for case in case_generator.generate(package):
+        if not case.accepted:
+            continue
+        plan = planner.plan(make_call(package.manifest, dict(case.inputs), case.profile, case.tunables or None))
+        for p in plan.passes:
+            key = repr(sorted((k, repr(v)) for k, v in context(plan, p).items()))
+            if key not in seen:
+                seen.add(key)
+                out.append((plan, p))
+    return out
+
+
+def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
+    """Template mutants whose shaders render byte-identically for every call the cases make are equivalent."""
+    package = load_package(package_dir)
+    plans = _plans(package)
+    original = [render(package, plan, p) for plan, p in plans]
+    with tempfile.TemporaryDirectory(prefix="mutant-render-") as tmp:
+        for m in mutants:
+            if m.file == "manifest.json" or m.status != "pending":
+                continue
+            root = m.materialize(package.root, Path(tmp) / m.slug)
+            mutated_pkg = Package(root, package.manifest)
+            try:
+                same = all(render(mutated_pkg, plan, p) == want for (plan, p), want in zip(plans, original))
+            except Exception:
+                continue
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            if same:
+                m.status = "equivalent"
+                m.equivalence = (f"never rendered for this package: the shaders of every accepted call of the cases "
+                                 f"({len(plans)} distinct template contexts) render byte-identically (the mutated "
+                                 f"text lies in a template branch this package's constants never select)")

@@ -1,0 +1,141 @@
+"""The stages' dependencies point one way, and no module hides which stage it uses.
+
+Layers, lowest first: the shared foundation (``conformance.errors``, ``conformance.config``), the manifest engine,
+the case generator (``cases``), the GPU runtime, certification, then the plugin and the tools side by side, then the
+command lines. A module may import its own package and any lower layer; ``reference`` imports nothing of the suite.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from collections import defaultdict
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGES = ("conformance", "cases", "reference")
+
+#: (layer rank, group). Same rank, other group: not allowed (plugin and tools are peers that do not import each other).
+LAYERS = [
+    ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"),
+    ("conformance.engine", 1, "engine"),
+    ("cases", 2, "cases"),
+    ("conformance.gpu", 3, "gpu"),
+    ("conformance.certify", 4, "certify"),
+    ("conformance.plugin", 5, "plugin"), ("conformance.tools", 5, "tools"),
+    ("conformance.cli", 6, "cli"), ("conformance.__main__", 6, "cli"), ("cases.__main__", 6, "cli"),
+    ("conformance.test_kernels", 6, "cli"),
+]
+#: Imports allowed inside functions: heavy optional dependencies, loaded on use only.
+LAZY_ALLOWED = {"onnxruntime", "onnx", "torch", "matplotlib"}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, pathlib.Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def layer(name: str):
+    best = None
+    for prefix, rank, group in LAYERS:
+        if (name == prefix or name.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, rank, group)
+    return best
+
+
+def imports(name: str, path: pathlib.Path):
+    """(imported module, line, inside a function) for every import in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend((a.name, child.lineno, in_function) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - child.level + 1] + ([base] if base else []))
+                for alias in child.names:
+                    candidate = f"{base}.{alias.name}"
+                    found.append((candidate if candidate in ALL else base, child.lineno, in_function))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+ALL = modules()
+OURS = {m: p for m, p in ALL.items()}
+
+
+def project_imports():
+    for name, path in sorted(OURS.items()):
+        for target, line, local in imports(name, path):
+            if target.split(".")[0] in PACKAGES:
+                yield name, path, target, line, local
+
+
+def test_reference_imports_nothing_of_the_suite():
+    bad = [f"{p.relative_to(ROOT)}:{line}: {t}" for n, p, t, line, _ in project_imports()
+           if n.startswith("reference") and not t.startswith("reference")]
+    assert not bad, "\n".join(bad)
+
+
+def test_dependencies_point_one_way():
+    bad = []
+    for name, path, target, line, _ in project_imports():
+        if name == "conformance" or target == "conformance" or name.startswith("reference") or target.startswith("reference"):
+            continue  # the public facade re-exports lazily; reference/ is checked above
+        mine, theirs = layer(name), layer(target)
+        assert mine and theirs, f"{name} or {target} has no layer: add it to LAYERS"
+        if theirs[1] > mine[1] or (theirs[1] == mine[1] and theirs[2] != mine[2]):
+            bad.append(f"{path.relative_to(ROOT)}:{line}: {name} ({mine[2]}) imports {target} ({theirs[2]})")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles_between_modules():
+    graph = defaultdict(set)
+    for name, _, target, _, _ in project_imports():
+        if target in OURS and target != name and name != "conformance":
+            graph[name].add(target)
+    state, cycles = {}, []
+
+    def walk(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                walk(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node, [node])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_imports_sit_at_module_level():
+    """A function-local import hides a dependency; only heavy optional packages are loaded on use, with a reason."""
+    bad = []
+    for name, path in sorted(OURS.items()):
+        lines = path.read_text().splitlines()
+        for target, line, local in imports(name, path):
+            if not local or name == "conformance":
+                continue
+            top = target.split(".")[0]
+            commented = "#" in lines[line - 1]
+            if top not in LAZY_ALLOWED or not commented:
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {target}")
+    assert not bad, "function-local imports:\n" + "\n".join(bad)
