@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 from collections import defaultdict
 
 import pytest
@@ -139,3 +141,21 @@ def test_imports_sit_at_module_level():
             if top not in LAZY_ALLOWED or not commented:
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {target}")
     assert not bad, "function-local imports:\n" + "\n".join(bad)
+
+
+def test_the_plugin_costs_nothing_until_it_runs():
+    """Installed, the plugin loads in every pytest run of the environment: it must not pull in the suite."""
+    code = ("import conformance.plugin, sys; "
+            "print([m for m in ('numpy', 'wgpu', 'jinja2', 'jsonschema', 'cases', 'conformance.engine') "
+            "if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_plugin_runs_without_xdist(pytester):
+    """xdist's hooks are optional: a run without xdist collects and reports normally."""
+    result = pytester.runpytest_subprocess(str(ROOT / "conformance" / "test_kernels.py"), "-p", "no:xdist",
+                                           "-p", "no:cacheprovider", "--device=vulkan", "-q", "-k", "Gelu/f32/X[5]")
+    result.assert_outcomes(passed=result.parseoutcomes().get("passed", 0))
+    assert result.parseoutcomes().get("passed", 0) >= 1 and result.ret == 0
+    assert "INTERNALERROR" not in result.stdout.str()
