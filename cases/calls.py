@@ -10,6 +10,7 @@ from cases.profiles import PROFILE_ORDER, PROFILES
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import ITEM_BYTES, WGSL_DTYPE
 from conformance.engine.manifest import Manifest
+from conformance.engine.profile import DeviceProfile
 from conformance.engine.planner import Planner
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 
@@ -76,9 +77,13 @@ def scope_of(planner: Planner, spec: CallSpec):
 
 def outcome(planner: Planner, spec: CallSpec) -> dict[str, Any]:
     """The expected outcome as the golden files record it."""
+    return outcome_on(planner, spec.args(), PROFILES[spec.profile], dict(spec.tunables))
+
+
+def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: dict) -> dict[str, Any]:
+    """The expected outcome of the call ``args`` planned for ``profile`` (any profile, a device's own too)."""
     try:
-        call = make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables))
-        plan = planner.plan(call)
+        plan = planner.plan(make_call(planner.manifest, args, profile, tunables))
     except NoVariantError as exc:
         out = {"outcome": "rejected", "reason": exc.reason, "detail": dict(exc.failures)}
         if exc.argument:

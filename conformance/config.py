@@ -31,9 +31,15 @@ def env_float(name: str, default: float, error: Callable[[str], Exception], *, a
     return value
 
 
-def default_backend() -> tuple[str, str | None]:
-    """The backend and adapter filter used when none is given (``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER``)."""
-    return os.environ.get("CONFORMANCE_DEVICE", "auto"), os.environ.get("CONFORMANCE_ADAPTER") or None
+#: ``--webgpu`` values: the WebGPU implementations a device can be opened on (conformance.gpu.backends).
+WEBGPU = ("wgpu", "dawn", "chromium")
+
+
+def default_backend() -> tuple[str, str | None, str]:
+    """(backend, adapter filter, WebGPU implementation) used when none is given:
+    ``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER`` / ``CONFORMANCE_WEBGPU``."""
+    return (os.environ.get("CONFORMANCE_DEVICE", "auto"), os.environ.get("CONFORMANCE_ADAPTER") or None,
+            os.environ.get("CONFORMANCE_WEBGPU", "wgpu"))
 
 
 def user_cache_dir() -> str:

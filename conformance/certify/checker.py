@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from cases.data import make_inputs
+from conformance.certify.device_truth import plan_for_device
 from conformance.certify.implementations import NotSupported, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
 from conformance.engine.call import make_call
@@ -68,8 +69,10 @@ class Checker:
         if self._unavailable:
             raise CaseSkipped(self._unavailable)
         self._prepare(package)
-        expect = Expected.of(case.expect)
         try:
+            if self.strict:
+                case = self._for_device(case, package, verdict)
+            expect = Expected.of(case.expect)
             if not self.strict:
                 self._check_applies(case, package, expect, verdict)
             if expect.accepted:
@@ -93,14 +96,21 @@ class Checker:
         if self._prepared[key] is not None:
             raise CaseSkipped(str(self._prepared[key]))
 
-    def _lacking(self, case) -> list[str]:
-        return case.profile.exceeds(self.impl.profile) if self.strict else []
+    def _planner(self, package: Package) -> Planner:
+        return self._planners.setdefault(str(package.root), Planner(package.manifest))
+
+    def _for_device(self, case, package: Package, verdict: Verdict):
+        """The case as the device under test must answer it (see :mod:`conformance.certify.device_truth`)."""
+        moved, change = plan_for_device(case, self._planner(package), self.impl.profile)
+        if change:
+            verdict.replanned = change
+            verdict.variant = moved.expect.get("variant", "rejected") if moved.accepted else "rejected"
+        return moved
 
     def contract(self, case, package: Package) -> tuple[bool, str | None]:
         """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
-        planner = self._planners.setdefault(str(package.root), Planner(package.manifest))
         try:
-            planner.plan(make_call(package.manifest, dict(case.inputs), self._unbounded, None))
+            self._planner(package).plan(make_call(package.manifest, dict(case.inputs), self._unbounded, None))
             return True, None
         except NoVariantError as err:
             first = next(iter(err.failures.items()), ("?", "?"))
@@ -138,7 +148,7 @@ class Checker:
         dispatches = getattr(self.impl, "dispatch_count", None)
         before = dispatches() if dispatches else 0
         try:
-            if self.strict and (input_bytes(case) > MAX_REJECTION_BYTES or self._lacking(case)):
+            if self.strict and input_bytes(case) > MAX_REJECTION_BYTES:
                 variant = self.impl.plan(case)
                 raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
                                  f"the call was accepted as variant {variant!r}")
@@ -182,9 +192,6 @@ class Checker:
                              f"it names {err.argument!r}:\n{err}")
 
     def _check_accepted(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
-        lacking = self._lacking(case)
-        if lacking:
-            raise CaseSkipped(f"the device lacks {', '.join(lacking)}")
         checks = verdict.checks
         inputs = self.inputs_for(case)
         try:

@@ -19,8 +19,8 @@ runtime included, is driven through the same interface by :class:`conformance.ce
 ``case`` is a :class:`cases.model.Case` (``id``, ``package`` (the op id), ``inputs`` (role -> (shape, dtype) or
 None), ``profile``, ``tunables``, ``expect``, ``markers``); ``inputs`` holds the NumPy arrays by role (None for
 an absent optional input). Register a factory under the entry point group ``conformance.implementations``
-(``name = "module:factory"``); it is called with ``device=`` and ``adapter=`` when it accepts them (the
-``--device``/``--adapter`` of the run), else with no arguments. Select it with ``pytest conformance/ --impl NAME``.
+(``name = "module:factory"``); it is called with ``device=``, ``adapter=`` and ``webgpu=`` when it accepts them
+(the ``--device``/``--adapter``/``--webgpu`` of the run), else with no arguments. Select it with ``pytest conformance/ --impl NAME``.
 
 An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
 it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its
@@ -96,15 +96,15 @@ class ManifestImplementation:
     has_variants = True
     follows_device_model = True
 
-    def __init__(self, device: str = "auto", adapter: str | None = None):
-        self.backend, self.adapter = device, adapter
+    def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "wgpu"):
+        self.backend, self.adapter, self.webgpu = device, adapter, webgpu
         self._kernels: dict[str, Kernel] = {}
         self._last = None  # the device of the latest call, for reports (never opens one)
 
     @property
     def device(self):
         """The pool's device for this run (a fresh one after a loss or a timeout)."""
-        self._last = devices.get(self.backend, self.adapter)
+        self._last = devices.get(self.backend, self.adapter, self.webgpu)
         return self._last
 
     def describe(self) -> dict | None:
@@ -122,7 +122,7 @@ class ManifestImplementation:
         return None  # without a device every case fails, with the reason: a certification cannot skip its device
 
     def prepare(self, package: Package) -> None:
-        self._kernels[package.name] = Kernel(package, backend=(self.backend, self.adapter))
+        self._kernels[package.name] = Kernel(package, backend=(self.backend, self.adapter, self.webgpu))
 
     def dispatch_count(self) -> int:
         """Dispatches so far on the latest device (opens none: asked after a rejection, too)."""
@@ -170,7 +170,8 @@ def _factory(spec: str) -> Callable[..., Any]:
     return target
 
 
-def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None) -> Implementation:
+def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None,
+                        webgpu: str = "wgpu") -> Implementation:
     known = registered()
     if name not in known:
         raise ConformanceError(f"no implementation {name!r}; known: {', '.join(sorted(known))} "
@@ -183,7 +184,7 @@ def load_implementation(name: str, *, device: str = "auto", adapter: str | None 
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         params = {}
-    options = {k: v for k, v in (("device", device), ("adapter", adapter)) if k in params}
+    options = {k: v for k, v in (("device", device), ("adapter", adapter), ("webgpu", webgpu)) if k in params}
     impl = factory(**options)
     missing = [a for a in ("name", "available", "prepare", "run") if not hasattr(impl, a)]
     if missing:

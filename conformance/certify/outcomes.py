@@ -46,6 +46,8 @@ class Verdict:
     #: Where an implementation departs from the manifest's contract on this case:
     #: "rejects-accepted" (refuses a call the manifest accepts) or "accepts-rejected" (the reverse).
     divergence: str | None = None
+    #: On a device that lacks what the case's profile assumes: how the case was planned for it, and what changed.
+    replanned: str | None = None
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -55,6 +57,8 @@ class Verdict:
             out["checks"] = dict(self.checks)
         if self.divergence:
             out["divergence"] = self.divergence
+        if self.replanned:
+            out["replanned"] = self.replanned
         return out
 
 

@@ -50,6 +50,17 @@ def divergences(verdicts) -> dict:
     return dict(out)
 
 
+def replanned(verdicts) -> dict[str, int]:
+    """How cases were planned for a device that lacks what their profile assumes: change -> count."""
+    return dict(Counter(_change_kind(v["replanned"]) for v in verdicts if v.get("replanned")).most_common())
+
+
+def _change_kind(text: str) -> str:
+    """A change without its variant names, so that counts group ("f16 call rejected: device lacks ...")."""
+    return text.split(", was ")[0].split(": device lacks")[0] + ": " + text.rsplit(": ", 1)[-1] \
+        if ": device lacks" in text else text
+
+
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
@@ -62,6 +73,7 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
         "deselected_heavy": deselected_heavy,
+        "replanned": replanned(verdicts),
         "summary": summarize(verdicts),
         "checks": check_totals(verdicts),
         "divergences": divergences(verdicts),
@@ -79,6 +91,9 @@ def markdown(report: dict) -> str:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")
     for reason, count in report["skipped_reasons"].items():
         lines.append(f"Skipped {count}: {reason}")
+    if report.get("replanned"):
+        lines += ["", "Planned for this device (it lacks what a case's profile assumes):", ""]
+        lines += [f"- {n} case(s): {change}" for change, n in report["replanned"].items()]
     lines += ["", "## Packages", ""]
     for pkg in report["packages"]:
         files = ", ".join(f"`{name}` sha256 `{(digest or 'missing')[:16]}`" for name, digest in pkg["files"].items())

@@ -3,7 +3,7 @@
 A subcommand's function takes the parsed arguments and returns the exit code.
 """
 
-from conformance.config import BACKENDS
+from conformance.config import BACKENDS, WEBGPU
 from conformance.engine.package import REPO_SPECS
 
 COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate")
@@ -14,3 +14,10 @@ def add_packages_and_device(parser) -> None:
     parser.add_argument("--specs", default=str(REPO_SPECS))
     parser.add_argument("--device", default="auto", choices=sorted(BACKENDS))
     parser.add_argument("--adapter", default=None)
+    add_webgpu(parser)
+
+
+def add_webgpu(parser, default: str | None = "wgpu") -> None:
+    parser.add_argument("--webgpu", default=default, choices=WEBGPU,
+                        help="the WebGPU implementation: wgpu (wgpu-native, naga), dawn (Dawn, Tint) or chromium "
+                             "(a headless Chromium page)" + (f"; default {default}" if default else ""))

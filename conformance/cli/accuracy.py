@@ -21,7 +21,7 @@ REL_FLOOR = 1e-3
 
 
 def _accuracy(args) -> int:
-    device = get_device(args.device, args.adapter)
+    device = get_device(args.device, args.adapter, args.webgpu)
     table: dict = defaultdict(lambda: {"cases": 0, "max_abs": 0.0, "max_rel": 0.0})
     for directory in find_package_dirs(Path(args.specs)):
         package = load_package(directory)

@@ -15,7 +15,7 @@ from conformance.tools.peers import format_peers
 
 
 def _bench(args) -> int:
-    device = get_device(args.device, args.adapter)
+    device = get_device(args.device, args.adapter, args.webgpu)
     dirs = find_package_dirs(Path(args.specs))
     if args.per_thread > 1 or args.proposal:
         if args.write_tuning:

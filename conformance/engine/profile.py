@@ -112,6 +112,14 @@ class DeviceProfile:
                 problems.append(f"{key} {value} (device has {have})")
         return problems
 
+    def within(self, device: "DeviceProfile") -> "DeviceProfile":
+        """This profile cut down to what ``device`` has: the profile a call made for this one meets on ``device``
+        (each limit the stricter of the two, the features both have)."""
+        limits = {key: (max if key in ALIGNMENT_LIMITS else min)(value, device.limits.get(key, DEFAULT_LIMITS[key]))
+                  for key, value in self.limits.items()}
+        return replace(self, name=f"{self.name} on {device.name}", limits=limits,
+                       features=self.features & device.features)
+
     def as_dict(self) -> dict:
         return {"name": self.name, "limits": dict(sorted(self.limits.items())), "features": sorted(self.features)}
 

@@ -22,11 +22,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import wgpu
-
 from conformance.config import BACKENDS, env_float
 from conformance.engine.profile import LIMIT_NAMES, DeviceProfile, camel_limit, kebab_limit
 from conformance.errors import DeviceError
+from conformance.gpu.backends import enumerate_adapters
 
 _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
@@ -44,26 +43,28 @@ def describe(adapter) -> str:
     return f"{info.get('device', '?')} ({info.get('adapter_type', '?')}, {info.get('backend_type', '?')})"
 
 
-def find_adapter(backend: str = "auto", adapter_filter: str | None = None):
-    """The best adapter of ``backend`` whose name contains ``adapter_filter`` (case-insensitive)."""
+def _backend_matches(adapter, wanted: str | None) -> bool:
+    """``wanted`` is the adapter's backend (a browser reports "WebGPU(Chromium ...)/Vulkan": the part after /)."""
+    have = adapter.info.get("backend_type") or ""
+    return wanted is None or have == wanted or have.endswith("/" + wanted)
+
+
+def adapters_of(webgpu: str = "wgpu", backend: str = "auto", adapter_filter: str | None = None) -> list:
+    """The adapters of WebGPU implementation ``webgpu`` on ``backend`` whose name contains ``adapter_filter``,
+    best first (GPUs before CPUs, native backends before OpenGL)."""
     if backend not in BACKENDS:
         raise DeviceError(f"unknown device backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    try:
-        adapters = list(wgpu.gpu.enumerate_adapters_sync())
-    except Exception as exc:  # wgpu raises plain RuntimeError when no instance can be made
-        raise DeviceError(f"cannot enumerate WebGPU adapters: {exc}") from None
-    wanted = BACKENDS[backend]
-    found = [a for a in adapters
-             if (wanted is None or a.info.get("backend_type") == wanted)
+    adapters = enumerate_adapters(webgpu)
+    found = [a for a in adapters if _backend_matches(a, BACKENDS[backend])
              and (not adapter_filter or adapter_filter.lower() in a.summary.lower())]
     if not found:
         seen = "; ".join(describe(a) for a in adapters) or "none"
-        raise DeviceError(f"no WebGPU adapter for --device={backend}"
+        raise DeviceError(f"no {webgpu} adapter for --device={backend}"
                           f"{f' --adapter={adapter_filter!r}' if adapter_filter else ''}; adapters present: {seen}. "
                           f"On Debian without a GPU: apt-get install -y mesa-vulkan-drivers libvulkan1")
     found.sort(key=lambda a: (_TYPE_RANK.get(a.info.get("adapter_type"), 9),
                               _BACKEND_RANK.get(a.info.get("backend_type"), 9)))
-    return found[0]
+    return found
 
 
 def adapter_profile(adapter, name: str | None = None) -> DeviceProfile:
@@ -78,7 +79,7 @@ def adapter_profile(adapter, name: str | None = None) -> DeviceProfile:
 
 @dataclass
 class Device:
-    """An open wgpu device with the profile it can serve and its compiled pipelines."""
+    """An open WebGPU device with the profile it can serve and its compiled pipelines."""
 
     adapter: object
     device: object
@@ -89,6 +90,12 @@ class Device:
     dispatches: int = 0
     lost: bool = False
     adapter_filter: str | None = None   # as given to get_device: a fresh device is opened the same way
+    webgpu: str = "wgpu"                # the WebGPU implementation (conformance.gpu.backends)
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        """(backend, adapter filter, WebGPU implementation): what the pool opens it by."""
+        return self.backend, self.adapter_filter, self.webgpu
 
     def clear_pipelines(self) -> None:
         """Forget compiled pipelines (a mutation run compiles a new package for every mutant)."""
@@ -97,16 +104,16 @@ class Device:
     @property
     def summary(self) -> dict:
         info = self.adapter.info
-        return {"adapter": info.get("device"), "backend": info.get("backend_type"),
+        return {"adapter": info.get("device"), "backend": info.get("backend_type"), "webgpu": self.webgpu,
                 "type": info.get("adapter_type"), "driver": info.get("description"),
                 "vendor": info.get("vendor"), "features": sorted(self.profile.features & set(OPTIONAL_FEATURES)),
                 "limits": {k: self.profile.limits[k] for k in RAISED_LIMITS[:5]}}
 
 
-def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Device:
+def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu: str = "wgpu") -> Device:
     """A new device on the best matching adapter (use :data:`devices` instead: it owns what it opens)."""
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
-    adapter = find_adapter(backend, adapter_filter)
+    adapter = adapters_of(webgpu, backend, adapter_filter)[0]
     profile = adapter_profile(adapter)
     features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
     required = {kebab_limit(k): profile.limits[k] for k in RAISED_LIMITS}
@@ -118,7 +125,7 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None) -> Dev
     granted = DeviceProfile(describe(adapter), {**profile.limits, **{
         camel_limit(k): v for k, v in device.limits.items()
         if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, frozenset(device.features))
-    return Device(adapter, device, granted, backend, adapter_filter=adapter_filter)
+    return Device(adapter, device, granted, backend, adapter_filter=adapter_filter, webgpu=webgpu)
 
 
 DEFAULT_RECOVERY_TIMEOUT = 60.0
@@ -149,27 +156,27 @@ class DevicePool:
     """
 
     def __init__(self):
-        self._devices: dict[tuple[str, str | None], Device] = {}
+        self._devices: dict[tuple[str, str | None, str], Device] = {}
         self._abandoned: list[Abandoned] = []
         self._lock = threading.RLock()
 
-    def get(self, backend: str = "auto", adapter_filter: str | None = None) -> Device:
-        """The device for (backend, filter); a lost one is replaced by a fresh one.
+    def get(self, backend: str = "auto", adapter_filter: str | None = None, webgpu: str = "wgpu") -> Device:
+        """The device for (backend, filter, WebGPU implementation); a lost one is replaced by a fresh one.
 
         While a run abandoned on a timeout is still running, a fresh device is opened only once it ends
         (waiting at most :func:`recovery_timeout` seconds for it); past that, :class:`DeviceError` at once.
         """
-        key = (backend, adapter_filter)
+        key = (backend, adapter_filter, webgpu)
         with self._lock:
             dev = self._devices.get(key)
             if dev is None or dev.lost:
                 self._wait_for_abandoned_work()
-                dev = self._devices[key] = open_device(backend, adapter_filter)
+                dev = self._devices[key] = open_device(backend, adapter_filter, webgpu)
             return dev
 
     def current(self, device: Device) -> Device:
         """``device`` while it is usable, else the fresh device that replaces it."""
-        return device if not device.lost else self.get(device.backend, device.adapter_filter)
+        return device if not device.lost else self.get(*device.key)
 
     def abandon(self, device: Device, thread: threading.Thread | None, what: str) -> None:
         """Give ``device`` up (a run on it did not finish): mark it lost, destroy it once its work has ended."""

@@ -23,9 +23,10 @@ class Kernel:
     """One kernel package bound to a device (opened on first use)."""
 
     def __init__(self, package: Package, device: Device | None = None, *,
-                 backend: tuple[str, str | None] | None = None):
+                 backend: tuple[str, str | None, str] | None = None):
         """``device``: run there (and on its replacement after a loss); else on the pool's device for ``backend``
-        (backend name, adapter filter), by default ``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER``."""
+        (backend name, adapter filter, WebGPU implementation), by default ``CONFORMANCE_DEVICE`` /
+        ``CONFORMANCE_ADAPTER`` / ``CONFORMANCE_WEBGPU``."""
         self.package = package
         self.manifest = package.manifest
         self.planner = Planner(package.manifest)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conformance.certify import report
-from conformance.config import BACKENDS
+from conformance.config import BACKENDS, WEBGPU
 from conformance.plugin import expectations
 
 VERDICT_KEY = "conformance"
@@ -30,6 +30,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("conformance", "WebGPU kernel conformance")
     group.addoption("--device", choices=sorted(BACKENDS), default="auto",
                     help="WebGPU backend to certify on (default: auto, preferring a GPU over a CPU adapter)")
+    group.addoption("--webgpu", choices=WEBGPU, default="wgpu",
+                    help="the WebGPU implementation: wgpu (wgpu-native, naga; default), dawn (Dawn, Tint) or "
+                         "chromium (a headless Chromium page: Blink, Dawn's wire, Tint)")
     group.addoption("--adapter", default=None, metavar="SUBSTRING",
                     help="use the adapter whose name contains SUBSTRING (case-insensitive)")
     group.addoption("--specs", default=None, metavar="DIR",
@@ -58,6 +61,7 @@ class RunState:
         self.config = config
         self.backend = config.getoption("device")
         self.adapter = config.getoption("adapter")
+        self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
         self.verdicts: list[dict] = []
         self.expected_ids: set[str] = set()
@@ -69,7 +73,7 @@ class RunState:
         self.heavy_total = 0
 
     def rerun_command(self, nodeid: str) -> str:
-        parts = ["pytest", nodeid, f"--device={self.backend}"]
+        parts = ["pytest", nodeid, f"--device={self.backend}"] + ([f"--webgpu={self.webgpu}"] if self.webgpu != "wgpu" else [])
         if self.adapter:
             parts.append(f"--adapter={self.adapter}")
         if self.config.getoption("specs"):
@@ -188,6 +192,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
     for reason, n in skipped.items():
         tr.write_line(f"skipped {n}: {reason}")
+    for change, n in report.replanned(state.verdicts).items():
+        tr.write_line(f"planned for this device {n}: {change}")
     if state.impl_name != "manifest":
         tr.write_line(f"implementation: {state.impl_name}")
         for check, totals in report.check_totals(state.verdicts).items():

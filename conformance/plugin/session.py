@@ -66,7 +66,7 @@ class CaseRunner:
         if self._checker is None:
             try:
                 impl = load_implementation(self.state.impl_name, device=self.state.backend,
-                                           adapter=self.state.adapter)
+                                           adapter=self.state.adapter, webgpu=self.state.webgpu)
             except ConformanceError as err:
                 raise pytest.UsageError(f"--impl {self.state.impl_name}: {err}") from None
             self._checker = Checker(impl)

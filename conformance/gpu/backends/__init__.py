@@ -1,0 +1,44 @@
+"""The WebGPU implementations a device can be opened on, each behind the same object model.
+
+The runtime, timing, guards and device-loss handling are written once against the subset of wgpu-py's object
+model they use (adapter ``info``/``limits``/``features``/``request_device_sync``; device ``create_buffer``,
+``create_shader_module`` (raising with the compiler's message), ``create_bind_group_layout``,
+``create_pipeline_layout``, ``create_compute_pipeline``, ``create_bind_group``, ``create_command_encoder``,
+``create_query_set``, ``queue.submit``/``write_buffer``/``read_buffer``; buffer ``map_sync``/``read_mapped``/
+``unmap``/``destroy``; errors raised as exceptions carrying the implementation's text, "device lost" on loss).
+Each module here offers ``enumerate_adapters()`` in that model:
+
+* ``wgpu``: wgpu-native through wgpu-py (naga compiles WGSL; Firefox's engine);
+* ``dawn``: Dawn through ``dawn-python`` (Tint compiles WGSL; Chrome's engine, native);
+* ``chromium``: a headless Chromium page through Playwright (Blink's validation, Dawn's wire, Tint's
+  robustness transforms: what a web page runs on).
+
+Modules load on selection (by name, :func:`enumerate_adapters`): each brings its own optional dependency.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from conformance.errors import DeviceError
+
+#: ``--webgpu`` name -> module offering ``enumerate_adapters()``.
+IMPLEMENTATIONS = {"wgpu": "conformance.gpu.backends.wgpu_native", "dawn": "conformance.gpu.backends.dawn",
+                   "chromium": "conformance.gpu.backends.chromium"}
+#: What to install for each, said when it cannot load.
+INSTALL = {"wgpu": "pip install wgpu", "dawn": "pip install dawn-python",
+           "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)"}
+
+
+def enumerate_adapters(webgpu: str) -> list:
+    """Every adapter the WebGPU implementation ``webgpu`` offers on this machine."""
+    if webgpu not in IMPLEMENTATIONS:
+        raise DeviceError(f"unknown WebGPU implementation {webgpu!r}; expected one of {', '.join(IMPLEMENTATIONS)}")
+    try:
+        module = importlib.import_module(IMPLEMENTATIONS[webgpu])
+    except ImportError as exc:
+        raise DeviceError(f"--webgpu={webgpu} is not installed here ({exc}); {INSTALL[webgpu]}") from None
+    try:
+        return list(module.enumerate_adapters())
+    except Exception as exc:  # each implementation raises its own types when no instance can be made
+        raise DeviceError(f"cannot enumerate {webgpu} adapters: {exc}") from None
