@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the suite needs on a fresh Debian machine (root, Python 3.11, no GPU):
-# a Vulkan driver (Mesa's lavapipe) when none is present, and the Python packages.
+# a Vulkan driver (Mesa's lavapipe) when none is present, Debian's Chromium (the browser column,
+# driven by Playwright; Playwright's own browser download is never used), and the Python packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
+need=()
+ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers libvulkan1)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null
+  apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi
 log=$(mktemp)
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]" >"$log" 2>&1 \

@@ -10,5 +10,11 @@ echo "== cases: golden files match the manifests"
 python3 -m cases --check
 echo "== the suite's own tests"
 python3 -m pytest tests -q -p no:cacheprovider
-echo "== conformance on $(python3 -c 'from conformance.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null)"
+echo "== conformance on $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null)"
 python3 -m pytest conformance/ --device=vulkan -q -p no:cacheprovider
+echo "== conformance through Dawn (Tint), the same device"
+python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
+echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
+python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16)"
+python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider

@@ -1,0 +1,83 @@
+"""``conformance merge``: reports from several machines, devices and implementations as one matrix.
+
+One column per report (implementation, WebGPU implementation, adapter, backend, driver), one row per package,
+variant and dtype; a cell counts passed / failed / skipped / not-applicable cases there. Reports of different
+package digests certify different packages: merging them is refused unless asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conformance.certify.outcomes import NOT_APPLICABLE
+from conformance.errors import ConformanceError
+
+
+def load(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ConformanceError(f"{path}: cannot read the report: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict) or "packages" not in data:
+        raise ConformanceError(f"{path}: not a conformance report (expected the JSON of --conformance-report)")
+    return data
+
+
+def column(data: dict) -> dict:
+    dev = data.get("device") or {}
+    return {"implementation": data.get("implementation"), "webgpu": dev.get("webgpu"), "adapter": dev.get("adapter"),
+            "backend": dev.get("backend"), "driver": dev.get("driver"), "features": dev.get("features"),
+            "result": "conforms" if data.get("conforms") else "does not conform", "totals": data.get("totals")}
+
+
+def label(col: dict) -> str:
+    via = f" via {col['webgpu']}" if col.get("webgpu") else ""
+    return f"{col['implementation']}{via}: {col['adapter']} ({col['backend']})"
+
+
+def digests(data: dict) -> dict:
+    return {p["package"]: p.get("files") for p in data.get("packages", [])}
+
+
+def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = False) -> dict:
+    first_path, first = reports[0]
+    for path, data in reports[1:]:
+        if digests(data) != digests(first) and not allow_different_packages:
+            raise ConformanceError(f"{path} certifies other package files than {first_path} (sha256 digests differ): "
+                                   f"the matrix would compare different kernels; pass --allow-different-packages "
+                                   f"to merge anyway")
+    columns = [column(d) for _, d in reports]
+    rows: dict = {}
+    for i, (_, data) in enumerate(reports):
+        for pkg, variants in data["summary"].items():
+            for variant, dtypes in variants.items():
+                for dtype, cell in dtypes.items():
+                    rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
+    return {"columns": columns, "sources": [str(p) for p, _ in reports],
+            "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
+                     for (p, v, d), cells in sorted(rows.items())]}
+
+
+def cell_text(cell: dict | None) -> str:
+    if cell is None:
+        return "-"
+    parts = [f"{cell.get(k, 0)} {sym}" for k, sym in (("passed", "passed"), ("failed", "failed"),
+                                                      ("skipped", "skipped"), (NOT_APPLICABLE, "n/a"),
+                                                      ("xfailed", "xfailed")) if cell.get(k)]
+    return ", ".join(parts) or "0"
+
+
+def markdown(matrix: dict) -> str:
+    cols = matrix["columns"]
+    lines = ["# Conformance matrix", ""]
+    for i, col in enumerate(cols, 1):
+        lines.append(f"{i}. **{label(col)}**, driver {col['driver']}, features "
+                     f"{', '.join(col.get('features') or []) or 'none'}: {col['result']} "
+                     f"(from `{matrix['sources'][i - 1]}`)")
+    lines += ["", "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
+              "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
+    for row in matrix["rows"]:
+        lines.append(f"| {row['package']} | {row['variant']} | {row['dtype']} | "
+                     + " | ".join(cell_text(c) for c in row["cells"]) + " |")
+    return "\n".join(lines) + "\n"

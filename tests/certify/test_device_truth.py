@@ -1,0 +1,86 @@
+"""Verdicts for the device under test, three WebGPU implementations, and reports merged into a matrix."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import cases
+from conformance.certify.device_truth import plan_for_device
+from conformance.engine.package import load_package
+from conformance.engine.planner import Planner
+from conformance.engine.profile import BASELINE, DeviceProfile
+from tests.certify.conftest import REPO
+
+NO_F16 = DeviceProfile("a device without shader-f16", features=frozenset())
+
+
+def test_a_profile_within_a_device_keeps_the_stricter_limit_and_the_shared_features():
+    small = DeviceProfile("small", limits={"maxComputeWorkgroupsPerDimension": 16,
+                                           "minStorageBufferOffsetAlignment": 64}, features=frozenset({"shader-f16"}))
+    device = DeviceProfile("device", limits={"maxComputeWorkgroupsPerDimension": 8,
+                                             "minStorageBufferOffsetAlignment": 32}, features=frozenset())
+    within = small.within(device)
+    assert within.limits["maxComputeWorkgroupsPerDimension"] == 8
+    assert within.limits["minStorageBufferOffsetAlignment"] == 64
+    assert within.features == frozenset() and not within.exceeds(device)
+
+
+def test_an_f16_call_is_planned_for_a_device_without_shader_f16_as_the_manifest_says():
+    package = load_package("com.microsoft.Gelu")
+    planner = Planner(package.manifest)
+    f16 = [c for c in cases.generate(package) if c.accepted and c.profile == BASELINE
+           and c.inputs["X"][1] == "float16"]
+    assert f16
+    moved, change = plan_for_device(f16[0], planner, NO_F16)
+    assert moved.expect["outcome"] == "rejected" and moved.expect["reason"] == "no-variant"
+    assert all("f16Ok(dtypes.T) is false" in why for why in moved.expect["detail"].values()), moved.expect
+    assert "device lacks feature shader-f16" in change and "rejected" in change
+    f32 = next(c for c in cases.generate(package) if c.accepted and c.inputs["X"][1] == "float32")
+    assert plan_for_device(f32, planner, BASELINE) == (f32, None)
+
+
+def _run(tmp_path, name, *args):
+    report = tmp_path / f"{name}.json"
+    cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
+           "no:cacheprovider", f"--conformance-report={report}", *args]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return report, json.loads(report.read_text()), proc.stdout
+
+
+@pytest.mark.slow
+def test_gl_without_shader_f16_asserts_the_f16_rejections_and_skips_nothing(tmp_path):
+    _, data, out = _run(tmp_path, "gl", "--device=gl", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")
+    assert data["device"]["backend"] == "OpenGL" and "shader-f16" not in data["device"]["features"]
+    assert data["totals"]["skipped"] == 0 and data["totals"]["passed"] >= 4
+    f16 = [c for c in data["cases"] if c["dtype"] == "float16"]
+    assert f16 and all(c["variant"] == "rejected" and "device lacks feature shader-f16" in c["replanned"]
+                       for c in f16 if c["id"].split("@")[0].endswith("]")), f16
+    assert "planned for this device" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("webgpu", ["dawn", "chromium"])
+def test_the_other_webgpu_implementations_certify_the_same_cases(tmp_path, webgpu):
+    _, data, _ = _run(tmp_path, webgpu, f"--webgpu={webgpu}", "-k", "Gelu/f32/X[5] or FastGelu/f16/X[4]")
+    assert data["device"]["webgpu"] == webgpu and data["conforms"] and data["totals"]["passed"] >= 3
+
+
+@pytest.mark.slow
+def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path):
+    paths = [_run(tmp_path, w, f"--webgpu={w}", "-k", "Gelu/f16/X[5]")[0] for w in ("wgpu", "dawn", "chromium")]
+    out = tmp_path / "matrix.md"
+    cmd = [sys.executable, "-m", "conformance", "merge", *map(str, paths), "--out", str(out), "--json",
+           str(tmp_path / "matrix.json")]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert [c["webgpu"] for c in matrix["columns"]] == ["wgpu", "dawn", "chromium"]
+    assert "| com.microsoft.Gelu | rejected | float16 |" in out.read_text()  # SwiftShader: f16 asserted rejected
+    other = json.loads(paths[1].read_text())
+    other["packages"][0]["files"] = {"manifest.json": "0" * 64}
+    paths[1].write_text(json.dumps(other))
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "digests differ" in proc.stderr and "--allow-different-packages" in proc.stderr
