@@ -10,8 +10,8 @@ from cases.profiles import PROFILE_ORDER, PROFILES
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import ITEM_BYTES, WGSL_DTYPE
 from conformance.engine.manifest import Manifest
-from conformance.engine.profile import DeviceProfile
 from conformance.engine.planner import Planner
+from conformance.engine.profile import DeviceProfile
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 #: Input bytes above which a case is heavy (the conformance run may skip it).

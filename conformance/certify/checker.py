@@ -16,6 +16,7 @@ the contract it is held to:
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from cases.data import make_inputs

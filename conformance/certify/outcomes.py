@@ -48,6 +48,8 @@ class Verdict:
     divergence: str | None = None
     #: On a device that lacks what the case's profile assumes: how the case was planned for it, and what changed.
     replanned: str | None = None
+    #: The column (WebGPU implementation, backend, adapter) of a run over several (--device=all, --webgpu=all).
+    column: str | None = None
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -59,6 +61,8 @@ class Verdict:
             out["divergence"] = self.divergence
         if self.replanned:
             out["replanned"] = self.replanned
+        if self.column:
+            out["column"] = self.column
         return out
 
 

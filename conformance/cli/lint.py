@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.config import default_backend
 from conformance.cli import add_webgpu
+from conformance.config import default_backend
 from conformance.engine.package import REPO_SPECS
 from conformance.errors import DeviceError
 from conformance.gpu.device import get_device

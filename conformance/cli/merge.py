@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.tools.merge import load, markdown, merge
+from conformance.certify.matrix import load, markdown, merge
 
 
 def _merge(args) -> int:

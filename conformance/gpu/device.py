@@ -27,6 +27,7 @@ from conformance.engine.profile import LIMIT_NAMES, DeviceProfile, camel_limit, 
 from conformance.errors import DeviceError
 from conformance.gpu.backends import enumerate_adapters
 
+STORAGE, COPY_SRC = 128, 4  # WebGPU buffer usage flags (the same numbers in every implementation)
 _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
 
@@ -126,6 +127,36 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu
         camel_limit(k): v for k, v in device.limits.items()
         if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, frozenset(device.features))
     return Device(adapter, device, granted, backend, adapter_filter=adapter_filter, webgpu=webgpu)
+
+
+PROBE_SHADER = """
+@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(4) fn main(@builtin(global_invocation_id) id: vec3<u32>) { data[id.x] = id.x * 3u + 1u; }
+"""
+
+
+def probe_compute(device: Device) -> str | None:
+    """None when ``device`` runs a compute shader correctly, else what went wrong (a device without compute,
+    such as wgpu's GL backend on some drivers, fails here once instead of in every case)."""
+    dev = device.device
+    try:
+        module = dev.create_shader_module(code=PROBE_SHADER)
+        pipeline = dev.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+        buf = dev.create_buffer(size=16, usage=STORAGE | COPY_SRC)
+        group = dev.create_bind_group(layout=pipeline.get_bind_group_layout(0),
+                                      entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 16}}])
+        encoder = dev.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(1, 1, 1)
+        cpass.end()
+        dev.queue.submit([encoder.finish()])
+        got = list(memoryview(bytes(dev.queue.read_buffer(buf))).cast("I"))
+        buf.destroy()
+    except Exception as exc:  # any backend's error type: the message is what matters
+        return f"{describe(device.adapter)} cannot run compute: {' '.join(str(exc).split())[:500]}"
+    return None if got == [1, 4, 7, 10] else f"{describe(device.adapter)} computed {got}, expected [1, 4, 7, 10]"
 
 
 DEFAULT_RECOVERY_TIMEOUT = 60.0

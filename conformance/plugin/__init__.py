@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.certify import report
+from conformance.certify import matrix, report
 from conformance.config import BACKENDS, WEBGPU
 from conformance.plugin import expectations
 
@@ -28,11 +28,12 @@ WORKER_KEY = "conformance"
 
 def pytest_addoption(parser):
     group = parser.getgroup("conformance", "WebGPU kernel conformance")
-    group.addoption("--device", choices=sorted(BACKENDS), default="auto",
-                    help="WebGPU backend to certify on (default: auto, preferring a GPU over a CPU adapter)")
-    group.addoption("--webgpu", choices=WEBGPU, default="wgpu",
-                    help="the WebGPU implementation: wgpu (wgpu-native, naga; default), dawn (Dawn, Tint) or "
-                         "chromium (a headless Chromium page: Blink, Dawn's wire, Tint)")
+    group.addoption("--device", choices=sorted(BACKENDS) + ["all"], default="auto",
+                    help="WebGPU backend to certify on (default: auto, preferring a GPU over a CPU adapter; all: "
+                         "every adapter, one column each)")
+    group.addoption("--webgpu", choices=WEBGPU + ("all",), default="wgpu",
+                    help="the WebGPU implementation: wgpu (wgpu-native, naga; default), dawn (Dawn, Tint), "
+                         "chromium (a headless Chromium page: Blink, Dawn's wire, Tint), or all (one column each)")
     group.addoption("--adapter", default=None, metavar="SUBSTRING",
                     help="use the adapter whose name contains SUBSTRING (case-insensitive)")
     group.addoption("--specs", default=None, metavar="DIR",
@@ -67,9 +68,11 @@ class RunState:
         self.expected_ids: set[str] = set()
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
-        #: Filled by the case runner (or the workers' runners): package identities, device, heavy cases in total.
+        #: Filled by the case runner (or the workers' runners): package identities, the columns (slug -> device
+        #: summary and error), heavy cases in total, and why adapters were left out of --device=all.
         self.identity: list[dict] = []
-        self.device: dict | None = None
+        self.columns: dict[str, dict] = {}
+        self.column_notes: list[str] = []
         self.heavy_total = 0
 
     def rerun_command(self, nodeid: str) -> str:
@@ -84,11 +87,35 @@ class RunState:
             parts.append(f"--impl={self.impl_name}")
         return " ".join(shlex.quote(p) for p in parts)
 
+    def merge_columns(self, columns: dict[str, dict]) -> None:
+        for slug, col in columns.items():
+            have = self.columns.setdefault(slug, {"slug": slug, "device": None, "error": None})
+            have["device"] = have["device"] or col.get("device")
+            have["error"] = have["error"] or col.get("error")
+
     def merge_worker(self, data: dict) -> None:
         if data.get("identity") and not self.identity:
             self.identity = data["identity"]
-        self.device = self.device or data.get("device")
+        self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
+
+    def reports(self, verdicts: list[dict], deselected_heavy: int) -> list[dict]:
+        """One report per column (verdicts of a single-column run carry no column)."""
+        implementation = "manifest-runtime" if self.impl_name == "manifest" else self.impl_name
+        out = []
+        for slug in sorted(self.columns) or [""]:
+            mine = [v for v in verdicts if v.get("column", "") == slug or (len(self.columns) <= 1)]
+            skipped = dict(Counter(v["detail"] for v in mine if v["status"] == "skipped"))
+            col = self.columns.get(slug, {})
+            data = report.build(mine, identity=self.identity, device=col.get("device"),
+                                implementation=implementation, skipped_reasons=skipped,
+                                deselected_heavy=deselected_heavy)
+            if col.get("error"):
+                data.update(error=col["error"], conforms=False)
+            if slug:
+                data["column"] = slug
+            out.append(data)
+        return out
 
 
 _STATE = pytest.StashKey[RunState]()
@@ -184,9 +211,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.section("conformance")
-    if state.device:
-        tr.write_line(f"device: {state.device.get('adapter')} ({state.device.get('type')}, "
-                      f"{state.device.get('backend')}, driver {state.device.get('driver')})")
+    for slug, col in sorted(state.columns.items()):
+        dev, mine = col.get("device") or {}, [v for v in state.verdicts if v.get("column", "") == slug]
+        name = f"column {slug}: " if len(state.columns) > 1 else ""
+        if dev.get("adapter"):
+            tr.write_line(f"{name}device: {dev.get('adapter')} ({dev.get('type')}, {dev.get('backend')}, "
+                          f"driver {dev.get('driver')}) through {dev.get('webgpu')}")
+        if col.get("error"):
+            tr.write_line(f"{name}ERROR: {col['error']}")
+        if len(state.columns) > 1:
+            counts = Counter(v["status"] for v in mine)
+            tr.write_line(f"  cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for note in state.column_notes:
+        tr.write_line(f"left out: {note}")
     counts = Counter(v["status"] for v in state.verdicts)
     tr.write_line("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
@@ -215,21 +252,34 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     path = config.getoption("conformance_report", None)
     state = config.stash.get(_STATE, None)
-    if not path or state is None or hasattr(config, "workerinput"):
+    if state is None or hasattr(config, "workerinput"):
         return
-    ran = {v["id"] for v in state.verdicts}
+    if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
+        session.exitstatus = 1  # a column that cannot certify anything is not a pass
+    if not path:
+        return
+    ran = {(v["id"], v.get("column", "")) for v in state.verdicts}
     verdicts = list(state.verdicts)
     for nodeid in sorted(state.expected_ids):
         case_id = nodeid.split("[", 1)[1][:-1] if "[" in nodeid else nodeid
-        if case_id not in ran:
+        case_id, _, slug = case_id.partition("+") if len(state.columns) > 1 else (case_id, "", "")
+        if (case_id, slug) not in ran:
             verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
-                             "family": "?", "status": "not-run", "worst_ratio": None,
+                             "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
                              "detail": "no result (the worker running it died, or the run was interrupted)"})
-    skipped = dict(Counter(v["detail"] for v in verdicts if v["status"] == "skipped"))
     heavy = state.deselected_heavy or (0 if config.getoption("run_heavy") else state.heavy_total)
-    data = report.build(verdicts, identity=state.identity, device=state.device,
-                        implementation="manifest-runtime" if state.impl_name == "manifest" else state.impl_name,
-                        skipped_reasons=skipped, deselected_heavy=heavy)
-    report.write(data, Path(path))
+    reports = state.reports(verdicts, heavy)
+    if len(reports) == 1:
+        data = reports[0]
+        report.write(data, Path(path))
+    else:
+        grid = matrix.merge([(Path(path), r) for r in reports])
+        data = {"columns": reports, "matrix": grid, "conforms": all(r["conforms"] for r in reports)}
+        failures = []
+        for r in reports:
+            text = report.markdown(r)
+            if "## Failures" in text:
+                failures.append(f"\n## Failures, {r['column']}" + text.split("## Failures", 1)[1])
+        report.write_files(Path(path), data, matrix.markdown(grid) + "".join(failures))
     if not data["conforms"] and session.exitstatus == 0:
         session.exitstatus = 1

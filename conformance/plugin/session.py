@@ -21,6 +21,7 @@ from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin.columns import Column, column_error, expand
 
 
 class LoadFailure:
@@ -39,7 +40,9 @@ class CaseRunner:
         specs = config.getoption("specs")
         self.specs = Path(specs).resolve() if specs else REPO_SPECS
         self._packages = None
-        self._checker = None
+        self._columns: list | None = None
+        self._checkers: dict[str, Checker] = {}
+        self._errors: dict[str, str | None] = {}
 
     def packages(self):
         """[(directory, Package or error message, cases)] for every package under --specs."""
@@ -61,20 +64,45 @@ class CaseRunner:
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
 
-    @property
-    def checker(self) -> Checker:
-        if self._checker is None:
-            try:
-                impl = load_implementation(self.state.impl_name, device=self.state.backend,
-                                           adapter=self.state.adapter, webgpu=self.state.webgpu)
-            except ConformanceError as err:
-                raise pytest.UsageError(f"--impl {self.state.impl_name}: {err}") from None
-            self._checker = Checker(impl)
-        return self._checker
+    def columns(self) -> list[Column | None]:
+        """The columns this run certifies on; [None] for an implementation that opens no device of ours."""
+        if self._columns is None:
+            state = self.state
+            if state.impl_name != "manifest":
+                self._columns = [None]
+            else:
+                found, notes = expand(state.webgpu, state.backend, state.adapter)
+                state.column_notes = notes
+                if not found:
+                    raise pytest.UsageError(f"--device={state.backend} --webgpu={state.webgpu}: no adapter to "
+                                            f"certify on ({'; '.join(notes) or 'none found'})")
+                self._columns = found
+        return self._columns
 
-    def describe_device(self) -> dict | None:
-        """The device (or implementation) the cases ran on, for the report; opens nothing."""
-        impl = self.checker.impl
+    def checker(self, column: Column | None) -> Checker:
+        key = column.slug if column else ""
+        if key not in self._checkers:
+            state = self.state
+            options = dict(device=column.backend, adapter=column.adapter, webgpu=column.webgpu) if column else \
+                dict(device=state.backend, adapter=state.adapter, webgpu=state.webgpu)
+            try:
+                impl = load_implementation(state.impl_name, **options)
+            except ConformanceError as err:
+                raise pytest.UsageError(f"--impl {state.impl_name}: {err}") from None
+            self._checkers[key] = Checker(impl)
+        return self._checkers[key]
+
+    def column_error(self, column: Column | None) -> str | None:
+        """Checked once per column: a device that cannot be opened or cannot compute is one error, not one a case."""
+        if column is None:
+            return None
+        if column.slug not in self._errors:
+            self._errors[column.slug] = column_error(column)
+        return self._errors[column.slug]
+
+    def describe(self, column: Column | None) -> dict | None:
+        """The device (or implementation) a column ran on, for the report; opens nothing."""
+        impl = self.checker(column).impl
         if hasattr(impl, "describe"):
             return impl.describe()
         return {"adapter": impl.name, "backend": getattr(impl, "provider", "?"), "driver": "",
@@ -90,7 +118,13 @@ class CaseRunner:
                 continue
             for case in generated:
                 names = list(case.markers) + (["heavy"] if case.heavy else [])
-                params.append(pytest.param((package, case), id=case.id, marks=_marks(self.config, names)))
+                for column in self.columns():
+                    if len(self.columns()) == 1:
+                        params.append(pytest.param((package, case, column), id=case.id,
+                                                   marks=_marks(self.config, names)))
+                        continue
+                    marks = _marks(self.config, names + [column.slug]) + [pytest.mark.xdist_group(column.slug)]
+                    params.append(pytest.param((package, case, column), id=f"{case.id}+{column.slug}", marks=marks))
         metafunc.parametrize("conformance_case", params)
 
     def run_case(self, request, conformance_case) -> None:
@@ -98,12 +132,18 @@ class CaseRunner:
         if isinstance(conformance_case, LoadFailure):
             pytest.fail(f"cannot load the package in {conformance_case.directory}:\n{conformance_case.message}",
                         pytrace=False)
-        package, case = conformance_case
+        package, case, column = conformance_case
         verdict = verdict_for(case)
+        if column is not None and len(self.columns()) > 1:
+            verdict.column = column.slug
         props = request.node.user_properties
         rerun = f"\n\nrerun: {self.state.rerun_command(request.node.nodeid)}"
+        checker = self.checker(column)
         try:
-            self.checker.check(case, package, verdict)
+            error = self.column_error(column)
+            if error:
+                raise CaseSkipped(f"column {column.slug} cannot certify: {error}")
+            checker.check(case, package, verdict)
         except CaseFailed as err:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
@@ -130,18 +170,23 @@ class CaseRunner:
             props.append((VERDICT_KEY, verdict.as_dict()))
             raise
         finally:
-            if hasattr(self.checker.impl, "compilations"):
-                props.append(("conformance_compilations", (os.getpid(), self.checker.impl.compilations())))
+            if hasattr(checker.impl, "compilations"):
+                props.append(("conformance_compilations", (os.getpid(), checker.impl.compilations())))
         props.append((VERDICT_KEY, verdict.as_dict()))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session):
         """Before the plugin writes the report: the device, on this process or (xdist) sent to the controller."""
-        if self._checker is not None:
-            self.state.device = self.describe_device()
+        columns = {}
+        for column in self._columns or []:
+            key = column.slug if column else ""
+            if key in self._checkers or key in self._errors:
+                columns[key] = {"slug": key, "device": self.describe(column) if key in self._checkers else None,
+                                "error": self._errors.get(key)}
+        self.state.merge_columns(columns)
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput[WORKER_KEY] = {"identity": self.state.identity, "device": self.state.device,
+            workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total}
 
 

@@ -18,8 +18,13 @@ against them), :mod:`.report` (the score).
 """
 
 from conformance.tools.mutate.equivalence import ARGUED_EQUIVALENT, argue
-from conformance.tools.mutate.mutants import (Mutant, manifest_mutants, mark_unrendered, package_mutants,
-                                              template_mutants)
+from conformance.tools.mutate.mutants import (
+    Mutant,
+    manifest_mutants,
+    mark_unrendered,
+    package_mutants,
+    template_mutants,
+)
 from conformance.tools.mutate.report import markdown, summarize, write
 from conformance.tools.mutate.runner import mutate_packages, run_mutant, run_suite
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseSkipped, verdict_for
+from conformance.certify.testjson import build_test, load_test_cases
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
-from conformance.certify.testjson import build_test, load_test_cases
 from conformance.tools.mutate.equivalence import argue
 from conformance.tools.mutate.mutants import Mutant, mark_unrendered, package_mutants
 from conformance.tools.mutate.report import summarize, write

@@ -1,4 +1,4 @@
-"""``conformance merge``: reports from several machines, devices and implementations as one matrix.
+"""Reports of several devices, implementations and machines as one matrix (``conformance merge``, ``--device=all``).
 
 One column per report (implementation, WebGPU implementation, adapter, backend, driver), one row per package,
 variant and dtype; a cell counts passed / failed / skipped / not-applicable cases there. Reports of different
@@ -19,7 +19,10 @@ def load(path: Path) -> dict:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise ConformanceError(f"{path}: cannot read the report: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict) or "packages" not in data:
+    single = isinstance(data, dict) and isinstance(data.get("summary"), dict) and "packages" in data
+    columns = data.get("columns") if isinstance(data, dict) else None
+    several = isinstance(columns, list) and columns and all(isinstance(c, dict) and "summary" in c for c in columns)
+    if not single and not several:
         raise ConformanceError(f"{path}: not a conformance report (expected the JSON of --conformance-report)")
     return data
 
@@ -28,7 +31,8 @@ def column(data: dict) -> dict:
     dev = data.get("device") or {}
     return {"implementation": data.get("implementation"), "webgpu": dev.get("webgpu"), "adapter": dev.get("adapter"),
             "backend": dev.get("backend"), "driver": dev.get("driver"), "features": dev.get("features"),
-            "result": "conforms" if data.get("conforms") else "does not conform", "totals": data.get("totals")}
+            "result": data.get("error") and f"error: {data['error']}" or
+                      ("conforms" if data.get("conforms") else "does not conform"), "totals": data.get("totals")}
 
 
 def label(col: dict) -> str:
@@ -40,7 +44,13 @@ def digests(data: dict) -> dict:
     return {p["package"]: p.get("files") for p in data.get("packages", [])}
 
 
+def flatten(reports: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
+    """A report of several columns (``--device=all``) counts as one report per column."""
+    return [(path, col) for path, data in reports for col in (data.get("columns") or [data])]
+
+
 def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = False) -> dict:
+    reports = flatten(reports)
     first_path, first = reports[0]
     for path, data in reports[1:]:
         if digests(data) != digests(first) and not allow_different_packages:
