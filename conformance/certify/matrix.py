@@ -29,13 +29,16 @@ def load(path: Path) -> dict:
 
 def column(data: dict) -> dict:
     dev = data.get("device") or {}
-    return {"implementation": data.get("implementation"), "webgpu": dev.get("webgpu"), "adapter": dev.get("adapter"),
+    return {"implementation": data.get("implementation"), "column": data.get("column"),
+            "webgpu": dev.get("webgpu"), "adapter": dev.get("adapter"),
             "backend": dev.get("backend"), "driver": dev.get("driver"), "features": dev.get("features"),
-            "result": data.get("error") and f"error: {data['error']}" or
+            "result": data.get("error") and f"error: {' '.join(data['error'].split())}" or
                       ("conforms" if data.get("conforms") else "does not conform"), "totals": data.get("totals")}
 
 
 def label(col: dict) -> str:
+    if not col.get("adapter"):  # a column whose device never opened
+        return f"{col['implementation']}, column {col.get('column') or '?'}"
     via = f" via {col['webgpu']}" if col.get("webgpu") else ""
     return f"{col['implementation']}{via}: {col['adapter']} ({col['backend']})"
 
