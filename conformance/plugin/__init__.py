@@ -11,6 +11,7 @@ xdist controller writes the report without loading the engine.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -22,6 +23,8 @@ from conformance.config import BACKENDS
 from conformance.plugin import expectations
 
 VERDICT_KEY = "conformance"
+#: The user property of a case an ``--expectations`` entry covers: that entry's pattern and reason, as JSON.
+EXPECTATION_KEY = "conformance_expectation"
 #: What a worker sends the controller at its end (xdist's workeroutput): identity, device, heavy count.
 WORKER_KEY = "conformance"
 
@@ -119,9 +122,11 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         if callspec is None or "conformance_case" not in callspec.params:
             continue
-        for pattern, reason in known:
-            if pattern.fullmatch(callspec.id):
-                item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
+        for entry in known:
+            if entry.covers(callspec.id):
+                item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} (expectation {entry.glob!r})", strict=True,
+                                                  raises=(AssertionError, pytest.fail.Exception)))
+                item.user_properties.append((EXPECTATION_KEY, json.dumps(entry.as_dict())))
                 break
     if heavy:
         config.hook.pytest_deselected(items=heavy)
@@ -161,8 +166,16 @@ def pytest_runtest_logreport(report):
         return
     state = state_of(config)
     verdict = dict(props[VERDICT_KEY])
+    expectation = json.loads(props[EXPECTATION_KEY]) if EXPECTATION_KEY in props else None
     if hasattr(report, "wasxfail"):
         verdict["status"] = "xfailed" if report.skipped else "xpassed"
+        if report.skipped:
+            verdict["waiver"] = expectation or {"pattern": "--divergences=xfail",
+                                                "reason": f"divergence from the contract ({verdict.get('divergence')})"}
+    elif report.failed and expectation and "XPASS(strict)" in str(report.longrepr):
+        verdict["status"] = "xpassed"
+        verdict["detail"] = (f"expectation {expectation['pattern']!r} ({expectation['reason']}) covers this case, "
+                             f"which passes: the pattern is too wide")
     elif report.failed:
         verdict["status"] = "failed"
         verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]

@@ -103,12 +103,32 @@ def test_expectations_turn_known_failures_into_strict_xfails(pytester, specs, tm
     expectations = tmp_path / "known.yaml"
     expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n"
                             "- id: 'FastGelu/f32/X[4]/vec4_no_bias'\n  reason: 'wrongly listed, it passes'\n")
+    report = tmp_path / "r.json"
     result = run(pytester, root, "-k", "X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias",
-                 f"--expectations={expectations}")
+                 f"--expectations={expectations}", f"--conformance-report={report}")
     outcomes = result.parseoutcomes()
     assert outcomes.get("xfailed", 0) >= 1
     assert outcomes.get("failed", 0) >= 1  # the strict xfail that passed is reported as a failure
-    result.stdout.fnmatch_lines(["*XPASS(strict)*"])
+    result.stdout.fnmatch_lines(["*XPASS(strict)*expectation 'FastGelu/f32/X[[]4]/vec4_no_bias'*"])
+    data = json.loads(report.read_text())
+    assert data["result"] == "does-not-conform" and not data["conforms"]
+    too_wide = [c for c in data["cases"] if c["status"] == "xpassed"]
+    assert too_wide and all("'FastGelu/f32/X[4]/vec4_no_bias'" in c["detail"] and "too wide" in c["detail"]
+                            for c in too_wide)
+    waived = data["waivers"]
+    assert waived and {w["pattern"] for w in waived} == {"FastGelu/f32/X[5]/vec4_tail_no_bias*"}
+    assert all(w["reason"] == "drops the last element" and "differs from the reference" in w["waived"]
+               and w["id"].startswith("FastGelu/f32/X[5]/vec4_tail_no_bias") for w in waived)
+    md = report.with_suffix(".md").read_text()
+    assert "**does not conform**" in md and "## Waivers" in md and "worst elements" in md.split("## Waivers")[1]
+    # only the right entry: the run passes, and the report says the conformance is waived, not plain
+    expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n")
+    result = run(pytester, root, "-k", "f32 and (X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias)",
+                 f"--expectations={expectations}", f"--conformance-report={report}")
+    assert result.ret == 0
+    data = json.loads(report.read_text())
+    assert data["result"] == "conforms-with-waivers" and len(data["waivers"]) == result.parseoutcomes()["xfailed"]
+    assert "**conforms with waivers**" in report.with_suffix(".md").read_text()
 
 
 def test_report_names_every_package_and_counts(pytester, specs, tmp_path):
@@ -117,6 +137,7 @@ def test_report_names_every_package_and_counts(pytester, specs, tmp_path):
     result = run(pytester, root, "-k", "vec4 and f32", f"--conformance-report={report}")
     assert result.ret == 0
     data = json.loads(report.read_text())
+    assert data["result"] == "conforms" and data["waivers"] == []
     assert data["conforms"] and data["totals"]["passed"] == result.parseoutcomes()["passed"]
     assert data["packages"][0]["files"]["manifest.json"] and data["device"]["backend"] == "Vulkan"
     cell = data["summary"]["com.microsoft.Gelu"]["vec4"]["float32"]
