@@ -12,7 +12,9 @@ xdist controller writes the report without loading the engine.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -71,23 +73,75 @@ class RunState:
         self.device: dict | None = None
         self.heavy_total = 0
 
-    def rerun_command(self, nodeid: str) -> str:
-        parts = ["pytest", nodeid, f"--device={self.backend}"]
-        if self.adapter:
-            parts.append(f"--adapter={self.adapter}")
-        if self.config.getoption("specs"):
-            parts.append(f"--specs={Path(self.config.getoption('specs')).resolve()}")
-        if self.config.getoption("run_heavy"):
-            parts.append("--run-heavy")
-        if self.impl_name != "manifest":
-            parts.append(f"--impl={self.impl_name}")
-        return " ".join(shlex.quote(p) for p in parts)
+    def rerun_command(self, item) -> str:
+        """The command that reruns exactly ``item``, typed where this run was started: this run's own
+        interpreter and options (``-p`` plugins, ``--specs``, ``--impl``, ``--device``, ``--expectations``...,
+        as given), less what selects, schedules or writes files (paths, ``-k``, ``-m``, ``-x``, ``-n``, reports),
+        plus the case: its module under ``--pyargs``, else its file relative to the invocation directory."""
+        params = self.config.invocation_params
+        options = _rerun_options(list(params.args), _option_actions(self.config))
+        if self.config.getoption("pyargs", False):
+            target = f"{item.module.__name__}::{item.name}"
+        else:
+            target = f"{_relative(Path(item.path), Path(params.dir))}::{item.name}"
+        env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
+        words = [sys.executable, "-m", "pytest", *options, target]
+        return " ".join([*(shlex.quote(e) for e in env), *(shlex.quote(w) for w in words)])
 
     def merge_worker(self, data: dict) -> None:
         if data.get("identity") and not self.identity:
             self.identity = data["identity"]
         self.device = self.device or data.get("device")
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
+
+
+#: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
+RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
+               "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
+               "conformance_report", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
+
+
+def _option_actions(config) -> dict:
+    """Option string -> argparse action of this run's command line (pytest keeps its parser private)."""
+    parser = getattr(config._parser, "optparser", None)
+    if parser is None and hasattr(config._parser, "_getparser"):
+        parser = config._parser._getparser()
+    return dict(getattr(parser, "_option_string_actions", {}))
+
+
+def _rerun_options(args: list[str], actions: dict) -> list[str]:
+    """``args`` less positional arguments (what to collect) and the options of :data:`RERUN_DROPS`."""
+    kept, i = [], 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            break
+        if not arg.startswith("-") or arg == "-":
+            continue
+        name = arg.partition("=")[0]
+        action = actions.get(name)
+        words = [arg]
+        if action is None and not arg.startswith("--") and arg[:2] in actions:
+            action = actions[arg[:2]]                  # -kEXPR, -n2, -pPLUGIN: the value attached
+            if action.nargs == 0:                      # -xq: flags run together
+                flags = [f"-{c}" for c in arg[1:]]
+                kept += [f for f in flags if f not in actions or actions[f].dest not in RERUN_DROPS]
+                continue
+        elif action is not None and action.nargs != 0 and "=" not in arg and i < len(args):
+            words.append(args[i])
+            i += 1
+        if action is not None and action.dest in RERUN_DROPS:
+            continue
+        kept += words
+    return kept
+
+
+def _relative(path: Path, start: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(start.resolve()))
+    except ValueError:
+        return str(path)
 
 
 _STATE = pytest.StashKey[RunState]()

@@ -101,7 +101,7 @@ class CaseRunner:
         package, case = conformance_case
         verdict = verdict_for(case)
         props = request.node.user_properties
-        rerun = f"\n\nrerun: {self.state.rerun_command(request.node.nodeid)}"
+        rerun = f"\n\nrerun: {self.state.rerun_command(request.node)}"
         try:
             self.checker.check(case, package, verdict)
         except CaseFailed as err:

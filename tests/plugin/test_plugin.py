@@ -1,11 +1,16 @@
 """The plugin on broken and unbroken packages, through pytest's own pytester."""
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from conformance.engine.package import REPO_SPECS
+from conformance.plugin import _option_actions, _rerun_options
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 
@@ -59,7 +64,9 @@ def test_skipped_bias_fails_exactly_the_bias_cases(pytester, specs):
     result = run(pytester, root, "-k", "bias and not reject and not X[0")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) > 10
-    result.stdout.fnmatch_lines(["*output Y differs from the reference*", "*worst elements*", "*rerun: pytest*"])
+    result.stdout.fnmatch_lines(["*output Y differs from the reference*", "*worst elements*",
+                                 "*rerun: *python* -m pytest *--specs=* --device=vulkan -p no:cacheprovider -q "
+                                 "'*/conformance/test_kernels.py::test_case[[]FastGelu/*]'"])
     clean = run(pytester, root, "-k", "no_bias")
     assert "failed" not in clean.parseoutcomes()
 
@@ -143,3 +150,35 @@ def test_report_names_every_package_and_counts(pytester, specs, tmp_path):
     cell = data["summary"]["com.microsoft.Gelu"]["vec4"]["float32"]
     assert cell["passed"] > 0 and 0 <= cell["worst_ratio"] < 1
     assert (report.with_suffix(".md")).read_text().startswith("# Conformance report")
+
+
+def test_rerun_keeps_the_runs_options_and_drops_what_selects(pytester):
+    config = pytester.parseconfig()
+    args = ["conformance/", "-n", "2", "-kfoo", "-xq", "--specs", "kernels", "-p", "no:cacheprovider",
+            "--junitxml=r.xml", "-m", "f16", "--impl=numpy", "--conformance-report", "out/r.json", "--pyargs"]
+    assert _rerun_options(args, _option_actions(config)) == ["-q", "--specs", "kernels", "-p", "no:cacheprovider",
+                                                             "--impl=numpy", "--pyargs"]
+
+
+def test_rerun_line_under_pyargs_reruns_exactly_that_case(specs, tmp_path):
+    """The line printed by a --pyargs run from an empty directory, typed there, runs that one case again."""
+    root = specs("com.microsoft.FastGelu")
+    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
+         "for (var e = i; e + 1u < params.count; e += stride)")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO_SPECS.parent)}
+    first = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
+                            "--device=vulkan", "--specs", str(root), "-k", "f32 and X[5]/vec4_tail_no_bias", "-x"],
+                           cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 1, first.stdout[-3000:]
+    lines = re.findall(r"^E?\s*rerun: (.*)$", first.stdout, re.M)
+    assert lines, first.stdout[-3000:]
+    line = lines[0]
+    assert "--pyargs" in line and "-p no:cacheprovider" in line and f"--specs {root}" in line
+    assert "conformance.test_kernels::test_case[FastGelu/f32/X[5]/vec4_tail_no_bias" in line
+    assert " -k " not in line and " -x" not in line
+    again = subprocess.run(line, shell=True, cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stdout[-3000:]
+    assert re.search(r"\b1 failed in ", again.stdout.splitlines()[-1]), again.stdout[-2000:]
+    assert "passed" not in again.stdout.splitlines()[-1]
