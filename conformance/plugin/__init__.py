@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
 from conformance.certify import report
 from conformance.config import BACKENDS
@@ -219,7 +220,7 @@ def pytest_runtest_logreport(report):
     if config is None:
         return
     state = state_of(config)
-    verdict = dict(props[VERDICT_KEY])
+    verdict = json.loads(props[VERDICT_KEY])
     expectation = json.loads(props[EXPECTATION_KEY]) if EXPECTATION_KEY in props else None
     if hasattr(report, "wasxfail"):
         verdict["status"] = "xfailed" if report.skipped else "xpassed"
@@ -236,7 +237,10 @@ def pytest_runtest_logreport(report):
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.verdicts.append(verdict)
-    pid, compiled = props.get("conformance_compilations", (None, 0))
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:  # JUnit classname "<package>.<dtype>": dashboards group by package, then dtype
+        xml.node_reporter(report).add_attribute("classname", f"{verdict['package']}.{verdict['dtype']}")
+    pid, compiled = json.loads(props.get("conformance_compilations", "[null, 0]"))
     if pid is not None:
         state.compilations[pid] = max(state.compilations.get(pid, 0), compiled)
 

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
@@ -75,10 +76,25 @@ def test_dropped_tail_element_fails_the_tail_cases(pytester, specs):
     root = specs("com.microsoft.FastGelu")
     edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
          "for (var e = i; e + 1u < params.count; e += stride)")
-    result = run(pytester, root, "-k", "vec4_tail_no_bias and f32")
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, root, "-k", "vec4_tail_no_bias and f32", f"--junitxml={junit}")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 3 and outcomes.get("passed", 0) >= 1  # numel % 4 == 0 still passes
     result.stdout.fnmatch_lines(["*output Y differs from the reference*"])
+    assert "session.py" not in result.stdout.str() and "During handling" not in result.stdout.str()
+    # JUnit XML: the verdict as JSON, the suite's message as the failure, classname <package>.<dtype>
+    cases = ElementTree.parse(junit).getroot().findall(".//testcase")
+    assert cases and {c.get("classname") for c in cases} == {"com.microsoft.FastGelu.float32"}
+    failures = [c for c in cases if c.find("failure") is not None]
+    assert len(failures) == outcomes["failed"]
+    for case in cases:
+        verdict = json.loads(case.find("properties/property[@name='conformance']").get("value"))
+        assert verdict["package"] == "com.microsoft.FastGelu" and verdict["dtype"] == "float32"
+        assert verdict["status"] == ("failed" if case in failures else "passed")
+    for case in failures:
+        text = case.find("failure").text
+        assert "output Y differs from the reference" in text and "worst elements" in text and "rerun: " in text
+        assert "session.py" not in text and "raise " not in text and "During handling" not in text
 
 
 def test_tanh_where_erf_is_specified_fails(pytester, specs):
