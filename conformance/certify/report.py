@@ -61,15 +61,38 @@ def _change_kind(text: str) -> str:
         if ": device lacks" in text else text
 
 
+#: The three certification states, most honest first: a waived failure is never reported as a plain pass.
+RESULTS = {"conforms": "conforms", "conforms-with-waivers": "conforms with waivers",
+           "does-not-conform": "does not conform"}
+
+
+def waivers(verdicts) -> list[dict]:
+    """The failures an ``--expectations`` entry (or ``--divergences=xfail``) waived: case, pattern, reason and
+    the failure itself."""
+    return [{"id": v["id"], "pattern": (v.get("waiver") or {}).get("pattern"),
+             "reason": (v.get("waiver") or {}).get("reason"), "waived": (v.get("detail") or "").strip()}
+            for v in sorted(verdicts, key=lambda v: v["id"]) if v["status"] == "xfailed"]
+
+
+def result_of(totals: dict) -> str:
+    if totals["failed"] or totals["xpassed"] or totals["not-run"]:
+        return "does-not-conform"
+    return "conforms-with-waivers" if totals["xfailed"] else "conforms"
+
+
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
+    result = result_of(totals)
     return {
         "implementation": implementation,
         "packages": identity,
         "device": device,
         "totals": totals,
-        "conforms": totals["failed"] == 0 and totals["xpassed"] == 0 and totals["not-run"] == 0,
+        "result": result,
+        #: True for "conforms" and "conforms-with-waivers" (the run's exit status); "result" tells them apart.
+        "conforms": result != "does-not-conform",
+        "waivers": waivers(verdicts),
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
         "deselected_heavy": deselected_heavy,
@@ -85,7 +108,8 @@ def markdown(report: dict) -> str:
     dev = report.get("device") or {}
     lines = [f"# Conformance report: {report['implementation']}", "",
              f"Device: {dev.get('adapter', '?')} ({dev.get('backend', '?')}, {dev.get('driver', '?')})", "",
-             "Result: **" + ("conforms" if report["conforms"] else "does not conform") + "**  ",
+             f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
+                                                           f"listed under Waivers)" if report["waivers"] else "") + "  ",
              "Totals: " + ", ".join(f"{k} {v}" for k, v in report["totals"].items() if v), ""]
     if report["deselected_heavy"]:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")
@@ -111,6 +135,12 @@ def markdown(report: dict) -> str:
         lines += ["", "## Failures", ""]
         lines += [f"- `{v['id']}` ({v['status']}): {v['detail'].splitlines()[0] if v['detail'] else ''}"
                   for v in failed]
+    if report["waivers"]:
+        lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
+                  "the case failed as shown.", ""]
+        for w in report["waivers"]:
+            lines += [f"- `{w['id']}`: waived by `{w['pattern']}` ({w['reason']})", "", "  ```"]
+            lines += [f"  {line}" for line in w["waived"].splitlines()] + ["  ```", ""]
     return "\n".join(lines) + "\n" + _outside_sections(report)
 
 

@@ -10,13 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import cases
 from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import diff
+from cases.golden import CASES_DIR, diff, regenerate_command
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.errors import ConformanceError
-
-CASES_DIR = Path(cases.__file__).resolve().parent
 
 
 def add_arguments(ap) -> None:
@@ -65,7 +62,7 @@ def run(args) -> int:
             delta = diff(path, text)
             if delta:
                 stale += 1
-                print(f"{path}: out of date (run `python -m cases` and review the diff)\n{delta}")
+                print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review the diff)\n{delta}")
             else:
                 print(f"{path}: up to date")
         else:

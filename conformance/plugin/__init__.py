@@ -11,17 +11,23 @@ xdist controller writes the report without loading the engine.
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
 from conformance.certify import matrix, report
 from conformance.config import BACKENDS, WEBGPU
 from conformance.plugin import expectations
 
 VERDICT_KEY = "conformance"
+#: The user property of a case an ``--expectations`` entry covers: that entry's pattern and reason, as JSON.
+EXPECTATION_KEY = "conformance_expectation"
 #: What a worker sends the controller at its end (xdist's workeroutput): identity, device, heavy count.
 WORKER_KEY = "conformance"
 
@@ -75,17 +81,20 @@ class RunState:
         self.column_notes: list[str] = []
         self.heavy_total = 0
 
-    def rerun_command(self, nodeid: str) -> str:
-        parts = ["pytest", nodeid, f"--device={self.backend}"] + ([f"--webgpu={self.webgpu}"] if self.webgpu != "wgpu" else [])
-        if self.adapter:
-            parts.append(f"--adapter={self.adapter}")
-        if self.config.getoption("specs"):
-            parts.append(f"--specs={Path(self.config.getoption('specs')).resolve()}")
-        if self.config.getoption("run_heavy"):
-            parts.append("--run-heavy")
-        if self.impl_name != "manifest":
-            parts.append(f"--impl={self.impl_name}")
-        return " ".join(shlex.quote(p) for p in parts)
+    def rerun_command(self, item) -> str:
+        """The command that reruns exactly ``item``, typed where this run was started: this run's own
+        interpreter and options (``-p`` plugins, ``--specs``, ``--impl``, ``--device``, ``--expectations``...,
+        as given), less what selects, schedules or writes files (paths, ``-k``, ``-m``, ``-x``, ``-n``, reports),
+        plus the case: its module under ``--pyargs``, else its file relative to the invocation directory."""
+        params = self.config.invocation_params
+        options = _rerun_options(list(params.args), _option_actions(self.config))
+        if self.config.getoption("pyargs", False):
+            target = f"{item.module.__name__}::{item.name}"
+        else:
+            target = f"{_relative(Path(item.path), Path(params.dir))}::{item.name}"
+        env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
+        words = [sys.executable, "-m", "pytest", *options, target]
+        return " ".join([*(shlex.quote(e) for e in env), *(shlex.quote(w) for w in words)])
 
     def merge_columns(self, columns: dict[str, dict]) -> None:
         for slug, col in columns.items():
@@ -111,11 +120,60 @@ class RunState:
                                 implementation=implementation, skipped_reasons=skipped,
                                 deselected_heavy=deselected_heavy)
             if col.get("error"):
-                data.update(error=col["error"], conforms=False)
+                data.update(error=col["error"], conforms=False, result="does-not-conform")
             if slug:
                 data["column"] = slug
             out.append(data)
         return out
+
+
+#: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
+RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
+               "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
+               "conformance_report", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
+
+
+def _option_actions(config) -> dict:
+    """Option string -> argparse action of this run's command line (pytest keeps its parser private)."""
+    parser = getattr(config._parser, "optparser", None)
+    if parser is None and hasattr(config._parser, "_getparser"):
+        parser = config._parser._getparser()
+    return dict(getattr(parser, "_option_string_actions", {}))
+
+
+def _rerun_options(args: list[str], actions: dict) -> list[str]:
+    """``args`` less positional arguments (what to collect) and the options of :data:`RERUN_DROPS`."""
+    kept, i = [], 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            break
+        if not arg.startswith("-") or arg == "-":
+            continue
+        name = arg.partition("=")[0]
+        action = actions.get(name)
+        words = [arg]
+        if action is None and not arg.startswith("--") and arg[:2] in actions:
+            action = actions[arg[:2]]                  # -kEXPR, -n2, -pPLUGIN: the value attached
+            if action.nargs == 0:                      # -xq: flags run together
+                flags = [f"-{c}" for c in arg[1:]]
+                kept += [f for f in flags if f not in actions or actions[f].dest not in RERUN_DROPS]
+                continue
+        elif action is not None and action.nargs != 0 and "=" not in arg and i < len(args):
+            words.append(args[i])
+            i += 1
+        if action is not None and action.dest in RERUN_DROPS:
+            continue
+        kept += words
+    return kept
+
+
+def _relative(path: Path, start: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(start.resolve()))
+    except ValueError:
+        return str(path)
 
 
 _STATE = pytest.StashKey[RunState]()
@@ -150,9 +208,11 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         if callspec is None or "conformance_case" not in callspec.params:
             continue
-        for pattern, reason in known:
-            if pattern.fullmatch(callspec.id):
-                item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
+        for entry in known:
+            if entry.covers(callspec.id):
+                item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} (expectation {entry.glob!r})", strict=True,
+                                                  raises=(AssertionError, pytest.fail.Exception)))
+                item.user_properties.append((EXPECTATION_KEY, json.dumps(entry.as_dict())))
                 break
     if heavy:
         config.hook.pytest_deselected(items=heavy)
@@ -191,16 +251,27 @@ def pytest_runtest_logreport(report):
     if config is None:
         return
     state = state_of(config)
-    verdict = dict(props[VERDICT_KEY])
+    verdict = json.loads(props[VERDICT_KEY])
+    expectation = json.loads(props[EXPECTATION_KEY]) if EXPECTATION_KEY in props else None
     if hasattr(report, "wasxfail"):
         verdict["status"] = "xfailed" if report.skipped else "xpassed"
+        if report.skipped:
+            verdict["waiver"] = expectation or {"pattern": "--divergences=xfail",
+                                                "reason": f"divergence from the contract ({verdict.get('divergence')})"}
+    elif report.failed and expectation and "XPASS(strict)" in str(report.longrepr):
+        verdict["status"] = "xpassed"
+        verdict["detail"] = (f"expectation {expectation['pattern']!r} ({expectation['reason']}) covers this case, "
+                             f"which passes: the pattern is too wide")
     elif report.failed:
         verdict["status"] = "failed"
         verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.verdicts.append(verdict)
-    pid, compiled = props.get("conformance_compilations", (None, 0))
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:  # JUnit classname "<package>.<dtype>": dashboards group by package, then dtype
+        xml.node_reporter(report).add_attribute("classname", f"{verdict['package']}.{verdict['dtype']}")
+    pid, compiled = json.loads(props.get("conformance_compilations", "[null, 0]"))
     if pid is not None:
         state.compilations[pid] = max(state.compilations.get(pid, 0), compiled)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -12,7 +13,22 @@ class ExpectationsError(ValueError):
     """The file cannot be read or is not a list of {id, reason}: the message names the file and what was expected."""
 
 
-def load(path) -> list[tuple[re.Pattern, str]]:
+@dataclass(frozen=True)
+class Expectation:
+    """One entry of the file: the glob as written (reports name it), its compiled form, and the reason."""
+
+    glob: str
+    pattern: re.Pattern
+    reason: str
+
+    def covers(self, case_id: str) -> bool:
+        return self.pattern.fullmatch(case_id) is not None
+
+    def as_dict(self) -> dict:
+        return {"pattern": self.glob, "reason": self.reason}
+
+
+def load(path) -> list[Expectation]:
     if not path:
         return []
     try:
@@ -25,7 +41,7 @@ def load(path) -> list[tuple[re.Pattern, str]]:
                                              and isinstance(e.get("reason"), str) for e in data):
         raise ExpectationsError(f"--expectations {path}: expected a YAML list of entries with string fields "
                                 f"'id' (a glob over case ids) and 'reason'")
-    return [(id_pattern(e["id"]), e["reason"]) for e in data]
+    return [Expectation(e["id"], id_pattern(e["id"]), e["reason"]) for e in data]
 
 
 def id_pattern(glob: str) -> re.Pattern:

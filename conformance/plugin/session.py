@@ -6,6 +6,7 @@ hooks in :mod:`conformance.plugin` see only the plain data it leaves on the run'
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -137,7 +138,7 @@ class CaseRunner:
         if column is not None and len(self.columns()) > 1:
             verdict.column = column.slug
         props = request.node.user_properties
-        rerun = f"\n\nrerun: {self.state.rerun_command(request.node.nodeid)}"
+        rerun = f"\n\nrerun: {self.state.rerun_command(request.node)}"
         checker = self.checker(column)
         try:
             error = self.column_error(column)
@@ -149,30 +150,31 @@ class CaseRunner:
             verdict.divergence = err.divergence
             if verdict.divergence and request.config.getoption("divergences") == "xfail":
                 verdict.status = "xfailed"
-                props.append((VERDICT_KEY, verdict.as_dict()))
+                props.append((VERDICT_KEY, _json(verdict)))
                 pytest.xfail(f"divergence from the contract ({verdict.divergence}): {err}")
-            props.append((VERDICT_KEY, verdict.as_dict()))
-            raise AssertionError(f"{err}{rerun}") from None
+            props.append((VERDICT_KEY, _json(verdict)))
+            # the suite's message, not a traceback of the case runner (terminal and JUnit <failure> alike)
+            raise pytest.fail.Exception(f"{err}{rerun}", pytrace=False) from None
         except CaseSkipped as err:
             verdict.status, verdict.detail = "skipped", str(err)
-            props.append((VERDICT_KEY, verdict.as_dict()))
+            props.append((VERDICT_KEY, _json(verdict)))
             pytest.skip(str(err))
         except CaseNotApplicable as err:
             verdict.status, verdict.detail = "not-applicable", str(err)
-            props.append((VERDICT_KEY, verdict.as_dict()))
+            props.append((VERDICT_KEY, _json(verdict)))
             pytest.skip(f"not applicable: {err}")
         except ConformanceError as err:  # no device, a broken template...: this case fails, with the reason
             verdict.status, verdict.detail = "failed", f"{type(err).__name__}: {err}"
-            props.append((VERDICT_KEY, verdict.as_dict()))
-            pytest.fail(f"{case.id}: {verdict.detail}{rerun}", pytrace=False)
+            props.append((VERDICT_KEY, _json(verdict)))
+            raise pytest.fail.Exception(f"{case.id}: {verdict.detail}{rerun}", pytrace=False) from None
         except Exception as err:  # a bug of the suite: still recorded as this case's failure, with its traceback
             verdict.status, verdict.detail = "failed", f"unexpected {type(err).__name__}: {err}"
-            props.append((VERDICT_KEY, verdict.as_dict()))
+            props.append((VERDICT_KEY, _json(verdict)))
             raise
         finally:
             if hasattr(checker.impl, "compilations"):
-                props.append(("conformance_compilations", (os.getpid(), checker.impl.compilations())))
-        props.append((VERDICT_KEY, verdict.as_dict()))
+                props.append(("conformance_compilations", json.dumps([os.getpid(), checker.impl.compilations()])))
+        props.append((VERDICT_KEY, _json(verdict)))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session):
@@ -198,6 +200,11 @@ def runner_of(config) -> CaseRunner:
         runner = config.stash[_RUNNER] = CaseRunner(config)
         config.pluginmanager.register(runner, "conformance-case-runner")
     return config.stash[_RUNNER]
+
+
+def _json(verdict) -> str:
+    """A verdict as a user property: JSON text, which JUnit XML carries as it is (a dict would be its repr)."""
+    return json.dumps(verdict.as_dict())
 
 
 def marker_name(text: str) -> str:

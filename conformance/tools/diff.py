@@ -17,7 +17,7 @@ from pathlib import Path
 import cases
 from cases.calls import CallSpec, outcome
 from cases.golden import diff as golden_diff
-from cases.golden import golden_path, to_yaml
+from cases.golden import golden_path, regenerate_command, to_yaml
 from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
@@ -170,11 +170,13 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
             stale = path.is_file()
         else:
             stale = bool(golden_diff(path, to_yaml(d.new_cases)))
+        command = regenerate_command(new.specs, new.golden)
         if stale:
             out.append(f"{d.name}: behaviour changed but {path} does not match the new manifest: run "
-                       f"`python -m cases`, review the diff and commit it")
+                       f"`{command}`, review the diff and commit it")
         elif base_text == (path.read_bytes() if path.is_file() else None):
-            out.append(f"{d.name}: behaviour changed but {path} is the same as in {old.label}")
+            out.append(f"{d.name}: behaviour changed but {path} is the same as in {old.label}: run `{command}` "
+                       f"and commit it")
     return out
 
 

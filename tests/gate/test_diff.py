@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -96,7 +98,8 @@ def test_revisions_and_gate(repo, capsys):
     code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
     assert code == 1 and report["changed"]
     assert report["unacknowledged"] == [f"{FASTGELU}: behaviour changed but {repo}/cases/{FASTGELU}.yaml does not "
-                                        f"match the new manifest: run `python -m cases`, review the diff and commit it"]
+                                        f"match the new manifest: run `python -m cases --specs {repo}/specs --out "
+                                        f"{repo}/cases`, review the diff and commit it"]
     regenerate_golden(repo)
     code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
     assert code == 0 and report["changed"] and report["unacknowledged"] == []
@@ -112,3 +115,57 @@ def test_gate_passes_a_reformat_without_golden_changes(repo, capsys):
     path.write_text(json.dumps(json.loads(path.read_text()), indent=1, sort_keys=True))
     assert main(["diff", "HEAD", "--repo", str(repo), "--gate"]) == 0
     assert re.search(r"\b0 of \d+ calls change", capsys.readouterr().out)
+
+
+# -- a kernel repository's layout: every fix-it hint is a command that works as printed there ----------
+def kernel_repo(tmp_path):
+    """A git repository laid out as the README's kernel repository: kernels/ and kernel-cases/."""
+    root = tmp_path / "kernel-repo"
+    shutil.copytree(ROOT / "specs" / FASTGELU, root / "kernels" / FASTGELU)
+    (root / "kernel-cases").mkdir()
+    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / "kernel-cases")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def run_in(cwd, *argv):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+
+
+def hinted_command(text: str) -> list[str]:
+    """The command inside the first `python -m cases ...` hint of ``text``, ready to run."""
+    found = re.search(r"`(python -m cases[^`]*)`", text)
+    assert found, text
+    words = shlex.split(found.group(1))
+    return words[1:]  # without "python": run_in supplies this interpreter
+
+
+def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
+    repo = kernel_repo(tmp_path)
+    own = {p.name: p.read_bytes() for p in (ROOT / "cases").glob("*.yaml")}
+    edit_manifest(repo / "kernels" / FASTGELU, swap_tail_and_scalar)
+    check = run_in(repo, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check")
+    assert check.returncode == 1
+    command = hinted_command(check.stdout)
+    assert command == ["-m", "cases", "--specs", "kernels", "--out", "kernel-cases"]
+    gate_args = ("-m", "conformance", "diff", "HEAD", "--gate", "--specs-path", "kernels", "--golden-path",
+                 "kernel-cases")
+    gate = run_in(repo, *gate_args)
+    assert gate.returncode == 1 and hinted_command(gate.stdout) == command, gate.stdout
+    assert run_in(repo, *command).returncode == 0          # the hint, as printed, from where it was printed
+    assert run_in(repo, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check").returncode == 0
+    assert run_in(repo, *gate_args).returncode == 0
+    assert {p.name: p.read_bytes() for p in (ROOT / "cases").glob("*.yaml")} == own  # the suite's files untouched
+    assert not (ROOT / "cases" / "kernel-cases").exists()
+    # from a subdirectory the same hint carries the paths that work there
+    sub = repo / "docs"
+    sub.mkdir()
+    check = run_in(sub, "-m", "cases", "--specs", "../kernels", "--out", "../kernel-cases", "--check")
+    assert check.returncode == 0
+    edit_manifest(repo / "kernels" / FASTGELU, swap_tail_and_scalar)  # swapped back: stale again
+    check = run_in(sub, "-m", "cases", "--specs", "../kernels", "--out", "../kernel-cases", "--check")
+    assert hinted_command(check.stdout) == ["-m", "cases", "--specs", str(repo / "kernels"), "--out",
+                                            str(repo / "kernel-cases")]
