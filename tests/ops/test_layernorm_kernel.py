@@ -99,16 +99,17 @@ LENGTHS = (16, 255, 1024, 5003, 20000)   # vec4, scalar, vec4, looped, vec4_loop
 
 
 def ratio_rows(n, ratio, dtype="float32"):
-    rng = np.random.default_rng(int(n * 7 + np.log10(max(ratio, 1)) * 1000))
+    rng = np.random.default_rng([n, int(ratio), dtype == "float16"])
     x = rows_with_ratio(rng, 8, n, ratio, dtype)
     return dict(X=x, scale=rng.normal(1, 0.3, n).astype(dtype), bias=rng.normal(0, 1, n).astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("n", LENGTHS)
-def test_two_pass_kernel_is_accepted_up_to_a_mean_of_1e4_sigma(layernorm, n):
+def test_two_pass_kernel_is_accepted_up_to_a_mean_of_1e4_sigma(layernorm, n, dtype):
     for ratio in (0, 1, 10, 100, 1e3, 1e4):
-        result = run_and_compare(layernorm, **ratio_rows(n, ratio))[2]["Y"]
-        assert result.passed and result.worst_ratio < 0.5, (n, ratio, result.message())
+        result = run_and_compare(layernorm, **ratio_rows(n, ratio, dtype))[2]["Y"]
+        assert result.passed and result.worst_ratio < (0.3 if dtype == "float32" else 0.6), (n, ratio, result.message())
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -117,3 +118,12 @@ def test_one_pass_kernel_is_rejected_from_a_mean_of_100_sigma(one_pass, n):
     for ratio in (100, 1e3, 1e4):
         result = run_and_compare(one_pass, **ratio_rows(n, ratio))[2]["Y"]
         assert not result.passed and result.worst_ratio > 2, (n, ratio, result.worst_ratio)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_one_pass_f16_kernel_is_rejected_from_a_mean_of_1000_sigma(one_pass, n):
+    """f16 outputs carry one f16 rounding (2**-10 relative): at 100 sigma the one-pass error is about that size
+    (measured 0.66 to 2.1 x allowed), from 1000 sigma on it is ten times more."""
+    for ratio in (1e3, 1e4):
+        result = run_and_compare(one_pass, **ratio_rows(n, ratio, "float16"))[2]["Y"]
+        assert not result.passed and result.worst_ratio > 5, (n, ratio, result.worst_ratio)
