@@ -75,8 +75,11 @@ def attribute_value(type_: str, value: Any) -> Any:
             return int(value)
         raise ValueError(f"int attribute value {value} is outside the int64 range")
     if type_ == "float" and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
-        if math.isfinite(float(value)):
-            return float(value)
+        try:
+            if math.isfinite(float(value)):
+                return float(value)
+        except OverflowError:  # an int beyond the float range
+            pass
         raise ValueError(f"float attribute value {value!r} is not finite")
     raise ValueError(f"expected {'an' if type_ == 'int' else 'a'} {type_}, got {value!r} ({type(value).__name__})")
 

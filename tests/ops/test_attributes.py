@@ -61,6 +61,7 @@ def test_a_call_without_attributes_sees_an_empty_namespace():
     ({"type": "float", "default": True}, "schema:"),
     ({"type": "float", "min": 0}, "schema:"),
     ({"type": "int", "default": 2**70}, "outside the int64 range"),
+    ({"type": "float", "default": 10**400}, "not finite"),
 ])
 def test_declarations_are_checked(spec, message):
     m = raw(LAYERNORM)
@@ -114,7 +115,7 @@ def test_an_attribute_reaches_the_uniform_as_f32(layernorm):
 
 
 @pytest.mark.parametrize("value, reason", [("1e-5", "attribute"), (True, "attribute"), (float("nan"), "attribute"),
-                                           (float("inf"), "attribute"), (None, "attribute")])
+                                           (float("inf"), "attribute"), (10**400, "attribute"), (None, "attribute")])
 def test_values_of_the_wrong_type_are_contract_errors(layernorm, value, reason):
     with pytest.raises(ContractError) as info:
         layernorm.plan(BASELINE, **LN_CALL, epsilon=value)
