@@ -44,7 +44,11 @@ class Ctx:
         self.dtypes = manifest.type_constraints[self.lead.typevar]
         self.others = [s for s in manifest.inputs if s is not self.lead]
         self.has_optional = any(s.optional for s in manifest.inputs)
-        self.fit = {s.role: self._fitting_label(s) for s in self.others}
+        # Filled one role at a time: a role's probe call needs companions for the other roles too, and sees
+        # the fits found before it ("match" for the rest). A dict comprehension read self.fit before it existed.
+        self.fit: dict[str, str] = {}
+        for s in self.others:
+            self.fit[s.role] = self._fitting_label(s)
 
     def _fitting_label(self, spec) -> str:
         """Which companion guess ("match": trailing dims, "lead": leading dims) the contract accepts."""

@@ -1,9 +1,13 @@
 """Map manifest ops ("domain.name") to their references.
 
-A Reference computes the expected outputs from the manifest's input roles
-("X", optional "bias") as a dict {"Y": float64 array}; NaN marks elements the
-suite leaves unconstrained (non-finite x + bias, or |x + bias| beyond the tensor
-dtype's finite range, where WGSL makes the kernel's value indeterminate).
+A reference computes the expected outputs from the manifest's input roles as a dict of
+float64 arrays (GELU: "X", optional "bias" -> {"Y": ...}); NaN marks elements the suite
+leaves unconstrained (non-finite x + bias, or |x + bias| beyond the tensor dtype's finite
+range, where WGSL makes the kernel's value indeterminate).
+
+Every reference has ``compute(inputs[, attributes])`` and ``tolerance(dtype, inputs=None,
+attributes=None)``; the row ops (LayerNormalization, Softmax) need the inputs for their
+tolerance, the others ignore them.
 """
 from __future__ import annotations
 
@@ -12,7 +16,10 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from reference.add import AddReference
 from reference.gelu import gelu_erf, gelu_tanh
+from reference.layernorm import LayerNormReference
+from reference.softmax import SoftmaxReference
 from reference.tolerance import Tolerance, tolerance_for
 
 
@@ -27,10 +34,10 @@ class Reference:
     accepts_bias: bool
     min_rank: int  # the manifest's rank requirement on X
 
-    def tolerance(self, dtype: str) -> Tolerance:
-        return tolerance_for(self.op, dtype)
+    def tolerance(self, dtype: str, inputs=None, attributes=None) -> Tolerance:
+        return tolerance_for(self.op, dtype)  # the same for any data
 
-    def compute(self, inputs: Mapping[str, np.ndarray | None]) -> dict[str, np.ndarray]:
+    def compute(self, inputs: Mapping[str, np.ndarray | None], attributes=None) -> dict[str, np.ndarray]:
         x, bias = self._validate(inputs)
         z = x.astype(np.float64)
         if bias is not None:
@@ -78,6 +85,9 @@ _REFERENCES = {
     for ref in (
         Reference("com.microsoft.FastGelu", gelu_tanh, accepts_bias=True, min_rank=1),
         Reference("com.microsoft.Gelu", gelu_erf, accepts_bias=False, min_rank=0),
+        LayerNormReference(),
+        SoftmaxReference(),
+        AddReference(),
     )
 }
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from conformance.engine.dtypes import FROM_WGSL, NUMPY_NAMES, WGSL_DTYPE
-from conformance.engine.manifest import Manifest
+from conformance.engine.manifest import Manifest, attribute_value
 from conformance.engine.profile import DeviceProfile
 from conformance.errors import ContractError
 
@@ -47,6 +47,7 @@ class Call:
     inputs: Mapping[str, TensorArg | None]
     profile: DeviceProfile
     tunables: Mapping[str, int] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = field(default_factory=dict)  # every attribute, defaults filled in
 
     def present(self, role: str) -> bool:
         return self.inputs.get(role) is not None
@@ -107,12 +108,38 @@ def _shape(shape: Any, argument: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def split_attributes(manifest: Manifest, args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A call's keyword arguments as (tensor arguments, attribute values), by the manifest's attribute names."""
+    tensors = {k: v for k, v in args.items() if k not in manifest.attributes}
+    return tensors, {k: v for k, v in args.items() if k in manifest.attributes}
+
+
+def resolve_attributes(manifest: Manifest, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every attribute of the manifest: the value given (checked against its type) or the default."""
+    out = {}
+    for name, spec in manifest.attributes.items():
+        if name not in given:
+            if spec.required:
+                raise ContractError(f"attribute {name!r} is required by {manifest.op_id} (it has no default)",
+                                    reason="missing-attribute", argument=name)
+            out[name] = spec.default
+            continue
+        try:
+            out[name] = attribute_value(spec.type, given[name])
+        except ValueError as exc:
+            raise ContractError(f"attribute {name!r}: {exc}", reason="attribute", argument=name) from None
+    return out
+
+
 def make_call(manifest: Manifest, args: Mapping[str, Any], profile: DeviceProfile,
               tunables: Mapping[str, int] | None = None) -> Call:
+    """``args``: tensor arguments by role and attribute values by name (``X=..., epsilon=1e-6``)."""
+    args, given = split_attributes(manifest, args)
     input_roles = [s.role for s in manifest.inputs]
     for name in args:
         if name not in input_roles:
-            raise ContractError(f"{manifest.op_id} has no input {name!r}; inputs are {', '.join(input_roles)}",
+            also = f"; attributes are {', '.join(manifest.attributes)}" if manifest.attributes else ""
+            raise ContractError(f"{manifest.op_id} has no input {name!r}; inputs are {', '.join(input_roles)}{also}",
                                 reason="unknown-argument", argument=name)
     inputs = {role: tensor_arg(args.get(role), role) for role in input_roles}
     merged = dict(manifest.tunables)
@@ -124,7 +151,7 @@ def make_call(manifest: Manifest, args: Mapping[str, Any], profile: DeviceProfil
             raise ContractError(f"tunable {key!r} must be an integer in [0, 2**32), got {value!r}",
                                 reason="tunable", argument=key)
         merged[key] = value
-    return Call(inputs, profile, merged)
+    return Call(inputs, profile, merged, resolve_attributes(manifest, given))
 
 
 def check_types(manifest: Manifest, call: Call) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 from jinja2 import nodes
 
 from conformance.engine.dtypes import WGSL_DTYPE
@@ -23,7 +25,10 @@ from conformance.engine.profile import LIMIT_NAMES
 from conformance.errors import ExpressionError, ManifestError
 
 #: Names that expressions may read besides rules and builtins.
-SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables")
+SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables", "attributes")
+
+#: Keywords of Kernel.plan/run besides tensors and attributes: no attribute may take these names.
+RESERVED_ARGUMENTS = ("profile", "tunables", "verify")
 
 
 
@@ -45,6 +50,35 @@ class TensorSpec:
     typevar: str
     rank: int | None
     optional: bool
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """An op attribute (``epsilon``): passed per call, read by expressions as ``attributes.<name>``."""
+
+    name: str
+    type: str            # float | int | bool
+    default: Any         # the value a call that leaves it out gets (None when required)
+    required: bool       # no default: every call must pass it
+
+
+def attribute_value(type_: str, value: Any) -> Any:
+    """``value`` as an attribute of ``type_`` holds it (float, int or bool), or a ValueError saying why not."""
+    is_bool = isinstance(value, (bool, np.bool_))
+    if type_ == "bool" and is_bool:
+        return bool(value)
+    if type_ == "int" and isinstance(value, (int, np.integer)) and not is_bool:
+        if -2**63 <= int(value) < 2**63:
+            return int(value)
+        raise ValueError(f"int attribute value {value} is outside the int64 range")
+    if type_ == "float" and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
+        try:
+            if math.isfinite(float(value)):
+                return float(value)
+        except OverflowError:  # an int beyond the float range
+            pass
+        raise ValueError(f"float attribute value {value!r} is not finite")
+    raise ValueError(f"expected {'an' if type_ == 'int' else 'a'} {type_}, got {value!r} ({type(value).__name__})")
 
 
 @dataclass(frozen=True)
@@ -225,6 +259,7 @@ class Manifest:
         self.name: str = raw["name"]
         self.type_constraints: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in raw["typeConstraints"].items()}
         self.tunables: dict[str, int] = dict(raw.get("tunables", {}))
+        self.attributes: dict[str, AttributeSpec] = self._attributes(raw.get("attributes", {}), problems)
         self.inputs = tuple(TensorSpec(t["role"], t["dtype"], t.get("rank"), bool(t.get("optional", False)))
                             for t in raw["inputs"])
         self.outputs = tuple(
@@ -234,6 +269,10 @@ class Manifest:
             for i, o in enumerate(raw["outputs"]))
         self.args: dict[str, dict] = dict(raw.get("args", {}))
         self._check_roles(problems)
+        for name in self.attributes:
+            if name in self.roles:
+                problems.add(_pointer("attributes", name), f"attribute {name!r} has the name of a tensor role: "
+                                                            f"calls pass both as keywords")
 
         derive = {name: self._parse(src, _pointer("derive", name), problems)
                   for name, src in raw.get("derive", {}).items()}
@@ -264,6 +303,23 @@ class Manifest:
             for expr in (out.rank, out.shape):
                 if expr is not None:
                     self._check_names(expr, set(base_rules), problems, allow_rules=False)
+
+    @staticmethod
+    def _attributes(raw: dict, problems: Problems) -> dict[str, AttributeSpec]:
+        out = {}
+        for name, spec in raw.items():
+            pointer = _pointer("attributes", name)
+            if name in RESERVED_ARGUMENTS:
+                problems.add(pointer, f"attribute name {name!r} is reserved (call keywords: "
+                                      f"{', '.join(RESERVED_ARGUMENTS)})")
+            default = None
+            if "default" in spec:
+                try:
+                    default = attribute_value(spec["type"], spec["default"])
+                except ValueError as exc:
+                    problems.add(_pointer("attributes", name, "default"), str(exc))
+            out[name] = AttributeSpec(name, spec["type"], default, "default" not in spec)
+        return out
 
     def _check_roles(self, problems: Problems):
         roles: dict[str, str] = {}
@@ -329,6 +385,8 @@ class Manifest:
             ok, expected = key in self.type_constraints, sorted(self.type_constraints)
         elif root == "tunables":
             ok, expected = key in self.tunables, sorted(self.tunables)
+        elif root == "attributes":
+            ok, expected = key in self.attributes, sorted(self.attributes)
         else:  # device
             if key == "features":
                 return None if len(rest) == 1 else f"{dotted}: device.features has no attributes"

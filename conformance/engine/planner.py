@@ -32,6 +32,7 @@ def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
     return {"shapes": Namespace("shapes", shapes), "ranks": Namespace("ranks", ranks),
             "dtypes": Namespace("dtypes", dtypes), "present": Namespace("present", present),
             "device": device, "tunables": Namespace("tunables", call.tunables),
+            "attributes": Namespace("attributes", call.attributes),
             **builtins(call.profile.features)}
 
 

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from conformance.config import default_backend
-from conformance.engine.call import make_call, tensor_arg
+from conformance.engine.call import make_call, split_attributes, tensor_arg
 from conformance.engine.package import Package, load_package
 from conformance.engine.plan import Plan
 from conformance.engine.planner import Planner
@@ -42,7 +42,8 @@ class Kernel:
 
     def plan(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
              **args: Any) -> Plan:
-        """Plan a call given as ``role=(shape, dtype)``, ``role=array`` or ``role=None``.
+        """Plan a call given as ``role=(shape, dtype)``, ``role=array`` or ``role=None``, and the manifest's
+        attributes by name (``epsilon=1e-6``; left out: the default).
 
         Without an explicit profile and tunables, the device's tuning table (written by
         ``python -m conformance bench --write-tuning``) may replace the manifest's default tunables.
@@ -63,8 +64,9 @@ class Kernel:
         return tuned if any(self.manifest.tunables.get(k) != v for k, v in tuned.items()) else {}
 
     def run(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None, *,
-            verify: bool = False, **arrays: np.ndarray | None) -> tuple[Plan, Run]:
-        """Plan and run; returns the plan with the run's outputs and checks."""
+            verify: bool = False, **arrays: Any) -> tuple[Plan, Run]:
+        """Plan and run; returns the plan with the run's outputs and checks. Attributes are passed by name."""
+        arrays, attributes = split_attributes(self.manifest, arrays)
         device = self.device
         lacking = profile.exceeds(device.profile) if profile is not None else []
         if lacking:
@@ -75,12 +77,12 @@ class Kernel:
                 raise ContractError(f"argument {role!r}: expected a NumPy array or None, got {type(value).__name__}",
                                     reason="argument", argument=role)
             tensor_arg(value, role)
-        plan = self.plan(profile, tunables, **arrays)  # the profile as given: None lets the tuning table apply
+        plan = self.plan(profile, tunables, **arrays, **attributes)  # profile None: the tuning table applies
         inputs = {spec.role: arrays.get(spec.role) for spec in self.manifest.inputs}
         return plan, Runtime(device, self.package).run(plan, inputs, verify=verify)
 
     def __call__(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None,
-                 **arrays: np.ndarray | None) -> dict[str, np.ndarray]:
+                 **arrays: Any) -> dict[str, np.ndarray]:
         return self.run(profile, tunables, **arrays)[1].outputs
 
     def __repr__(self):

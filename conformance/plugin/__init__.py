@@ -292,7 +292,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line(f"{name}ERROR: {col['error']}")
         if len(state.columns) > 1:
             counts = Counter(v["status"] for v in mine)
-            tr.write_line(f"  cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+            tr.write_line("  cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     for note in state.column_notes:
         tr.write_line(f"left out: {note}")
     counts = Counter(v["status"] for v in state.verdicts)

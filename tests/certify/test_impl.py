@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 
 import cases
-from cases.data import make_inputs
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import Implementation, ImplResult, Rejected, load_implementation, registered
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
-from reference import compare, reference_for
+from reference import reference_for
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from collections import defaultdict
 
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("conformance", "cases", "reference")

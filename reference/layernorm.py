@@ -1,0 +1,141 @@
+"""Float64 LayerNormalization over the last axis, and its data-dependent tolerance.
+
+``Y = (X - mean) / sqrt(var + epsilon) * scale + bias`` per row of the last axis, with the population
+variance (ONNX LayerNormalization, axis = -1, stash_type = float32). The tolerance is derived in
+README.md ("Row reductions"): it grows with the row's |mean| / sqrt(var + epsilon) and with the depth
+h(n) of the row sums, which is what separates a two-pass kernel from a one-pass E[x^2] - mean^2 one.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from reference.rowwise import (
+    EPS32,
+    FLT_MAX,
+    SAFETY,
+    TINY32,
+    ElementTolerance,
+    depth,
+    float_array,
+    output_terms,
+    subnormal_part,
+)
+
+OP = "com.microsoft.LayerNormalization"
+DEFAULT_EPSILON = 1e-5
+
+
+def _stats(x: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, deviations, sqrt(var + epsilon)) of each row, in float64; the mean refined by a second pass."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = x.mean(axis=-1, keepdims=True)
+        d = x - mean
+        shift = d.mean(axis=-1, keepdims=True)
+        mean, d = mean + shift, d - shift
+        var = (d * d).mean(axis=-1, keepdims=True)
+    return mean, d, np.sqrt(var + epsilon)
+
+
+def layer_normalization(x, scale, bias=None, epsilon: float = DEFAULT_EPSILON) -> np.ndarray:
+    """The float64 LayerNormalization of ``x`` over its last axis (inputs used exactly as given)."""
+    x = np.asarray(x, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    if x.size == 0:
+        return np.zeros(x.shape)
+    _, d, s = _stats(x, epsilon)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = d / s * scale
+        if bias is not None:
+            y = y + np.asarray(bias, dtype=np.float64)
+    return y
+
+
+class LayerNormReference:
+    """The registry entry: ``compute`` and ``tolerance`` from the inputs X, scale, bias and the attributes."""
+
+    op = OP
+    roles = ("X", "scale", "bias")
+
+    def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
+        return {"Y": self.analyse(inputs, attributes)[0]}
+
+    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
+                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
+        if inputs is None:
+            raise ValueError(f"{OP}: the tolerance depends on each row's data; pass the inputs")
+        expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
+        finite = allowed[~np.isnan(expected)]
+        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
+                                element_atol=np.where(np.isnan(expected), 0.0, allowed))
+
+    # -- the model ------------------------------------------------------------------------------
+    def _validate(self, inputs, attributes):
+        unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
+        if unknown:
+            raise ValueError(f"{OP}: unexpected input(s) {unknown}; inputs are {list(self.roles)}")
+        if inputs.get("X") is None or inputs.get("scale") is None:
+            raise ValueError(f"{OP}: inputs 'X' and 'scale' are required")
+        x = float_array(OP, "X", inputs["X"])
+        if x.ndim < 1:
+            raise ValueError(f"{OP}: X must have rank >= 1, got shape {x.shape}")
+        others = {}
+        for role in ("scale", "bias"):
+            v = inputs.get(role)
+            if v is None:
+                continue
+            v = float_array(OP, role, v)
+            if v.dtype != x.dtype or v.shape != x.shape[-1:]:
+                raise ValueError(f"{OP}: {role} must be {x.dtype} of shape {x.shape[-1:]}, got {v.dtype} {v.shape}")
+            others[role] = v
+        attributes = dict(attributes or {})
+        epsilon = float(attributes.get("epsilon", DEFAULT_EPSILON))
+        axis = int(attributes.get("axis", -1))
+        if not epsilon > 0:
+            raise ValueError(f"{OP}: epsilon must be positive, got {epsilon}")
+        if axis not in (-1, x.ndim - 1):
+            raise ValueError(f"{OP}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
+        return x, others["scale"], others.get("bias"), epsilon
+
+    def analyse(self, inputs, attributes=None, dtype: str | None = None):
+        """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``."""
+        x, scale, bias, epsilon = self._validate(inputs, attributes)
+        dtype = dtype or x.dtype.name
+        out_atol, out_rtol, out_why = output_terms(dtype)
+        n = x.shape[-1]
+        if x.size == 0:
+            return np.zeros(x.shape), np.zeros(x.shape), out_rtol, out_why
+        u, h = EPS32, depth(n)
+        x64 = x.astype(np.float64)
+        g = scale.astype(np.float64)
+        b = np.zeros(n) if bias is None else bias.astype(np.float64)
+        _, d, s = _stats(x64, epsilon)
+        with np.errstate(invalid="ignore", over="ignore"):
+            z = d / s
+            y = z * g + b
+            A = np.abs(x64).mean(axis=-1, keepdims=True)
+            # the computed mean is off by at most (h + 3) u A (sum h, 1/n and the product 2), plus what flushed
+            # subnormal inputs take away; in units of s this shifts every normalized value alike
+            xflush = 2.0 * subnormal_part(x, x.dtype).max(axis=-1, keepdims=True)
+            shift = ((h + 3) * u * A + xflush) / s
+            # variance: d rounding (2u on d^2), square (u), sum (h u), 1/n and product (2u), + epsilon (u);
+            # the mean's error adds shift^2 (the cross term sums to zero), flushed tiny squares their sum
+            d2 = d * d
+            var_flush = np.where(d2 < TINY32, d2, 0.0).mean(axis=-1, keepdims=True)
+            var_rel = (h + 7) * u + shift**2 + var_flush / s**2
+            z_rel = var_rel / 2 + 4 * u          # inverseSqrt 2 ULP, d rounding and d * rstd
+            flush_gb = np.abs(z) * subnormal_part(g, x.dtype) + subnormal_part(b, x.dtype) + 2 * TINY32
+            err = np.abs(g) * (shift + z_rel * np.abs(z)) + u * (np.abs(z * g) + np.abs(y)) + flush_gb
+            allowed = SAFETY * err + out_atol
+            # rows whose f32 sums could overflow, or with a non-finite value, are unconstrained (WGSL: indeterminate)
+            row_ok = (np.isfinite(x64).all(axis=-1, keepdims=True)
+                      & (np.abs(x64).sum(axis=-1, keepdims=True) <= FLT_MAX / 2)
+                      & (((np.abs(d) + shift * s) ** 2).sum(axis=-1, keepdims=True) <= FLT_MAX / 2))
+            col_ok = np.isfinite(g) & np.isfinite(b)
+            out_max = float(np.finfo(dtype).max)
+            ok = row_ok & col_ok & (np.abs(y) + allowed + out_rtol * np.abs(y) <= out_max)
+        expected = np.where(ok, y, np.nan)
+        why = (f"LayerNorm, row of n={n}: {SAFETY:g} x (|scale| (shift + z_rel |z|) + u (|z scale| + |y|)), "
+               f"shift = (h + 3) u mean|x| / sqrt(var + eps), h = {h}; + {out_why}")
+        return expected, np.where(ok, allowed, 0.0), out_rtol, why

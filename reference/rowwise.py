@@ -1,0 +1,77 @@
+"""What the row references (LayerNormalization, Softmax) share: the reduction-depth contract, the
+per-element tolerance type, and the float constants of the error model (see README.md, "Row reductions").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reference.tolerance import EPS32, SAFETY, Tolerance, UnsupportedDtype
+
+#: Smallest normal f32: a subnormal operand or result may be flushed to zero (WGSL allows it).
+TINY32 = 2.0**-126
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def depth(n: int) -> int:
+    """h(n): how many inexact additions any term may pass through on its way into the sum of a row of n.
+
+    2*ceil(log2 n) + 4 covers a tree (workgroup) reduction of per-thread partial sums, where each
+    thread sums its terms pairwise or by a binary-counter cascade, plus a pairwise fold of vec4 lanes,
+    for any workgroup size (README.md derives it). A sequential per-thread chain over n/W terms does
+    not fit it for long rows.
+    """
+    return 2 * math.ceil(math.log2(max(n, 1))) + 4
+
+
+@dataclass(frozen=True)
+class ElementTolerance(Tolerance):
+    """A tolerance whose absolute part is per element (it depends on the row's data).
+
+    ``allowed(expected) = element_atol + rtol * |expected|``; ``atol`` holds the largest
+    ``element_atol`` over the constrained elements, for messages.
+    """
+
+    element_atol: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.element_atol is None:
+            raise ValueError("ElementTolerance needs element_atol")
+        a = np.asarray(self.element_atol, dtype=np.float64)
+        if not (a >= 0).all():
+            raise ValueError("element_atol must be non-negative and not NaN")
+        object.__setattr__(self, "element_atol", a)
+
+    def allowed(self, expected) -> np.ndarray:
+        expected = np.asarray(expected, dtype=np.float64)
+        return np.broadcast_to(self.element_atol, expected.shape) + self.rtol * np.abs(expected)
+
+
+def output_terms(dtype: str) -> tuple[float, float, str]:
+    """(atol, rtol, why) added for the output's own rounding and flush, outside the f32 budget."""
+    if dtype == "float32":
+        return TINY32, 0.0, "an f32 subnormal output may be flushed (2**-126)"
+    if dtype == "float16":
+        return 2.0**-14, 2.0**-10, "one f16 rounding of the f32 result (2**-10) + f16 subnormal flush (2**-14)"
+    raise UnsupportedDtype(f"no tolerance for dtype {dtype!r}; supported: float32, float16")
+
+
+def subnormal_part(a: np.ndarray, dtype) -> np.ndarray:
+    """|a| where a is subnormal in ``dtype`` (an implementation may read it as 0), else 0."""
+    tiny = float(np.finfo(dtype).tiny)
+    mag = np.abs(np.asarray(a, dtype=np.float64))
+    return np.where(mag < tiny, mag, 0.0)
+
+
+def float_array(op: str, role: str, value) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind != "f":
+        raise ValueError(f"{op}: {role} must be a floating-point array, got dtype {arr.dtype}")
+    return arr
+
+
+__all__ = ["EPS32", "SAFETY", "TINY32", "FLT_MAX", "ElementTolerance", "depth", "output_terms", "subnormal_part",
+           "float_array"]

@@ -1,0 +1,87 @@
+"""Float64 softmax over the last axis, and its data-dependent tolerance.
+
+``Y = exp(X - max) / sum(exp(X - max))`` per row of the last axis (ONNX Softmax-13, axis = -1). The
+tolerance (README.md, "Row reductions") follows each element's exp argument and the row sum's depth.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from reference.rowwise import EPS32, FLT_MAX, SAFETY, TINY32, ElementTolerance, depth, float_array, output_terms
+
+OP = "com.microsoft.Softmax"
+
+
+def softmax(x) -> np.ndarray:
+    """The float64 softmax of ``x`` over its last axis (inputs used exactly as given)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return np.zeros(x.shape)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+class SoftmaxReference:
+    """The registry entry: ``compute`` and ``tolerance`` from the input X (and the ``axis`` attribute)."""
+
+    op = OP
+    roles = ("X",)
+
+    def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
+        return {"Y": self.analyse(inputs, attributes)[0]}
+
+    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
+                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
+        if inputs is None:
+            raise ValueError(f"{OP}: the tolerance depends on each row's data; pass the inputs")
+        expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
+        finite = allowed[~np.isnan(expected)]
+        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
+                                element_atol=np.where(np.isnan(expected), 0.0, allowed))
+
+    def _validate(self, inputs, attributes) -> np.ndarray:
+        unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
+        if unknown:
+            raise ValueError(f"{OP}: unexpected input(s) {unknown}; the input is X")
+        if inputs.get("X") is None:
+            raise ValueError(f"{OP}: input 'X' is required")
+        x = float_array(OP, "X", inputs["X"])
+        if x.ndim < 1:
+            raise ValueError(f"{OP}: X must have rank >= 1, got shape {x.shape}")
+        axis = int(dict(attributes or {}).get("axis", -1))
+        if axis not in (-1, x.ndim - 1):
+            raise ValueError(f"{OP}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
+        return x
+
+    def analyse(self, inputs, attributes=None, dtype: str | None = None):
+        """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``."""
+        x = self._validate(inputs, attributes)
+        dtype = dtype or x.dtype.name
+        out_atol, out_rtol, out_why = output_terms(dtype)
+        n = x.shape[-1]
+        if x.size == 0:
+            return np.zeros(x.shape), np.zeros(x.shape), out_rtol, out_why
+        u, h = EPS32, depth(n)
+        x64 = x.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+            d = x64 - x64.max(axis=-1, keepdims=True)      # <= 0; the max itself is exact in f32
+            e = np.exp(d)
+            total = e.sum(axis=-1, keepdims=True)           # >= 1
+            y = e / total
+            # exp: 3 + 2|d| ULP (WGSL), and the f32 rounding of d moves its argument by u|d|
+            rel = (3 + 3 * np.abs(d)) * u
+            # the sum: depth h over positive terms, each term's own error, exps that flushed to zero
+            sum_rel = h * u + (e * rel).sum(axis=-1, keepdims=True) / total + n * TINY32 / total
+            # y = e * (1 / sum): reciprocal 2.5 ULP + product 1 ULP (or one 2.5 ULP division)
+            err = y * (rel + sum_rel + 3.5 * u) + 2 * TINY32
+            allowed = SAFETY * err + out_atol
+            # a non-finite value, or x - max beyond the f32 range, makes the row unconstrained
+            row_ok = np.isfinite(x64).all(axis=-1, keepdims=True) & (np.abs(d) <= FLT_MAX).all(axis=-1, keepdims=True)
+            ok = np.broadcast_to(row_ok, y.shape)
+        expected = np.where(ok, y, np.nan)
+        why = (f"Softmax, row of n={n}: {SAFETY:g} x y ((3 + 3|x - max|) u + sum_rel + 3.5 u), sum_rel = "
+               f"h u + the terms' own errors, h = {h}; + {out_why}")
+        return expected, np.where(ok, allowed, 0.0), out_rtol, why
