@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+
+import pytest
 
 from conformance.__main__ import main
 from conformance.tools.lint import binding_problems, lint
@@ -110,3 +113,17 @@ def test_identically_named_templates_must_match(specs):
     line = next(i + 1 for i, text in enumerate(template.read_text().splitlines()) if "9.0" in text)
     assert f"{GELU}/elementwise-bias-gelu.wgsl.jinja:/: template elementwise-bias-gelu.wgsl.jinja differs from " \
            in found[0] and f"{FASTGELU}/elementwise-bias-gelu.wgsl.jinja (first at line {line})" in found[0]
+
+
+@pytest.mark.parametrize("webgpu", ["dawn", "chromium"])
+def test_lint_compiles_with_tint_natively_and_in_the_browser(specs, webgpu):
+    """The compile check runs on any WebGPU implementation: Tint (Dawn) natively and in a Chromium page."""
+    cmd = [sys.executable, "-m", "conformance", "lint", str(specs / GELU), "--webgpu", webgpu]
+    ok = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and f"through {webgpu}" in ok.stderr, ok.stdout + ok.stderr
+    template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("const CLAMP: f32 = 10.0;", "const CLAMP: f32 = ;"))
+    broken = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    found = [line for line in broken.stdout.splitlines() if line.startswith(str(specs))]
+    assert broken.returncode == 1 and found and all("WGSL compilation failed" in f for f in found), broken.stdout
+    assert re.search(r"line \d+: const CLAMP: f32 = ;", broken.stdout)  # Tint's line:col, mapped to the line
