@@ -98,3 +98,11 @@ def find_package_dirs(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.iterdir() if p.is_dir() and manifest_path(p))
+
+
+def duplicate_names(packages) -> dict[str, list[Path]]:
+    """Op ids held by more than one of ``packages``, with the package directories holding each."""
+    roots: dict[str, list[Path]] = {}
+    for p in packages:
+        roots.setdefault(p.name, []).append(p.root)
+    return {name: r for name, r in roots.items() if len(r) > 1}
