@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import cases as case_generator
 from cases.data import Recipe, make_inputs
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
+from conformance.engine.files import MAX_DATA_FILE, read_confined
 from conformance.engine.package import Package
 from conformance.errors import ManifestError
 from reference import reference_for
@@ -107,9 +109,10 @@ class Stored:
 
 
 def test_json_path(package: Package) -> Path | None:
-    """``test.json`` beside the manifest (either layout)."""
+    """``test.json`` beside the manifest (either layout); anything of that name, for the reader to refuse
+    unless it is a regular file of the package."""
     path = package.root / TEST_FILE
-    return path if path.is_file() else None
+    return path if os.path.lexists(path) else None
 
 
 def load_test_cases(package: Package, path: Path | None = None) -> list:
@@ -118,8 +121,8 @@ def load_test_cases(package: Package, path: Path | None = None) -> list:
     if path is None:
         return []
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_confined(package.root, path, MAX_DATA_FILE))
+    except (ValueError, RecursionError) as exc:
         raise ManifestError(f"cannot read it: {exc}", file=str(path)) from None
     if data.get("format") != TEST_FORMAT:
         raise ManifestError(f"format {data.get('format')!r}, expected {TEST_FORMAT!r}", file=str(path))

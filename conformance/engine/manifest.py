@@ -18,6 +18,7 @@ import jsonschema
 from jinja2 import nodes
 
 from conformance.engine.dtypes import WGSL_DTYPE
+from conformance.engine.files import MAX_PACKAGE_FILE, read_confined
 from conformance.engine.expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
 from conformance.engine.profile import LIMIT_NAMES
 from conformance.errors import ExpressionError, ManifestError
@@ -159,10 +160,8 @@ def read_json(path: Path) -> Any:
 def _read(path: Path) -> tuple[Any, bytes]:
     """The parsed JSON and the exact bytes it came from (read once, so the digest matches what was parsed)."""
     try:
-        data = path.read_bytes()
+        data = read_confined(path.parent, path, MAX_PACKAGE_FILE)   # a regular file of its package, capped
         text = data.decode("utf-8")
-    except OSError as exc:
-        raise ManifestError(f"cannot read manifest: {exc.strerror or exc}", file=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"manifest is not UTF-8: {exc.reason} at byte {exc.start}", file=str(path)) from None
     return parse_json(text, str(path)), data
