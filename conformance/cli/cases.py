@@ -56,8 +56,8 @@ def run(args) -> int:
     for package in packages:
         try:
             stale += one_package(args, package)
-        except ConformanceError as exc:           # this package's failure; the others still run
-            print(f"error: {package.root}: {exc}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
+            print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
             failed += 1
     return 2 if failed else 1 if stale else 0
 
@@ -70,6 +70,9 @@ def load_all(dirs) -> tuple[list, int]:
             packages.append(load_package(directory))
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+        except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
+            print(f"error: {directory}: cannot load the package: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed += 1
     for name, roots in duplicate_names(packages).items():
         print(f"error: {len(roots)} packages have the op id {name!r}: {', '.join(map(str, roots))}", file=sys.stderr)

@@ -140,8 +140,15 @@ def _reject_duplicate_keys(pairs):
     return seen
 
 
+#: How deep a manifest's JSON may nest (the shipped ones reach 10, proposals 12): deeper is refused before anything recurses into it.
+MAX_DEPTH = 64
+
+
 def _plain(value, file, path=()):
-    """Plain dicts again, raising at the first duplicated key with its JSON pointer."""
+    """Plain dicts again, raising at the first duplicated key, or at nesting past MAX_DEPTH, with its JSON pointer."""
+    if len(path) > MAX_DEPTH and isinstance(value, (dict, list)):
+        raise ManifestError(f"malformed JSON: nested too deeply (more than {MAX_DEPTH} levels)", file=file,
+                            pointer=_pointer(*path))
     if isinstance(value, dict):
         if getattr(value, "duplicates", ()):
             key = value.duplicates[0]

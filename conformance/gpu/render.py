@@ -8,12 +8,13 @@ the template and line.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
 import traceback
 
-from jinja2 import FunctionLoader, StrictUndefined
+from jinja2 import FunctionLoader, StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
@@ -33,7 +34,13 @@ _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or
 
 
 class _BoundedCodeGenerator(CodeGenerator):
-    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted)."""
+    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted), and refuses a
+    non-finite number literal (``1e999``), which Jinja would compile to the undefined name ``inf``."""
+
+    def visit_Const(self, node, frame):
+        if isinstance(node.value, float) and not math.isfinite(node.value):
+            self.fail(f"number literal {node.value!r} is not finite", node.lineno)
+        super().visit_Const(node, frame)
 
     def visit_Concat(self, node, frame):
         self.write("environment.concat((")
@@ -76,6 +83,15 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
         self.filters = {name: _bounded_filter(name, fn) for name, fn in self.filters.items()}
+
+    def _parse(self, source, name, filename):
+        """The template's AST, refusing a non-finite number literal (``1e999``) with its line."""
+        tree = super()._parse(source, name, filename)
+        for const in tree.find_all(nodes.Const):
+            if isinstance(const.value, float) and not math.isfinite(const.value):
+                raise TemplateSyntaxError(f"number literal {const.value!r} is not finite", const.lineno, name,
+                                          filename)
+        return tree
 
     def concat(self, parts):
         text = "".join(str(p) for p in parts)

@@ -81,6 +81,8 @@ def packages(side: Side) -> dict[str, Package]:
     found = {}
     for d in find_package_dirs(side.specs):
         p = load_package(d)
+        if p.name in found:   # keeping either one would diff the wrong package
+            raise ConformanceError(f"{side.label}: {found[p.name].root} and {p.root} both have the op id {p.name!r}")
         found[p.name] = p
     if not found:
         raise ConformanceError(f"{side.label}: no kernel package in {side.specs}")

@@ -18,7 +18,7 @@ import cases
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.files import MAX_PACKAGE_FILE, read_confined
-from conformance.engine.package import Package, find_package_dirs, load_package
+from conformance.engine.package import Package, duplicate_names, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
 from conformance.gpu.render import render
@@ -59,6 +59,8 @@ def load(directory: Path) -> tuple[Package | None, list[Finding]]:
         return None, [Finding(p.file or str(directory), p.pointer, p.detail) for p in problems]
     except ConformanceError as err:
         return None, [Finding(str(directory), "", str(err))]
+    except Exception as err:  # noqa: BLE001 -- any failure of one package is that package's finding
+        return None, [Finding(str(directory), "", f"cannot load the package: {type(err).__name__}: {err}")]
 
 
 # -- reachability -----------------------------------------------------------------------------------
@@ -214,4 +216,9 @@ def lint(directory: Path, device=None) -> list[Finding]:
             findings.append(Finding(err.file or package.manifest.file, err.pointer, err.detail))
         except ConformanceError as err:
             findings.append(Finding(package.manifest.file, "", str(err)))
+        except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
+            findings.append(Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}"))
+    for name, roots in duplicate_names(packages).items():
+        findings += [Finding(str(r), "", f"op id {name!r} is also the op id of "
+                                         f"{', '.join(str(o) for o in roots if o != r)}") for r in roots]
     return findings + shared_templates(packages)
