@@ -8,6 +8,7 @@ the template and line.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -75,14 +76,20 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(["*", "**", "%", "+"])
 
     def __init__(self, package: Package):
+        self.sources: dict[str, str] = {}   # every template this render loaded (includes too): name -> sha256
         # (source, filename, uptodate): the filename lets errors name the template's line
-        super().__init__(loader=FunctionLoader(
-                             lambda name: (package.read_template(name), str(package.template_path(name)), lambda: True)),
+        super().__init__(loader=FunctionLoader(self._load),
                          undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
         self.filters = {name: _bounded_filter(name, fn) for name, fn in self.filters.items()}
+        self.package = package
+
+    def _load(self, name: str):
+        text = self.package.read_template(name)
+        self.sources[name] = template_digest(text)
+        return text, str(self.package.template_path(name)), lambda: True
 
     def _parse(self, source, name, filename):
         """The template's AST, refusing a non-finite number literal (``1e999``) with its line."""
@@ -177,7 +184,16 @@ def _template_line(exc: BaseException, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
+def template_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
+    return render_with_sources(package, plan, pass_plan)[0]
+
+
+def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
+    """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
     env = _TemplateSandbox(package)
     name = pass_plan.shader
     try:
@@ -199,4 +215,4 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
             from None
-    return text
+    return text, dict(env.sources)
