@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -150,6 +151,14 @@ class Bound:
         self.buffers.clear()
 
 
+def little_endian(inputs: dict[str, np.ndarray | None]) -> dict[str, np.ndarray | None]:
+    """Every input (optional ones included) in the device's byte order, little-endian: a big-endian array
+    (``>f4``) is converted, by value, instead of its bytes being uploaded as they are (which read as garbage)."""
+    return {role: a if a is None or a.dtype.byteorder in ("<", "|") or (a.dtype.byteorder == "=" and
+                                                                        sys.byteorder == "little")
+            else a.astype(a.dtype.newbyteorder("<")) for role, a in inputs.items()}
+
+
 class Runtime:
     """Executes plans of one package on one device."""
 
@@ -218,6 +227,7 @@ class Runtime:
         dev = self.device.device
         usage = wgpu.BufferUsage
         bound = Bound(plan)
+        inputs = little_endian(inputs)
         try:
             for role, array in inputs.items():
                 if array is not None and array.size:
@@ -262,6 +272,7 @@ class Runtime:
             raise KernelRuntimeError("device-lost: the device was lost by an earlier run; open a fresh one "
                                      "(conformance.gpu.device.devices)", kind="device-lost",
                                      pass_name=", ".join(p.name for p in plan.passes))
+        inputs = little_endian(inputs)
         self.check_sizes(plan, inputs)
         outputs = {role: np.zeros(o.shape, dtype=o.dtype) for role, o in plan.outputs.items()}
         result = Run(outputs)
