@@ -60,6 +60,11 @@ class NoVariantError(ContractError):
 class TemplateError(ConformanceError):
     """A shader template could not be found, read or rendered (names template and line)."""
 
+    def __init__(self, message: str, *, file: str | None = None):
+        self.file = file
+        self.detail = message
+        super().__init__(f"{file}: {message}" if file else message)
+
 
 class KernelRuntimeError(ConformanceError, RuntimeError):
     """Compiling or running a pass on the device failed (validation, OOM, device lost, timeout)."""

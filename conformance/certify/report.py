@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
+from conformance.files import check_output, write_output
 
 DIVERGENCE_TEXT = {"rejects-accepted": "rejects calls the manifest accepts",
                    "accepts-rejected": "accepts calls the manifest rejects"}
@@ -169,12 +170,18 @@ def _outside_sections(data: dict) -> str:
 
 def write_files(path: Path, data: dict, markdown_text: str) -> tuple[Path, Path]:
     """``path`` as JSON and ``path.with_suffix('.md')`` as Markdown: the one writer of every report."""
-    path = Path(path)
+    path, md = check_paths(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    md = path.with_suffix(".md")
-    md.write_text(markdown_text)
+    write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    write_output(md, markdown_text)
     return path, md
+
+
+def check_paths(path: Path) -> tuple[Path, Path]:
+    """The JSON and Markdown paths of a report at ``path``, refused (ConformanceError) unless both can be
+    written as regular files: call before running anything."""
+    path = Path(path)
+    return check_output(path), check_output(path.with_suffix(".md"))
 
 
 def write(report: dict, path: Path) -> tuple[Path, Path]:

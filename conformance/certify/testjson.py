@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from cases.data import Recipe, make_inputs
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
 from conformance.engine.package import Package
-from conformance.errors import ManifestError
+from conformance.errors import ConformanceError, ManifestError
+from conformance.files import MAX_DATA_FILE, read_confined
 from reference import reference_for
 
 TEST_FORMAT = "webgpu-kernel-conformance/test@1"
@@ -107,9 +109,10 @@ class Stored:
 
 
 def test_json_path(package: Package) -> Path | None:
-    """``test.json`` beside the manifest (either layout)."""
+    """``test.json`` beside the manifest (either layout); anything of that name, for the reader to refuse
+    unless it is a regular file of the package."""
     path = package.root / TEST_FILE
-    return path if path.is_file() else None
+    return path if os.path.lexists(path) else None
 
 
 def load_test_cases(package: Package, path: Path | None = None) -> list:
@@ -118,24 +121,39 @@ def load_test_cases(package: Package, path: Path | None = None) -> list:
     if path is None:
         return []
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_confined(package.root, path, MAX_DATA_FILE))
+    except (ValueError, RecursionError) as exc:
         raise ManifestError(f"cannot read it: {exc}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"expected a JSON object at the top level, got {type(data).__name__}", file=str(path))
     if data.get("format") != TEST_FORMAT:
         raise ManifestError(f"format {data.get('format')!r}, expected {TEST_FORMAT!r}", file=str(path))
     if data.get("package") != package.name:
         raise ManifestError(f"holds cases of {data.get('package')!r}, not of {package.name!r}", file=str(path))
-    profiles = {name: profile_from_dict(p) for name, p in data.get("profiles", {}).items()}
-    out = []
-    for item in data["cases"]:
-        name = item.get("profile", "baseline")
-        profile = profiles.get(name) or PROFILES[name]
-        inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
-        stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
-        out.append(StoredCase(ID_PREFIX + item["id"], package.name, item.get("family", "stored"), inputs, profile,
-                              dict(item.get("tunables", {})), Recipe(0), item["expect"], False,
-                              tuple(item.get("markers", ())) + ("test_json",), stored))
+    pointer = "/profiles"
+    try:      # a malformed file is this package's error, located, never a crash of the run
+        profiles = {name: profile_from_dict(p) for name, p in data.get("profiles", {}).items()}
+        out = []
+        for i, item in enumerate(data["cases"]):
+            pointer = f"/cases/{i}"
+            out.append(_stored_case(package, item, profiles, path))
+    except ConformanceError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        raise ManifestError(f"malformed: {type(exc).__name__}: {exc}", file=str(path), pointer=pointer) from None
     return out
+
+
+def _stored_case(package: Package, item: dict, profiles: dict, path: Path):
+    name = item.get("profile", "baseline")
+    if name not in profiles and name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r} (known: {', '.join(sorted({*profiles, *PROFILES}))})")
+    profile = profiles.get(name) or PROFILES[name]
+    inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
+    stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
+    return StoredCase(ID_PREFIX + item["id"], package.name, item.get("family", "stored"), inputs, profile,
+                      dict(item.get("tunables", {})), Recipe(0), item["expect"], False,
+                      tuple(item.get("markers", ())) + ("test_json",), stored)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from cases import coverage, generate, golden_path, to_yaml
 from cases.golden import CASES_DIR, diff, regenerate_command
-from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
+from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
+from conformance.files import check_output, write_output
 
 
 def add_arguments(ap) -> None:
@@ -40,32 +41,62 @@ def run(args) -> int:
     if not dirs:
         print(f"no kernel packages under {args.specs}", file=sys.stderr)
         return 2
-    stale = 0
-    for directory in dirs:
+    packages, failed = load_all(dirs)
+    if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
         try:
-            package = load_package(directory)
+            for package in packages:
+                check_output(golden_path(args.out, package.name))
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        if args.coverage:
-            report = coverage(package)
-            print(report.report())
-            stale += not report.complete
-            continue
-        start = time.perf_counter()
-        text = to_yaml(generate(package))
-        elapsed = time.perf_counter() - start
-        path = golden_path(args.out, package.name)
-        if not args.check:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        if args.check:
-            delta = diff(path, text)
-            if delta:
-                stale += 1
-                print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review the diff)\n{delta}")
-            else:
-                print(f"{path}: up to date")
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
-    return 1 if stale else 0
+    stale = 0
+    for package in packages:
+        try:
+            stale += one_package(args, package)
+        except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
+            print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
+            failed += 1
+    return 2 if failed else 1 if stale else 0
+
+
+def load_all(dirs) -> tuple[list, int]:
+    """The packages that load (one op id each), and how many did not (each reported with its file)."""
+    packages, failed = [], 0
+    for directory in dirs:
+        try:
+            packages.append(load_package(directory))
+        except ConformanceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+        except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
+            print(f"error: {directory}: cannot load the package: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed += 1
+    for name, roots in duplicate_names(packages).items():
+        print(f"error: {len(roots)} packages have the op id {name!r}: {', '.join(map(str, roots))}", file=sys.stderr)
+        failed += len(roots)
+        packages = [p for p in packages if p.name != name]
+    return packages, failed
+
+
+def one_package(args, package) -> int:
+    """Write, check or report the coverage of one package's golden file; 1 when it is stale or incomplete."""
+    if args.coverage:
+        report = coverage(package)
+        print(report.report())
+        return int(not report.complete)
+    start = time.perf_counter()
+    text = to_yaml(generate(package))
+    elapsed = time.perf_counter() - start
+    path = golden_path(args.out, package.name)
+    if args.check:
+        delta = diff(path, text)
+        if delta:
+            print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review "
+                  f"the diff)\n{delta}")
+            return 1
+        print(f"{path}: up to date")
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_output(path, text)
+    print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
+    return 0

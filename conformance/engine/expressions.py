@@ -251,6 +251,10 @@ def parse(source: Any, *, pointer: str = "", file: str | None = None) -> nodes.E
         raise ExpressionError(f"syntax error: {exc.message}", source=source, pointer=pointer, file=file) from None
     except RecursionError:
         raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
+    for const in expr.find_all(nodes.Const):    # a literal such as 1e999 reads as inf, which nothing can compile
+        if isinstance(const.value, float) and not math.isfinite(const.value):
+            raise ExpressionError(f"number literal {const.value!r} is not finite", source=source, pointer=pointer,
+                                  file=file)
     return expr
 
 

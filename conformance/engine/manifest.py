@@ -23,6 +23,7 @@ from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
 from conformance.engine.profile import LIMIT_NAMES
 from conformance.errors import ExpressionError, ManifestError
+from conformance.files import MAX_PACKAGE_FILE, read_confined
 
 #: Names that expressions may read besides rules and builtins.
 SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables", "attributes")
@@ -173,8 +174,15 @@ def _reject_duplicate_keys(pairs):
     return seen
 
 
+#: How deep a manifest's JSON may nest (the shipped ones reach 10, proposals 12): deeper is refused before anything recurses into it.
+MAX_DEPTH = 64
+
+
 def _plain(value, file, path=()):
-    """Plain dicts again, raising at the first duplicated key with its JSON pointer."""
+    """Plain dicts again, raising at the first duplicated key, or at nesting past MAX_DEPTH, with its JSON pointer."""
+    if len(path) > MAX_DEPTH and isinstance(value, (dict, list)):
+        raise ManifestError(f"malformed JSON: nested too deeply (more than {MAX_DEPTH} levels)", file=file,
+                            pointer=_pointer(*path))
     if isinstance(value, dict):
         if getattr(value, "duplicates", ()):
             key = value.duplicates[0]
@@ -193,10 +201,8 @@ def read_json(path: Path) -> Any:
 def _read(path: Path) -> tuple[Any, bytes]:
     """The parsed JSON and the exact bytes it came from (read once, so the digest matches what was parsed)."""
     try:
-        data = path.read_bytes()
+        data = read_confined(path.parent, path, MAX_PACKAGE_FILE)   # a regular file of its package, capped
         text = data.decode("utf-8")
-    except OSError as exc:
-        raise ManifestError(f"cannot read manifest: {exc.strerror or exc}", file=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ManifestError(f"manifest is not UTF-8: {exc.reason} at byte {exc.start}", file=str(path)) from None
     return parse_json(text, str(path)), data

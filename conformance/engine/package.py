@@ -14,6 +14,7 @@ from pathlib import Path
 
 from conformance.engine.manifest import Manifest, load_manifest
 from conformance.errors import ManifestError, TemplateError
+from conformance.files import MAX_PACKAGE_FILE, confined, read_confined
 
 REPO_SPECS = Path(__file__).resolve().parents[2] / "specs"
 PUBLISHED = Path("build") / "webgpu"
@@ -41,26 +42,15 @@ class Package:
         """The template file ``name``, refusing anything that resolves outside the package directory."""
         if not name or name.startswith(("/", "\\")) or ".." in Path(name).parts or os.path.isabs(name):
             raise TemplateError(f"{self.root}: template name {name!r} must be a plain file name in the package")
-        path = self.root / name
-        real_root = self.root.resolve()
-        try:
-            real = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            raise TemplateError(f"{self.root}: template {name!r} not found (named by the manifest)") from None
-        if real_root not in real.parents:
-            raise TemplateError(f"{self.root}: template {name!r} resolves to {real}, outside the package directory")
-        if not real.is_file():
-            raise TemplateError(f"{self.root}: template {name!r} is not a file")
-        return real
+        return confined(self.root, self.root / name, TemplateError)
 
     def read_template(self, name: str) -> str:
-        path = self.template_path(name)
-        if path.stat().st_size > 1 << 20:
-            raise TemplateError(f"{path}: template is larger than 1 MiB")
+        """The template's text: a regular file inside the package, at most MAX_PACKAGE_FILE (1 MiB)."""
+        data = read_confined(self.root, self.template_path(name), MAX_PACKAGE_FILE, TemplateError)
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TemplateError(f"{path}: cannot read template: {exc}") from None
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TemplateError(f"{self.root / name}: cannot read template: {exc}") from None
 
     @cached_property
     def identity(self) -> dict:
@@ -68,7 +58,7 @@ class Package:
         files = {"manifest.json": self.manifest.sha256}
         for shader in self.manifest.shaders:
             try:
-                files[shader] = hashlib.sha256(self.template_path(shader).read_bytes()).hexdigest()
+                files[shader] = hashlib.sha256(self.read_template(shader).encode("utf-8")).hexdigest()
             except TemplateError:
                 files[shader] = None
         return {"package": self.name, "root": str(self.root), "files": files}
@@ -98,3 +88,11 @@ def find_package_dirs(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.iterdir() if p.is_dir() and manifest_path(p))
+
+
+def duplicate_names(packages) -> dict[str, list[Path]]:
+    """Op ids held by more than one of ``packages``, with the package directories holding each."""
+    roots: dict[str, list[Path]] = {}
+    for p in packages:
+        roots.setdefault(p.name, []).append(p.root)
+    return {name: r for name, r in roots.items() if len(r) > 1}

@@ -8,12 +8,14 @@ the template and line.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import sys
 import time
 import traceback
 
-from jinja2 import FunctionLoader, StrictUndefined
+from jinja2 import FunctionLoader, StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
@@ -33,7 +35,13 @@ _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or
 
 
 class _BoundedCodeGenerator(CodeGenerator):
-    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted)."""
+    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted), and refuses a
+    non-finite number literal (``1e999``), which Jinja would compile to the undefined name ``inf``."""
+
+    def visit_Const(self, node, frame):
+        if isinstance(node.value, float) and not math.isfinite(node.value):
+            self.fail(f"number literal {node.value!r} is not finite", node.lineno)
+        super().visit_Const(node, frame)
 
     def visit_Concat(self, node, frame):
         self.write("environment.concat((")
@@ -68,14 +76,29 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(["*", "**", "%", "+"])
 
     def __init__(self, package: Package):
+        self.sources: dict[str, str] = {}   # every template this render loaded (includes too): name -> sha256
         # (source, filename, uptodate): the filename lets errors name the template's line
-        super().__init__(loader=FunctionLoader(
-                             lambda name: (package.read_template(name), str(package.template_path(name)), lambda: True)),
+        super().__init__(loader=FunctionLoader(self._load),
                          undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
         self.filters = {name: _bounded_filter(name, fn) for name, fn in self.filters.items()}
+        self.package = package
+
+    def _load(self, name: str):
+        text = self.package.read_template(name)
+        self.sources[name] = template_digest(text)
+        return text, str(self.package.template_path(name)), lambda: True
+
+    def _parse(self, source, name, filename):
+        """The template's AST, refusing a non-finite number literal (``1e999``) with its line."""
+        tree = super()._parse(source, name, filename)
+        for const in tree.find_all(nodes.Const):
+            if isinstance(const.value, float) and not math.isfinite(const.value):
+                raise TemplateSyntaxError(f"number literal {const.value!r} is not finite", const.lineno, name,
+                                          filename)
+        return tree
 
     def concat(self, parts):
         text = "".join(str(p) for p in parts)
@@ -161,7 +184,16 @@ def _template_line(exc: BaseException, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
+def template_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
+    return render_with_sources(package, plan, pass_plan)[0]
+
+
+def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
+    """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
     env = _TemplateSandbox(package)
     name = pass_plan.shader
     try:
@@ -183,4 +215,4 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
             from None
-    return text
+    return text, dict(env.sources)

@@ -18,9 +18,11 @@ Guards against hostile or broken kernels (issue 10):
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -33,7 +35,7 @@ from conformance.engine.package import Package
 from conformance.engine.plan import BindingPlan, PassPlan, Plan
 from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu.device import Device, abandon
-from conformance.gpu.render import render
+from conformance.gpu.render import render_with_sources, template_digest
 
 GUARD_BYTES = 256
 GUARD_WORD = 0x7FC0_DEAD  # a NaN payload no kernel computes by accident
@@ -149,6 +151,14 @@ class Bound:
         self.buffers.clear()
 
 
+def little_endian(inputs: dict[str, np.ndarray | None]) -> dict[str, np.ndarray | None]:
+    """Every input (optional ones included) in the device's byte order, little-endian: a big-endian array
+    (``>f4``) is converted, by value, instead of its bytes being uploaded as they are (which read as garbage)."""
+    return {role: a if a is None or a.dtype.byteorder in ("<", "|") or (a.dtype.byteorder == "=" and
+                                                                        sys.byteorder == "little")
+            else a.astype(a.dtype.newbyteorder("<")) for role, a in inputs.items()}
+
+
 class Runtime:
     """Executes plans of one package on one device."""
 
@@ -158,13 +168,24 @@ class Runtime:
 
     # -- compilation ------------------------------------------------------------------------
     def pipeline(self, plan: Plan, pass_plan: PassPlan):
+        """The compiled pipeline of a pass: keyed by the rendered WGSL itself (its sha256) and the binding layout.
+
+        What a render depends on (manifest, op, variant, pass, constants) finds the last WGSL rendered for it,
+        kept with the digests of the templates it was rendered from; those files are read again on every
+        lookup, so an edited template (or an include of it) is rendered and compiled anew, never served stale.
+        """
         # the render context also names the op, variant and pass: templates may branch on them
         key = (str(self.package.root), self.package.manifest.sha256, plan.op, plan.variant, pass_plan.id,
                pass_plan.cache_key())
-        cached = self.device.pipelines.get(key)
+        rendered = self.device.pipelines.get(key)
+        if rendered is None or not self._unchanged(rendered[1]):
+            rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
+        wgsl = rendered[0]
+        shader_key = ("wgsl", hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
+                      tuple((b.index, b.buffer_type) for b in pass_plan.bindings))
+        cached = self.device.pipelines.get(shader_key)
         if cached is not None:
             return cached
-        wgsl = render(self.package, plan, pass_plan)
         dev = self.device.device
         try:
             module = dev.create_shader_module(label=pass_plan.name, code=wgsl)
@@ -185,8 +206,15 @@ class Runtime:
             raise KernelRuntimeError(f"pipeline creation failed (bindings or entry point 'main' do not match the "
                                      f"plan): {exc}", pass_name=pass_plan.name, kind="pipeline") from None
         self.device.compilations += 1
-        self.device.pipelines[key] = (pipeline, layout, wgsl)
-        return self.device.pipelines[key]
+        self.device.pipelines[shader_key] = (pipeline, layout, wgsl)
+        return self.device.pipelines[shader_key]
+
+    def _unchanged(self, sources: dict[str, str]) -> bool:
+        """Whether every template a cached render was made from still has the same content."""
+        try:
+            return all(template_digest(self.package.read_template(n)) == d for n, d in sources.items())
+        except ConformanceError:
+            return False
 
     # -- execution --------------------------------------------------------------------------
     def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, expose_guard: bool = False) -> "Bound":
@@ -199,6 +227,7 @@ class Runtime:
         dev = self.device.device
         usage = wgpu.BufferUsage
         bound = Bound(plan)
+        inputs = little_endian(inputs)
         try:
             for role, array in inputs.items():
                 if array is not None and array.size:
@@ -243,6 +272,7 @@ class Runtime:
             raise KernelRuntimeError("device-lost: the device was lost by an earlier run; open a fresh one "
                                      "(conformance.gpu.device.devices)", kind="device-lost",
                                      pass_name=", ".join(p.name for p in plan.passes))
+        inputs = little_endian(inputs)
         self.check_sizes(plan, inputs)
         outputs = {role: np.zeros(o.shape, dtype=o.dtype) for role, o in plan.outputs.items()}
         result = Run(outputs)

@@ -23,6 +23,7 @@ from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to na
 
 from conformance.certify import matrix, report
 from conformance.config import BACKENDS, WEBGPU
+from conformance.errors import ConformanceError
 from conformance.plugin import expectations
 
 VERDICT_KEY = "conformance"
@@ -189,6 +190,12 @@ def state_of(config) -> RunState:
 def pytest_configure(config):
     _CONFIG["config"] = config  # pytest_runtest_logreport is given no config; one configured run per process
     state_of(config)
+    path = config.getoption("conformance_report", None)
+    if path and not hasattr(config, "workerinput"):   # refused now, not after every case has run
+        try:
+            report.check_paths(Path(path))
+        except ConformanceError as err:
+            raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
     config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
     config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
 

@@ -19,7 +19,7 @@ from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
-from conformance.engine.package import REPO_SPECS, Package, find_package_dirs, manifest_path
+from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
@@ -61,6 +61,13 @@ class CaseRunner:
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
+                except Exception as err:  # noqa: BLE001 -- any failure of one package is that package's failure
+                    self._packages.append((directory, f"{directory}: {type(err).__name__}: {err}", []))
+            for name, roots in duplicate_names(p for _, p, _ in self._packages if not isinstance(p, str)).items():
+                message = f"{len(roots)} packages have the op id {name!r} ({', '.join(map(str, roots))}): " \
+                          f"case ids and reports would mix them; rename or remove all but one"
+                self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
+                                  for d, p, g in self._packages]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
@@ -130,9 +137,13 @@ class CaseRunner:
 
     def run_case(self, request, conformance_case) -> None:
         """The body of every conformance test."""
-        if isinstance(conformance_case, LoadFailure):
-            pytest.fail(f"cannot load the package in {conformance_case.directory}:\n{conformance_case.message}",
-                        pytrace=False)
+        if isinstance(conformance_case, LoadFailure):    # the package's one case, failed (never "not run")
+            failure = conformance_case
+            request.node.user_properties.append((VERDICT_KEY, json.dumps({
+                "id": request.node.callspec.id, "package": failure.directory.name, "variant": "?", "dtype": "?",
+                "family": "load", "status": "failed", "worst_ratio": None,
+                "detail": f"cannot load the package: {failure.message}"})))
+            pytest.fail(f"cannot load the package in {failure.directory}:\n{failure.message}", pytrace=False)
         package, case, column = conformance_case
         verdict = verdict_for(case)
         if column is not None and len(self.columns()) > 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 from dataclasses import dataclass, field
@@ -46,13 +47,24 @@ def repo_root(start: Path | None = None) -> Path:
 
 def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs",
             golden_path: str = "cases") -> Side:
-    """None: the work tree; an existing directory: itself; otherwise a revision of ``repo``, extracted."""
+    """None: the work tree; a git revision of ``repo``: that revision, extracted; otherwise an existing directory.
+
+    A name that is both a revision and an existing path is refused: a change adding a directory named like
+    the base revision (``origin/main/<package>/``) would otherwise make the gate compare the change with itself.
+    """
     if ref is None:
         return Side("work tree", repo / specs_path, repo / golden_path)
-    if Path(ref).exists():
+    is_revision = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
+                       f"{ref}^{{commit}}").returncode == 0
+    is_path = os.path.lexists(ref)
+    if is_revision and is_path:
+        raise ConformanceError(f"{ref!r} is ambiguous: both a git revision of {repo} and the path "
+                               f"{Path(ref).resolve()}; name the directory as ./{ref} or with an absolute path "
+                               f"(after removing the revision), or the revision by its commit id")
+    if not is_revision:
+        if not Path(ref).is_dir():
+            raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}")
         return Side(ref, Path(ref), None)
-    if _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode:
-        raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}")
     present = [p for p in (specs_path, golden_path) if _git(repo, "cat-file", "-e", f"{ref}:{p}").returncode == 0]
     if specs_path not in present:
         raise ConformanceError(f"revision {ref} of {repo} has no {specs_path}/")
@@ -69,6 +81,8 @@ def packages(side: Side) -> dict[str, Package]:
     found = {}
     for d in find_package_dirs(side.specs):
         p = load_package(d)
+        if p.name in found:   # keeping either one would diff the wrong package
+            raise ConformanceError(f"{side.label}: {found[p.name].root} and {p.root} both have the op id {p.name!r}")
         found[p.name] = p
     if not found:
         raise ConformanceError(f"{side.label}: no kernel package in {side.specs}")

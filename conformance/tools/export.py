@@ -17,6 +17,7 @@ from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE
 from conformance.errors import ContractError, ExpressionError
+from conformance.files import check_output, write_output
 from conformance.tools import bench
 
 BENCH_FORMAT = "webgpu-kernel-conformance/bench@1"
@@ -55,8 +56,10 @@ def build_bench(package: Package) -> dict:
 def export_package(directory: Path, out: Path | None = None, max_elements: int = MAX_ELEMENTS) -> tuple[Path, Path]:
     package = load_package(Path(directory))
     target = Path(out) if out else package.root
-    target.mkdir(parents=True, exist_ok=True)
     test_path, bench_path = target / TEST_FILE, target / BENCH_FILE
-    test_path.write_text(json.dumps(build_test(package, max_elements), separators=(",", ":")) + "\n")
-    bench_path.write_text(json.dumps(build_bench(package), indent=1) + "\n")
+    for path in (test_path, bench_path):   # a symlink or special file is refused before any work
+        check_output(path)
+    target.mkdir(parents=True, exist_ok=True)
+    write_output(test_path, json.dumps(build_test(package, max_elements), separators=(",", ":")) + "\n")
+    write_output(bench_path, json.dumps(build_bench(package), indent=1) + "\n")
     return test_path, bench_path

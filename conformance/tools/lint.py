@@ -17,9 +17,10 @@ from pathlib import Path
 import cases
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import WGSL_DTYPE
-from conformance.engine.package import Package, find_package_dirs, load_package
+from conformance.engine.package import Package, duplicate_names, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
+from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.render import render
 from conformance.gpu.runtime import Runtime
 
@@ -58,6 +59,8 @@ def load(directory: Path) -> tuple[Package | None, list[Finding]]:
         return None, [Finding(p.file or str(directory), p.pointer, p.detail) for p in problems]
     except ConformanceError as err:
         return None, [Finding(str(directory), "", str(err))]
+    except Exception as err:  # noqa: BLE001 -- any failure of one package is that package's finding
+        return None, [Finding(str(directory), "", f"cannot load the package: {type(err).__name__}: {err}")]
 
 
 # -- reachability -----------------------------------------------------------------------------------
@@ -164,21 +167,27 @@ def shaders(package: Package, generated, device) -> list[Finding]:
 def shared_templates(packages: list[Package]) -> list[Finding]:
     """Identically named templates of different packages must be byte-identical."""
     by_name: dict[str, list[Path]] = defaultdict(list)
+    texts: dict[Path, bytes] = {}
+    out = []
     for p in packages:
         for path in sorted(p.root.rglob("*.jinja")):
+            try:     # a regular file of the package, size-capped: never a FIFO, /dev/zero or a file outside
+                texts[path] = read_confined(p.root, path, MAX_PACKAGE_FILE, TemplateError)
+            except TemplateError as err:
+                out.append(Finding(str(path), "", err.detail))
+                continue
             by_name[path.relative_to(p.root).as_posix()].append(path)
-    out = []
     for name, paths in sorted(by_name.items()):
-        digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+        digests = {p: hashlib.sha256(texts[p]).hexdigest() for p in paths}
         if len(set(digests.values())) < 2:
             continue
         order = list(digests.values())      # the most common content is the reference; ties: the first package
         common = max(order, key=lambda h: (order.count(h), -order.index(h)))
         ref = next(p for p in paths if digests[p] == common)
-        ref_lines = ref.read_text(encoding="utf-8", errors="replace").splitlines()
+        ref_lines = texts[ref].decode("utf-8", errors="replace").splitlines()
         for path in paths:
             if digests[path] != common:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                lines = texts[path].decode("utf-8", errors="replace").splitlines()
                 line = next((i + 1 for i, (a, b) in enumerate(zip(ref_lines, lines)) if a != b),
                             min(len(lines), len(ref_lines)) + 1)
                 out.append(Finding(str(path), "", f"template {name} differs from {_shown(str(ref))} (first at "
@@ -207,4 +216,9 @@ def lint(directory: Path, device=None) -> list[Finding]:
             findings.append(Finding(err.file or package.manifest.file, err.pointer, err.detail))
         except ConformanceError as err:
             findings.append(Finding(package.manifest.file, "", str(err)))
+        except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
+            findings.append(Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}"))
+    for name, roots in duplicate_names(packages).items():
+        findings += [Finding(str(r), "", f"op id {name!r} is also the op id of "
+                                         f"{', '.join(str(o) for o in roots if o != r)}") for r in roots]
     return findings + shared_templates(packages)

@@ -10,12 +10,12 @@ generator and ``pytest conformance/ --specs`` treat it like any other.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from conformance.engine.manifest import read_json
 from conformance.engine.package import manifest_path
 from conformance.errors import ManifestError
+from conformance.files import copy_package
 
 ADDITIONS = ("derive", "bindingSets", "variants")
 
@@ -23,7 +23,7 @@ ADDITIONS = ("derive", "bindingSets", "variants")
 def _copy(package_dir: Path, into: Path, suffix: str) -> tuple[Path, Path, dict]:
     """A scratch copy of the package, its manifest path and the parsed manifest."""
     dst = into / f"{package_dir.name}.{suffix}"
-    shutil.copytree(package_dir, dst, dirs_exist_ok=True)
+    copy_package(package_dir, dst)
     path = manifest_path(dst)
     if path is None:
         raise ManifestError("no manifest.json in the package", file=str(package_dir))

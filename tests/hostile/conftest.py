@@ -64,6 +64,13 @@ def make_specs(tmp_path):
     return make
 
 
+def victim(tmp_path) -> pathlib.Path:
+    """A file outside every package and output folder, that nothing may read through a link or overwrite."""
+    path = tmp_path / "victim.txt"
+    path.write_text("precious\n")
+    return path
+
+
 def edit(path: pathlib.Path, old: str, new: str, count: int = -1) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"

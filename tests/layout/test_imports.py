@@ -13,13 +13,12 @@ import subprocess
 import sys
 from collections import defaultdict
 
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("conformance", "cases", "reference")
 
 #: (layer rank, group). Same rank, other group: not allowed (plugin and tools are peers that do not import each other).
 LAYERS = [
-    ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"),
+    ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"), ("conformance.files", 0, "foundation"),
     ("conformance.engine", 1, "engine"),
     ("cases", 2, "cases"),
     ("conformance.gpu", 3, "gpu"),

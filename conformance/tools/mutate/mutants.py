@@ -14,6 +14,7 @@ import cases as case_generator
 from conformance.engine.call import make_call
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
+from conformance.files import copy_package, read_confined
 from conformance.gpu.render import context, render
 
 
@@ -45,7 +46,7 @@ class Mutant:
 
     def materialize(self, package_dir: Path, dest: Path) -> Path:
         """Copy the package to ``dest`` and apply this mutation to the copy; returns ``dest``."""
-        shutil.copytree(package_dir, dest)
+        copy_package(package_dir, dest)
         path = dest / self.file
         path.write_text(self._apply(path.read_text()))
         return dest
@@ -228,9 +229,9 @@ def manifest_mutants(short: str, op_id: str, raw: dict) -> list[Mutant]:
 def package_mutants(package: Package) -> list[Mutant]:
     """Every mutant of a loaded package: its manifest's, then each shader template's."""
     short = package.manifest.name
-    mutants = manifest_mutants(short, package.name, json.loads((package.root / "manifest.json").read_text()))
+    mutants = manifest_mutants(short, package.name, json.loads(read_confined(package.root, Path(package.manifest.file))))
     for shader in package.manifest.shaders:
-        mutants += template_mutants(short, package.name, shader, (package.root / shader).read_text())
+        mutants += template_mutants(short, package.name, shader, package.read_template(shader))
     return mutants
 
 

@@ -20,6 +20,7 @@ from conformance.certify.outcomes import CaseSkipped, verdict_for
 from conformance.certify.testjson import build_test, load_test_cases
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
+from conformance.files import copy_package
 from conformance.tools.mutate.equivalence import argue
 from conformance.tools.mutate.mutants import Mutant, mark_unrendered, package_mutants
 from conformance.tools.mutate.report import summarize, write
@@ -131,7 +132,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         argue(short, mutants)
         # the unmutated package must pass, or no kill means anything
         base = scratch / f"baseline-{short}"
-        shutil.copytree(root, base / root.name)
+        copy_package(root, base / root.name)
         shutil.copy(test_json, base / root.name / "test.json")
         rc, data, tail = run_suite(base / root.name, base / "report.json", timeout=timeout, stop_first=False)
         baselines[package.name] = {"passed": rc == 0, "totals": (data or {}).get("totals"),

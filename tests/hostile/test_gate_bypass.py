@@ -1,0 +1,28 @@
+"""``diff REF --gate`` against a change that plants files to fool it (issue 11, items 1 and 11)."""
+from __future__ import annotations
+
+import shutil
+
+from conformance.__main__ import main
+from tests.gate.conftest import FASTGELU, edit_manifest, git, repo  # noqa: F401  (the ``repo`` fixture)
+from tests.gate.test_diff import swap_tail_and_scalar
+
+
+def test_a_directory_named_like_the_base_revision_is_refused_not_compared(repo, monkeypatch, capsys):  # noqa: F811
+    git(repo, "branch", "-q", "base")
+    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)      # a behaviour change, golden file untouched
+    shutil.copytree(repo / "specs" / FASTGELU, repo / "base" / FASTGELU)  # the PR's decoy: base/<package>/
+    monkeypatch.chdir(repo)
+    assert main(["diff", "base", "--gate"]) == 2
+    err = capsys.readouterr().err
+    assert "'base' is ambiguous" in err and "git revision" in err
+    # with the decoy gone, the revision is used and the unacknowledged change fails the gate
+    shutil.rmtree(repo / "base")
+    assert main(["diff", "base", "--gate"]) == 1
+    assert "unacknowledged" in capsys.readouterr().out
+
+
+def test_a_directory_is_still_a_directory_when_no_revision_has_its_name(repo, tmp_path, monkeypatch):  # noqa: F811
+    shutil.copytree(repo / "specs" / FASTGELU, tmp_path / "old" / FASTGELU)
+    monkeypatch.chdir(tmp_path)
+    assert main(["diff", "old", str(repo / "specs"), "--repo", str(repo)]) == 0

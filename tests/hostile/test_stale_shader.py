@@ -1,0 +1,47 @@
+"""An edited template is compiled anew in a long-lived process (issue 11, item 5): the pipeline cache is keyed
+by the rendered WGSL, and a cached render is used only while every template it came from is unchanged."""
+from __future__ import annotations
+
+import pytest
+
+from conformance import BASELINE
+from conformance.engine.call import make_call
+from conformance.engine.package import load_package
+from conformance.engine.planner import Planner
+from conformance.errors import DeviceError
+from conformance.gpu.device import get_device
+from conformance.gpu.runtime import Runtime
+from tests.hostile.conftest import TEMPLATE
+
+GELU = "com.microsoft.Gelu"
+
+
+@pytest.fixture(scope="module")
+def device():
+    try:
+        return get_device("vulkan")
+    except DeviceError as err:
+        pytest.skip(f"no Vulkan device: {err}")
+
+
+def test_an_edited_template_and_include_are_recompiled_not_served_from_the_cache(make_specs, device):
+    specs = make_specs(**{GELU: GELU})
+    package = load_package(specs / GELU)
+    runtime = Runtime(device, package)
+    plan = Planner(package.manifest).plan(make_call(package.manifest, {"X": ((8,), "float32")}, BASELINE, None))
+    first = runtime.pipeline(plan, plan.passes[0])
+    template = specs / GELU / TEMPLATE
+    template.write_text("// edited: first\n" + template.read_text())
+    second = runtime.pipeline(plan, plan.passes[0])
+    assert "// edited: first" in second[2] and second[0] is not first[0]
+    # an include edited: the render that used it is stale too
+    (specs / GELU / "header.wgsl.jinja").write_text("// header v1\n")
+    template.write_text(template.read_text().replace("// edited: first\n", "{% include 'header.wgsl.jinja' %}"))
+    assert "// header v1" in runtime.pipeline(plan, plan.passes[0])[2]
+    (specs / GELU / "header.wgsl.jinja").write_text("// header v2\n")
+    assert "// header v2" in runtime.pipeline(plan, plan.passes[0])[2]
+    # unchanged files: the same compiled pipeline (no recompilation)
+    compiled = device.compilations
+    assert runtime.pipeline(plan, plan.passes[0])[0] is runtime.pipeline(plan, plan.passes[0])[0]
+    assert device.compilations == compiled
+
