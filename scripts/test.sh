@@ -9,7 +9,7 @@ python3 -m conformance lint specs --device vulkan
 echo "== cases: golden files match the manifests"
 python3 -m cases --check
 echo "== the suite's own tests"
-python3 -m pytest tests -q -p no:cacheprovider
+python3 -m pytest tests -q -p no:cacheprovider -n 2
 echo "== conformance on $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null)"
 python3 -m pytest conformance/ --device=vulkan -q -p no:cacheprovider
 echo "== conformance through Dawn (Tint), the same device"
