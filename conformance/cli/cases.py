@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, diff, regenerate_command
+from cases.golden import CASES_DIR, diff, digest_path, golden_digest, regenerate_command
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.errors import ConformanceError
 
@@ -60,12 +60,19 @@ def run(args) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
         if args.check:
             delta = diff(path, text)
-            if delta:
+            sidecar = digest_path(args.out, package.name)
+            if not delta and (not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip()
+                              != golden_digest(package)):
+                print(f"{path}: up to date, but its digest file {sidecar.name} is not (run "
+                      f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
+                      f"loading them")
+            elif delta:
                 stale += 1
                 print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review the diff)\n{delta}")
             else:
                 print(f"{path}: up to date")
         else:
             path.write_text(text, encoding="utf-8")
+            digest_path(args.out, package.name).write_text(golden_digest(package) + "\n", encoding="utf-8")
             print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return 1 if stale else 0

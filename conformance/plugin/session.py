@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
 import cases as case_generator
+from cases.golden import CASES_DIR, load_matching_golden
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -57,13 +59,25 @@ class CaseRunner:
                 try:
                     path = manifest_path(directory)
                     package = Package(path.parent, load_manifest(path))
-                    generated = case_generator.generate(package) + load_test_cases(package)
+                    generated = self._cases(package) + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
+
+    def _cases(self, package: Package) -> list:
+        """The package's cases: its golden file's (``cases/<package>.yaml``) when the digest beside it matches the
+        manifest and the generator, else generated here, and said (a warning): every xdist worker would
+        otherwise spend seconds regenerating the same cases."""
+        loaded, why = load_matching_golden(CASES_DIR, package)
+        if loaded is not None:
+            return loaded
+        if REPO_SPECS.resolve() in package.root.resolve().parents:  # the suite's own packages have golden files
+            warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; "
+                                               f"`python -m cases` writes it)"))
+        return case_generator.generate(package)
 
     def columns(self) -> list[Column | None]:
         """The columns this run certifies on; [None] for an implementation that opens no device of ours."""
