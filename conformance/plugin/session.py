@@ -46,6 +46,7 @@ class CaseRunner:
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
+        _share_cpu_renderer()
 
     def packages(self):
         """[(directory, Package or error message, cases)] for every package under --specs."""
@@ -204,6 +205,16 @@ class CaseRunner:
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total}
+
+
+def _share_cpu_renderer() -> None:
+    """In an xdist worker, before any device opens: Mesa's llvmpipe (lavapipe) starts one render thread per core in
+    every process, so N workers on N cores ran N x N threads and ``-n 2`` was slower than serial on 2 cores
+    (docs/bench/README.md); each worker gets its share of the cores. Only llvmpipe reads LP_NUM_THREADS; a value
+    the user set wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1 and "LP_NUM_THREADS" not in os.environ:
+        os.environ["LP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
 
 
 _RUNNER = pytest.StashKey[CaseRunner]()
