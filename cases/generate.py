@@ -84,7 +84,7 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
         if item.spec not in expects:
             expects[item.spec] = outcome(planner, item.spec)
         expect = expects[item.spec]
-        cid = case_id(m.name, item.spec, expect, item.suffix)
+        cid = case_id(m.case_prefix, item.spec, expect, item.suffix)
         if cid in merged:
             if item.family not in merged[cid][1]:
                 merged[cid][1].append(item.family)
@@ -95,7 +95,7 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
     for cid, (item, families, expect) in merged.items():
         families.sort(key=order.__getitem__)
         recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special)
-        cases.append(case_from(m.op_id, m.name, families[0], item.spec, expect, cid, recipe, families))
+        cases.append(case_from(m.package_id, m.name, families[0], item.spec, expect, cid, recipe, families))
     return cases
 
 

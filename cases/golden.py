@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import shlex
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -78,6 +81,42 @@ def load_golden(path: str | Path) -> list[Case]:
 
 def golden_path(directory: Path, package: str) -> Path:
     return Path(directory) / f"{package}.yaml"
+
+
+def digest_path(directory: Path, package: str) -> Path:
+    """The golden file's digest sidecar: what it was generated from (see ``golden_digest``)."""
+    return Path(directory) / f"{package}.digest"
+
+
+@lru_cache(maxsize=1)
+def generator_digest() -> str:
+    """sha256 of the code that turns a manifest into cases: the case generator (``cases/*.py``) and the
+    manifest engine it plans with (``conformance/engine/``, schema included)."""
+    engine = Path(__file__).resolve().parents[1] / "conformance" / "engine"
+    files = sorted(CASES_DIR.glob("*.py")) + sorted(p for p in engine.rglob("*") if p.suffix in (".py", ".json"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def golden_digest(package) -> str:
+    """What a package's golden file depends on: its manifest's sha256 and ``generator_digest()``."""
+    return hashlib.sha256(json.dumps({"manifest": package.manifest.sha256, "generator": generator_digest()},
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def load_matching_golden(directory: Path, package) -> tuple[list[Case] | None, str]:
+    """(the golden cases of ``package`` in ``directory``, "") when its digest sidecar matches the package and the
+    generator; (None, why not) when the golden file is missing or stale, so the caller generates instead."""
+    path, sidecar = golden_path(directory, package.name), digest_path(directory, package.name)
+    if not path.is_file():
+        return None, f"no golden file {path}"
+    if not sidecar.is_file():
+        return None, f"{path} has no digest file {sidecar.name}"
+    if sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
+        return None, f"{path} is stale (the manifest or the case generator changed since it was written)"
+    return load_golden(path), ""
 
 
 def diff(path: Path, expected: str) -> str:

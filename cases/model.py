@@ -16,7 +16,7 @@ from conformance.engine.profile import DeviceProfile
 @dataclass(frozen=True)
 class Case:
     id: str
-    package: str                                   # op id, e.g. com.microsoft.FastGelu
+    package: str                                   # op id, e.g. com.microsoft.FastGelu (with @N from version 2)
     family: str
     inputs: dict[str, tuple[tuple[int, ...], str] | None]
     profile: DeviceProfile

@@ -292,7 +292,7 @@ def _interpret(case, inputs, result) -> str:
     if x is None or y is None or y.size == 0:
         return ""
     try:
-        ref = reference_for(*case.package.rsplit(".", 1))
+        ref = reference_for(*case.package.split("@")[0].rsplit(".", 1))  # "<op id>@N": version N
         z = x.astype(np.float64)
         if bias is not None and bias.size:
             guesses = {"numpy broadcasting of bias": lambda: z + bias.astype(np.float64),

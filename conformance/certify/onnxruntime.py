@@ -46,7 +46,7 @@ class _OrtBase:
         return None
 
     def prepare(self, package) -> None:
-        op = OPS.get(package.name)
+        op = OPS.get(package.manifest.op_id)  # every version of the op's package runs the same ONNX op
         if op is None:
             raise NotSupported(f"{self.name} implements {', '.join(sorted(OPS))}, not {package.name}")
         self._ops[package.name] = op

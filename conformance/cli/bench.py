@@ -2,21 +2,47 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
+import time
 from pathlib import Path
 
-from conformance.cli import add_packages_and_device
-from conformance.engine.package import find_package_dirs, load_package
+from conformance.config import BACKENDS, WEBGPU
+from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.gpu.device import get_device
 from conformance.gpu.kernel import Kernel
 from conformance.tools import bench, proposal
 from conformance.tools.peers import format_peers
 
 
+def webgpu_list(text: str) -> list[str]:
+    """``--webgpu``: one implementation, a comma-separated list, or ``all`` (every one, in WEBGPU's order)."""
+    names = list(WEBGPU) if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in WEBGPU]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected all, or one or more of {', '.join(WEBGPU)} "
+                                         f"separated by commas")
+    return list(dict.fromkeys(names))
+
+
+def _selected(dirs: list[Path], packages: str | None) -> list[Path]:
+    """The package directories ``--packages`` names (op names, op ids or op ids with @N; commas), all without it."""
+    if not packages:
+        return dirs
+    wanted = {p.strip() for p in packages.split(",") if p.strip()}
+    picked = []
+    for d in dirs:
+        m = load_package(d).manifest
+        if wanted & {m.name, m.op_id, m.package_id, m.case_prefix}:
+            picked.append(d)
+    if not picked:
+        raise SystemExit(f"bench: --packages {packages}: names none of the packages in the specs")
+    return picked
+
+
 def _bench(args) -> int:
-    device = get_device(args.device, args.adapter, args.webgpu)
-    dirs = find_package_dirs(Path(args.specs))
+    dirs = _selected(find_package_dirs(Path(args.specs)), args.packages)
     if args.per_thread > 1 or args.proposal:
         if args.write_tuning:
             raise SystemExit("bench: --write-tuning would store tuning for variants that do not ship; "
@@ -26,15 +52,24 @@ def _bench(args) -> int:
             dirs = proposal.apply_all(dirs, Path(args.proposal), scratch)
         if args.per_thread > 1:
             dirs = [proposal.vec4_per_thread(d, args.per_thread, scratch) for d in dirs]
-    kernels = [Kernel(load_package(d), device) for d in dirs]
-    result = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
-                             reps=args.reps, sweep=args.sweep, write_tuning=args.write_tuning,
-                             warmup_seconds=args.warmup_seconds, peers=args.peers,
-                             out=Path(args.json) if args.json else None,
-                             plot=Path(args.plot) if args.plot else None)
+    packages = [load_package(d) for d in dirs]
+    deadline = time.perf_counter() + args.time_budget if args.time_budget else None
+    options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
+                   sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
+                   peers=args.peers, cuda_copy=not args.no_cuda_copy, deadline=deadline)
+    out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
+    if len(args.webgpu) == 1:
+        device = get_device(args.device, args.adapter, args.webgpu[0])
+        result = bench.run_bench([Kernel(p, device) for p in packages], out=out, plot=plot, **options)
+    else:
+        def open_kernels(webgpu):
+            device = get_device(args.device, args.adapter, webgpu)
+            return [Kernel(p, device) for p in packages]
+        result = bench.run_implementations(args.webgpu, open_kernels, out=out, plot=plot, **options)
     print(bench.format_table(result))
-    if "peers" in result:
-        print(format_peers(result["peers"]))
+    for run in result.get("runs") or [result]:
+        if "peers" in run:
+            print(format_peers(run["peers"]))
     return 0
 
 
@@ -47,7 +82,18 @@ def _plot(args) -> int:
 
 def register(sub) -> None:
     b = sub.add_parser("bench", help="kernel bandwidth vs same-run copy baselines, and WORKGROUP_SIZE tuning")
-    add_packages_and_device(b)
+    b.add_argument("--specs", default=str(REPO_SPECS))
+    b.add_argument("--device", default="auto", choices=sorted(BACKENDS))
+    b.add_argument("--adapter", default=None)
+    b.add_argument("--webgpu", type=webgpu_list, default=["wgpu"],
+                   help="WebGPU implementation(s): wgpu (wgpu-native, naga), dawn (Dawn, Tint), chromium, a comma-"
+                        "separated list (wgpu,dawn: side by side in one run and one JSON) or all")
+    b.add_argument("--packages", default=None,
+                   help="only these packages (op names such as Gelu, op ids, or op id@N; commas); default every one")
+    b.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="start no timing after this many seconds (the JSON says what was left out)")
+    b.add_argument("--no-cuda-copy", action="store_true",
+                   help="leave the CUDA device-to-device copy (torch) out of best_copy")
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
     b.add_argument("--max-elements", type=int, default=1 << 20,
                    help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")

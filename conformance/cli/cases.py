@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, diff, regenerate_command
+from cases.golden import CASES_DIR, diff, digest_path, golden_digest, regenerate_command
 from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
@@ -94,9 +94,16 @@ def one_package(args, package) -> int:
             print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review "
                   f"the diff)\n{delta}")
             return 1
-        print(f"{path}: up to date")
+        sidecar = digest_path(args.out, package.name)
+        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
+            print(f"{path}: up to date, but its digest file {sidecar.name} is not (run "
+                  f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
+                  f"loading them")
+        else:
+            print(f"{path}: up to date")
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
+    write_output(digest_path(args.out, package.name), golden_digest(package) + "\n")
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return 0

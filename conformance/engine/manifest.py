@@ -263,6 +263,7 @@ class Manifest:
         raw = self.raw
         self.domain: str = raw["domain"]
         self.name: str = raw["name"]
+        self.version: int = int(raw.get("version", 1))  # the published contract's version (the card's `version`)
         self.type_constraints: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in raw["typeConstraints"].items()}
         self.tunables: dict[str, int] = dict(raw.get("tunables", {}))
         self.attributes: dict[str, AttributeSpec] = self._attributes(raw.get("attributes", {}), problems)
@@ -508,6 +509,16 @@ class Manifest:
     @property
     def op_id(self) -> str:
         return f"{self.domain}.{self.name}"
+
+    @property
+    def package_id(self) -> str:
+        """The op id, with ``@<version>`` from version 2 on: names golden files, reports and diff pairs."""
+        return self.op_id if self.version == 1 else f"{self.op_id}@{self.version}"
+
+    @property
+    def case_prefix(self) -> str:
+        """The first part of case ids: the op name, with ``@<version>`` from version 2 on."""
+        return self.name if self.version == 1 else f"{self.name}@{self.version}"
 
     def variant(self, variant_id: str) -> VariantSpec:
         for v in self.variants:

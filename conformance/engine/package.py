@@ -36,7 +36,11 @@ class Package:
 
     @property
     def name(self) -> str:
-        return self.manifest.op_id
+        return self.manifest.package_id
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
 
     def template_path(self, name: str) -> Path:
         """The template file ``name``, refusing anything that resolves outside the package directory."""
@@ -78,6 +82,20 @@ def load_package(ref: str | Path, specs_dir: Path | None = None) -> Package:
             return Package(path.parent, load_manifest(path))
     known = ", ".join(sorted(p.name for p in find_package_dirs(specs_dir or REPO_SPECS)))
     raise ManifestError(f"no kernel package {str(ref)!r}; known packages: {known or 'none'}", file=str(ref))
+
+
+def package_versions(name: str, specs_dir: Path | None = None) -> dict[int, Path]:
+    """The published versions of the package ``name`` under ``specs_dir``: version 1 in ``<name>/``, version N
+    beside it in ``<name>@N/`` (each in either layout), as {version: directory}."""
+    root = Path(specs_dir or REPO_SPECS)
+    found = {}
+    if manifest_path(root / name):
+        found[1] = root / name
+    for d in root.glob(f"{name}@*"):
+        suffix = d.name[len(name) + 1:]
+        if suffix.isdigit() and int(suffix) > 1 and manifest_path(d):
+            found[int(suffix)] = d
+    return dict(sorted(found.items()))
 
 
 def find_package_dirs(directory: Path) -> list[Path]:

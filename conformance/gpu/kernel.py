@@ -9,11 +9,11 @@ import numpy as np
 
 from conformance.config import default_backend
 from conformance.engine.call import make_call, split_attributes, tensor_arg
-from conformance.engine.package import Package, load_package
+from conformance.engine.package import REPO_SPECS, Package, load_package, package_versions
 from conformance.engine.plan import Plan
 from conformance.engine.planner import Planner
 from conformance.engine.profile import DeviceProfile
-from conformance.errors import ContractError
+from conformance.errors import ContractError, ManifestError
 from conformance.gpu import tuning
 from conformance.gpu.device import Device, devices
 from conformance.gpu.runtime import Run, Runtime
@@ -89,6 +89,22 @@ class Kernel:
         return f"<Kernel {self.manifest.op_id} from {self.package.root}>"
 
 
-def load_kernel(ref: str | Path, *, device: Device | None = None, specs_dir: Path | None = None) -> Kernel:
-    """A kernel by package name under ``specs/`` (or ``specs_dir``), or by package directory."""
-    return Kernel(load_package(ref, specs_dir), device)
+def load_kernel(ref: str | Path, *, device: Device | None = None, specs_dir: Path | None = None,
+                version: int | None = None) -> Kernel:
+    """A kernel by package name under ``specs/`` (or ``specs_dir``), or by package directory.
+
+    By name, ``version`` picks a published version of the contract (``<name>/`` is version 1, ``<name>@N/``
+    version N); None: the newest. A directory is loaded as it is (``version``, when given, must match it).
+    """
+    versions = package_versions(str(ref), specs_dir or REPO_SPECS) if isinstance(ref, str) and "/" not in ref \
+        and "@" not in ref else {}
+    if versions:
+        pick = max(versions) if version is None else version
+        if pick not in versions:
+            raise ManifestError(f"kernel {ref!r} has no version {version} (published: "
+                                f"{', '.join(map(str, versions))})", file=str(ref))
+        return Kernel(load_package(versions[pick]), device)
+    package = load_package(ref, specs_dir)
+    if version is not None and package.version != version:
+        raise ManifestError(f"is version {package.version}, not {version}", file=str(package.root))
+    return Kernel(package, device)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 
 import cases as case_generator
+from cases.golden import CASES_DIR, load_matching_golden
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -44,6 +46,7 @@ class CaseRunner:
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
+        _share_cpu_renderer()
 
     def packages(self):
         """[(directory, Package or error message, cases)] for every package under --specs."""
@@ -57,7 +60,7 @@ class CaseRunner:
                 try:
                     path = manifest_path(directory)
                     package = Package(path.parent, load_manifest(path))
-                    generated = case_generator.generate(package) + load_test_cases(package)
+                    generated = self._cases(package) + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
@@ -71,6 +74,18 @@ class CaseRunner:
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
+
+    def _cases(self, package: Package) -> list:
+        """The package's cases: its golden file's (``cases/<package>.yaml``) when the digest beside it matches the
+        manifest and the generator, else generated here, and said (a warning): every xdist worker would
+        otherwise spend seconds regenerating the same cases."""
+        loaded, why = load_matching_golden(CASES_DIR, package)
+        if loaded is not None:
+            return loaded
+        if REPO_SPECS.resolve() in package.root.resolve().parents:  # the suite's own packages have golden files
+            warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; "
+                                               f"`python -m cases` writes it)"))
+        return case_generator.generate(package)
 
     def columns(self) -> list[Column | None]:
         """The columns this run certifies on; [None] for an implementation that opens no device of ours."""
@@ -201,6 +216,16 @@ class CaseRunner:
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total}
+
+
+def _share_cpu_renderer() -> None:
+    """In an xdist worker, before any device opens: Mesa's llvmpipe (lavapipe) starts one render thread per core in
+    every process, so N workers on N cores ran N x N threads and ``-n 2`` was slower than serial on 2 cores
+    (docs/bench/README.md); each worker gets its share of the cores. Only llvmpipe reads LP_NUM_THREADS; a value
+    the user set wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1 and "LP_NUM_THREADS" not in os.environ:
+        os.environ["LP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
 
 
 _RUNNER = pytest.StashKey[CaseRunner]()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,21 +24,46 @@ from conformance.gpu.device import Device
 from conformance.gpu.kernel import Kernel
 from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer, Timing
-from conformance.tools.peers import run_peers
+from conformance.tools.peers import cuda_copy_baseline, run_peers
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
 WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
 
-COPY_SHADER = """
+def copy_shader(per_thread: int = 1) -> str:
+    """A copy shader moving ``per_thread`` vec4<u32> (16 bytes each) per invocation, strided by the workgroup so
+    that every access of a workgroup stays coalesced (per_thread 1: the plain vec4 copy)."""
+    return f"""
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 256u + lid;
-  if (i < arrayLength(&dst)) { dst[i] = src[i]; }
-}
+        @builtin(local_invocation_index) lid: u32) {{
+  let first = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * {256 * per_thread}u + lid;
+  let n = arrayLength(&dst);
+  for (var k = 0u; k < {per_thread}u; k++) {{
+    let i = first + k * 256u;
+    if (i < n) {{ dst[i] = src[i]; }}
+  }}
+}}
 """
+
+
+COPY_SHADER = copy_shader(1)
+#: The copy shaders behind ``best_copy``: vec4<u32> (16 bytes) per invocation, and wider (2 and 4 of them).
+WIDE_COPIES = (2, 4)
+
+#: Memory bandwidth the vendor specifies, GB/s, by a substring of the adapter name (only where known).
+SPEC_PEAK_GBPS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 NVL": 3900.0, "A100-SXM4-80GB": 2039.0}
+
+#: A kernel faster than the best copy by more than this (plus both timings' spreads) is a bench error.
+RATIO_NOISE = 0.02
+
+
+def spec_peak_gbps(adapter: str | None) -> float | None:
+    for key, gbps in SPEC_PEAK_GBPS.items():
+        if key in (adapter or ""):
+            return gbps
+    return None
 
 
 @dataclass
@@ -56,6 +82,17 @@ class Row:
     copy_shader_gbps: float
     copy_buffer_gbps: float
     settled: bool | None = None  # the GPU's speed had stopped changing before every timing (None: wall clock)
+    version: int = 1
+    webgpu: str = "wgpu"
+    copies_gbps: dict | None = None   # every copy behind best_copy: name -> GB/s (same bytes as the kernel's input)
+    best_copy_gbps: float = math.nan  # the fastest of them
+    best_copy: str = ""               # which one it was
+    best_copy_spread: float = 0.0
+    error: str | None = None          # a bench error (the kernel beat the best copy): not a result
+
+    @property
+    def best_copy_ratio(self) -> float:
+        return self.gbps / self.best_copy_gbps if self.best_copy_gbps else math.nan
 
     @property
     def vs_shader(self) -> float:
@@ -82,37 +119,47 @@ class Baselines:
     and compute-heavy kernels fell further (an f16 tail variant: 0.56 instead of 0.82).
     """
 
-    def __init__(self, device: Device, timer: Timer):
+    def __init__(self, device: Device, timer: Timer, cuda_copy=None):
         self.device, self.timer = device, timer
+        self.cuda_copy = cuda_copy  # nbytes -> (GB/s, spread) of a CUDA device-to-device copy, or None
         dev = device.device
-        self._pipeline = dev.create_compute_pipeline(layout="auto", compute={
-            "module": dev.create_shader_module(code=COPY_SHADER), "entry_point": "main"})
+        self._pipelines = {per: dev.create_compute_pipeline(layout="auto", compute={
+            "module": dev.create_shader_module(code=copy_shader(per)), "entry_point": "main"})
+            for per in (1, *WIDE_COPIES)}
+        self._pipeline = self._pipelines[1]
 
     @staticmethod
     def copy_bytes(nbytes: int) -> int:
         """What the copies move for ``nbytes``: whole vec4<u32>, at least one."""
         return max(16, nbytes // 16 * 16)
 
-    def shader_pass(self, src, dst, nbytes: int):
-        """A pass recorder for the vec4 copy shader moving ``copy_bytes(nbytes)`` src -> dst."""
+    def shader_pass(self, src, dst, nbytes: int, per_thread: int = 1):
+        """A pass recorder for the copy shader of ``per_thread`` vec4 moving ``copy_bytes(nbytes)`` src -> dst."""
         nbytes = self.copy_bytes(nbytes)
-        group = self.device.device.create_bind_group(layout=self._pipeline.get_bind_group_layout(0), entries=[
+        pipeline = self._pipelines[per_thread]
+        group = self.device.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
             {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": nbytes}}])
-        counts = split_workgroups(-(-nbytes // 16 // 256), self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
+        counts = split_workgroups(-(-nbytes // 16 // (256 * per_thread)),
+                                  self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
 
         def shader(cpass):
-            cpass.set_pipeline(self._pipeline)
+            cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(*counts)
         return shader
 
-    def measure(self, kernel_pass, src, dst, nbytes: int) -> tuple[Timing, Timing, Timing]:
-        """(kernel, vec4 copy shader, copy_buffer_to_buffer) timings; kernel and copy shader interleaved."""
-        kernel, shader = self.timer.time_passes([kernel_pass, self.shader_pass(src, dst, nbytes)])
+    def measure(self, kernel_pass, src, dst, nbytes: int) -> tuple[Timing, dict[str, Timing]]:
+        """The kernel's timing and every copy's: the copy shaders (vec4<u32>, 2x and 4x vec4<u32> per invocation)
+        interleaved with the kernel in every repetition, then ``copy_buffer_to_buffer`` right after."""
+        names = ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in WIDE_COPIES]
+        timings = self.timer.time_passes([kernel_pass] + [self.shader_pass(src, dst, nbytes, p)
+                                                          for p in (1, *WIDE_COPIES)])
         copied = self.copy_bytes(nbytes)
-        return kernel, shader, self.timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, copied),
-                                                       warm=True)
+        copies = dict(zip(names, timings[1:]))
+        copies["copy_buffer_to_buffer"] = self.timer.time_encoder(
+            lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, copied), warm=True)
+        return timings[0], copies
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
@@ -143,18 +190,38 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     x = next(b for b in first if b.buffer_type == "read-only-storage")
     y = next(b for b in first if b.buffer_type == "storage")
     try:
-        timing, shader, buffer = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg],
-                                                   x.byte_size)
+        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x.byte_size)
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
     x_bytes = x.byte_size
     dtype = next(iter(args.values()))[1]
     main_shape = next(iter(args.values()))[0]
-    return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
-               plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
-               moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9,
-               _all_settled(timing, shader, buffer))
+    gbps = {name: 2 * x_bytes / t.median / 1e9 for name, t in copies.items()}
+    spreads = {name: t.spread for name, t in copies.items()}
+    if baselines.cuda_copy is not None:
+        cuda = baselines.cuda_copy(2 * x_bytes)
+        if cuda:
+            gbps["CUDA device-to-device copy"], spreads["CUDA device-to-device copy"] = cuda
+    best = max(gbps, key=gbps.get)
+    row = Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
+              plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
+              moved / timing.median / 1e9, gbps["copy shader vec4<u32>"], gbps["copy_buffer_to_buffer"],
+              _all_settled(timing, *copies.values()), kernel.manifest.version, kernel.device.webgpu,
+              gbps, gbps[best], best, spreads[best])
+    row.error = bench_error(row)
+    return row
+
+
+def bench_error(row: Row) -> str | None:
+    """Why a row is a bench error and not a result: the kernel moved bytes faster than the best copy could,
+    beyond the noise (RATIO_NOISE plus both timings' spreads). Something is wrong with the measurement then
+    (a timing that missed work, a copy that ran at idle clocks), not with the kernel."""
+    limit = 1 + RATIO_NOISE + row.spread + row.best_copy_spread
+    if row.best_copy_ratio > limit:
+        return (f"bench error: {row.best_copy_ratio:.3f} of the best copy ({row.best_copy}, "
+                f"{row.best_copy_gbps:.1f} GB/s) is above 1 + noise ({limit:.3f})")
+    return None
 
 
 def _all_settled(*timings: Timing) -> bool | None:
@@ -175,29 +242,44 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
-              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False) -> dict:
-    """Rows for every reachable variant and size (and the sweep, and with ``peers`` the peer rows), written
-    to ``out`` and ``plot`` when given."""
+              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
+              cuda_copy: bool = True, deadline: float | None = None) -> dict:
+    """Rows for every reachable variant and size on the kernels' device (and the sweep, and with ``peers`` the
+    peer rows), written to ``out`` and ``plot`` when given. ``cuda_copy``: a CUDA device-to-device copy joins
+    best_copy where torch has CUDA. ``deadline`` (time.perf_counter()): no row starts after it (said in the
+    result as ``truncated``)."""
     device = kernels[0].device
     timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
-    baselines = Baselines(device, timer)
+    cuda, cuda_note = cuda_copy_baseline(warmup_seconds, reps) if cuda_copy else (None, "CUDA copy not asked for")
+    baselines = Baselines(device, timer, cuda)
     limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])
     sizes = [n for n in SIZES if min_elements <= n <= max_elements and (n + 1) * 4 <= limit]
     dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
     work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
-    rows = []
+    rows, skipped = [], 0
     for i, (kernel, args) in enumerate(work, 1):
-        _progress(i, len(work), f"{kernel.manifest.name} {args}")
+        if deadline is not None and time.perf_counter() > deadline:
+            skipped += 1
+            continue
+        _progress(i, len(work), f"{device.webgpu} {kernel.package.name} {args}")
         row = measure_call(kernel, args, timer, baselines)
         if row:
             rows.append(row)
-    best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep else []
-    result = {"device": device.summary, "timing": timer.copies_timed and "timestamp" or
+    best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep and sizes else []
+    adapter = device.summary.get("adapter")
+    result = {"device": device.summary, "webgpu": device.webgpu, "timing": timer.copies_timed and "timestamp" or
               ("timestamp (kernels), wall clock (copy_buffer_to_buffer)" if timer.passes_timed else "wall clock"),
-              "timestamp_period_ns": timer.period, "rows": [asdict(r) | {"vs_copy_shader": r.vs_shader,
-                                                                          "vs_copy_buffer": r.vs_buffer}
-                                                             for r in rows],
+              "timestamp_period_ns": timer.period,
+              "best_copy": {"candidates": ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in
+                                                                          WIDE_COPIES] + ["copy_buffer_to_buffer"]
+                            + (["CUDA device-to-device copy"] if cuda else []),
+                            "cuda_note": cuda_note, "spec_peak_gbps": spec_peak_gbps(adapter),
+                            "by_size": best_copy_by_size(rows)},
+              "rows": [row_dict(r) for r in rows],
+              "bench_errors": [r.error for r in rows if r.error],
               "tuning": best}
+    if skipped:
+        result["truncated"] = f"{skipped} of {len(work)} calls not timed: the time budget ran out"
     if write_tuning and best:
         path = tuning.write(device, best, None if write_tuning is True else Path(write_tuning))
         result["tuning_table"] = str(path)
@@ -209,6 +291,82 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     if plot:
         plot_rows(result["rows"], plot, device.summary.get("adapter", "device"))
     return result
+
+
+def row_dict(r: Row) -> dict:
+    return asdict(r) | {"vs_copy_shader": r.vs_shader, "vs_copy_buffer": r.vs_buffer,
+                        "best_copy_ratio": r.best_copy_ratio}
+
+
+def best_copy_by_size(rows: list[Row]) -> list[dict]:
+    """Per bytes copied: the fastest copy of any row of that size (each row's copies ran on its own buffers)."""
+    out: dict[int, dict] = {}
+    for r in rows:
+        key = math.prod(r.shape) * (2 if r.dtype == "float16" else 4)
+        entry = out.setdefault(key, {"input_bytes": key, "copies_gbps": {}})
+        for name, gbps in (r.copies_gbps or {}).items():
+            entry["copies_gbps"][name] = max(gbps, entry["copies_gbps"].get(name, 0.0))
+    for entry in out.values():
+        best = max(entry["copies_gbps"], key=entry["copies_gbps"].get)
+        entry["best"], entry["best_gbps"] = best, entry["copies_gbps"][best]
+    return [out[k] for k in sorted(out)]
+
+
+def run_implementations(webgpus: list[str], open_kernels, *, out: Path | None, plot: Path | None, **options) -> dict:
+    """``run_bench`` on each WebGPU implementation in turn (``open_kernels(webgpu)`` gives its kernels), one JSON:
+    ``runs`` (one result per implementation, or its error), every row in ``rows`` (each with its ``webgpu``),
+    and ``side_by_side``: the same call on each implementation. Written after every implementation."""
+    merged: dict = {"runs": [], "rows": [], "bench_errors": [], "implementations": {}}
+    for i, webgpu in enumerate(webgpus):
+        try:
+            kernels = open_kernels(webgpu)
+            # peers (torch, ONNX Runtime) do not depend on our implementation: timed once, against the first
+            result = run_bench(kernels, out=None, plot=None, **(options | {"peers": options.get("peers") and i == 0}))
+        except Exception as exc:  # an implementation that does not open or run here: said, the others still run
+            merged["implementations"][webgpu] = f"not benched: {type(exc).__name__}: {exc}"
+            continue
+        merged["implementations"][webgpu] = "benched"
+        merged["runs"].append(result)
+        merged["rows"] += result["rows"]
+        merged["bench_errors"] += [f"{webgpu}: {e}" for e in result["bench_errors"]]
+        merged.setdefault("device", result["device"])
+        merged.setdefault("timing", result["timing"])
+        merged["side_by_side"] = side_by_side(merged["rows"])
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(merged, indent=2) + "\n")
+    merged["side_by_side"] = side_by_side(merged["rows"])
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(merged, indent=2) + "\n")
+    if plot and merged["rows"]:
+        plot_rows(merged["rows"], plot, (merged.get("device") or {}).get("adapter", "device"))
+    return merged
+
+
+def _call_key(r: dict) -> tuple:
+    return r["package"], r.get("version", 1), r["variant"], r["dtype"], tuple(r["shape"]), r["bias"]
+
+
+def side_by_side(rows: list[dict]) -> list[dict]:
+    """One entry per call benched on more than one implementation: each one's GB/s and best_copy ratio, and
+    GB/s of each over the first's (Dawn/Tint over wgpu/naga when both ran)."""
+    calls: dict[tuple, dict] = {}
+    for r in rows:
+        calls.setdefault(_call_key(r), {})[r.get("webgpu", "wgpu")] = r
+    out = []
+    for (package, version, variant, dtype, shape, bias), by in calls.items():
+        if len(by) < 2:
+            continue
+        names = list(by)
+        first = by[names[0]]
+        out.append({"package": package, "version": version, "variant": variant, "dtype": dtype,
+                    "shape": list(shape), "bias": bias,
+                    "gbps": {n: by[n]["gbps"] for n in names},
+                    "best_copy_ratio": {n: by[n]["best_copy_ratio"] for n in names},
+                    "vs_copy_shader": {n: by[n]["vs_copy_shader"] for n in names},
+                    f"gbps_over_{names[0]}": {n: by[n]["gbps"] / first["gbps"] for n in names[1:]}})
+    return out
 
 
 def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
@@ -248,18 +406,60 @@ def choose(sweep: dict[int, float], default: int) -> int:
 
 
 def format_table(result: dict) -> str:
-    lines = [f"device: {result['device'].get('adapter')} ({result['device'].get('backend')}); timing: "
-             f"{result['timing']}",
-             f"{'package':<24}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}{'GB/s':>9}{'spread':>8}"
-             f"{'/copy-shader':>14}{'/copy-buffer':>14}"]
+    """The rows, one line each; a bench error replaces the row's figures (it is not a result)."""
+    runs = result.get("runs") or [result]
+    lines = []
+    for run in runs:
+        bc = run.get("best_copy") or {}
+        peak = bc.get("spec_peak_gbps")
+        lines.append(f"device: {run['device'].get('adapter')} ({run['device'].get('backend')}) through "
+                     f"{run.get('webgpu', 'wgpu')}; timing: {run['timing']}"
+                     + (f"; memory spec peak {peak:.0f} GB/s" if peak else "")
+                     + (f"; {bc['cuda_note']}" if bc.get("cuda_note") else ""))
+        for entry in bc.get("by_size", []):
+            copies = ", ".join(f"{k} {v:.1f}" for k, v in entry["copies_gbps"].items())
+            lines.append(f"  best copy at {entry['input_bytes']} B: {entry['best']} {entry['best_gbps']:.1f} GB/s"
+                         + (f" ({entry['best_gbps'] / peak:.3f} of spec peak)" if peak else "") + f" [{copies}]")
+        if run.get("truncated"):
+            lines.append(f"  TRUNCATED: {run['truncated']}")
+    lines.append(f"{'package':<24}{'v':>2} {'webgpu':<7}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
+                 f"{'GB/s':>9}{'spread':>8}{'/best-copy':>12}{'/copy-shader':>14}{'/copy-buffer':>14}")
     for r in result["rows"]:
         n = int(np.prod(r["shape"]))
-        lines.append(f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}"
-                     f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
+        head = (f"{r['package']:<24}{r.get('version', 1):>2} {r.get('webgpu', 'wgpu'):<7}{r['variant']:<20}"
+                f"{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}")
+        if r.get("error"):
+            lines.append(head + f"  BENCH ERROR, not a result: {r['error']}")
+            continue
+        lines.append(head + f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r.get('best_copy_ratio', math.nan):>12.3f}"
+                     f"{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
                      + ("  unsettled: GPU speed still changing" if r.get("settled") is False else ""))
     for t in result.get("tuning", []):
         lines.append(f"tuning: {t['package']} {t['dtype']} {t['variant']}: WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
                      f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")
+    for webgpu, state in (result.get("implementations") or {}).items():
+        if state != "benched":
+            lines.append(f"{webgpu}: {state}")
+    if result.get("side_by_side"):
+        lines.append(format_side_by_side(result["side_by_side"]))
+    if result.get("bench_errors"):
+        lines.append(f"{len(result['bench_errors'])} BENCH ERROR(S): a kernel beat the best copy; those rows are "
+                     f"not results (see above)")
+    return "\n".join(lines)
+
+
+def format_side_by_side(entries: list[dict]) -> str:
+    names = list(entries[0]["gbps"])
+    ratio_key = next(k for k in entries[0] if k.startswith("gbps_over_"))
+    lines = [f"side by side ({', '.join(names)}): GB/s, ratio to each one's best copy, GB/s over {names[0]}",
+             f"{'package':<24}{'v':>2} {'variant':<20}{'dtype':<9}{'elements':>11}"
+             + "".join(f"{n + ' GB/s':>13}{'/best':>7}" for n in names)
+             + "".join(f"{n + '/' + names[0]:>14}" for n in names[1:])]
+    for e in entries:
+        lines.append(f"{e['package']:<24}{e['version']:>2} {e['variant']:<20}{e['dtype']:<9}"
+                     f"{int(np.prod(e['shape'])):>11}"
+                     + "".join(f"{e['gbps'][n]:>13.1f}{e['best_copy_ratio'][n]:>7.3f}" for n in names)
+                     + "".join(f"{e[ratio_key][n]:>14.3f}" for n in names[1:]))
     return "\n".join(lines)
 
 

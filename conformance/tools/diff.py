@@ -164,6 +164,12 @@ def diff_package(name: str, old: Package | None, new: Package | None) -> Package
 
 
 def diff(old: dict[str, Package], new: dict[str, Package]) -> list[PackageDiff]:
+    """Packages paired by name (op id, ``@<version>`` from version 2 on); two sides of one package each, of the
+    same op, pair whatever their versions (``diff specs/<op> specs/<op>@2``: what version 2 changes)."""
+    if len(old) == len(new) == 1:
+        (a, pa), (b, pb) = *old.items(), *new.items()
+        if pa.manifest.op_id == pb.manifest.op_id:
+            return [diff_package(b if a == b else f"{a} -> {b}", pa, pb)]
     return [diff_package(n, old.get(n), new.get(n)) for n in sorted(old.keys() | new.keys())]
 
 

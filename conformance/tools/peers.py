@@ -59,6 +59,46 @@ def _cuda_time(fn, reps: int = 20, warmup: int = 3) -> float:
     return statistics.median(samples)
 
 
+def cuda_copy_baseline(warmup_seconds: float = 1.0, reps: int = 20):
+    """(function, note): the function gives (GB/s, spread) of a CUDA device-to-device copy of ``nbytes`` bytes
+    (``nbytes / 2`` read and as many written, like the bench's copies), timed with CUDA events after
+    ``warmup_seconds`` of sustained copying (the clocks, see conformance.gpu.timing.Timer), memoised per size;
+    None and the reason where torch or a CUDA device is missing."""
+    try:
+        import torch  # optional baseline: loaded on use
+    except ImportError:
+        return None, "torch is not installed: no CUDA copy in best_copy"
+    if not torch.cuda.is_available():
+        return None, "torch has no CUDA device: no CUDA copy in best_copy"
+    cache: dict[int, tuple[float, float]] = {}
+
+    def measure(nbytes: int) -> tuple[float, float]:
+        half = max(16, nbytes // 2 // 16 * 16)
+        if half not in cache:
+            src = torch.empty(half, dtype=torch.uint8, device="cuda").random_(0, 255)
+            dst = torch.empty_like(src)
+            start = time.perf_counter()
+            while time.perf_counter() - start < warmup_seconds:
+                for _ in range(10):
+                    dst.copy_(src)
+                torch.cuda.synchronize()
+            samples = []
+            for _ in range(reps):
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                dst.copy_(src)
+                end.record()
+                end.synchronize()
+                samples.append(begin.elapsed_time(end) * 1e-3)
+            median = statistics.median(samples)
+            q = np.percentile(samples, [25, 75])
+            cache[half] = (2 * half / median / 1e9, float((q[1] - q[0]) / median))
+            del src, dst
+            torch.cuda.empty_cache()
+        return cache[half]
+    return measure, None
+
+
 def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
     try:
         import torch  # optional peer: loaded on use

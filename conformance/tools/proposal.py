@@ -83,6 +83,8 @@ def _add(package_dir: Path, packages: dict, proposal: Path, into: Path) -> tuple
     """The copy with ``packages``' additions for its op (from the proposal file ``proposal``), and that op."""
     dst, path, raw = _copy(package_dir, into, proposal.stem)
     op = f"{raw.get('domain')}.{raw.get('name')}"
+    if raw.get("version", 1) != 1:  # a proposal's op id names version 1; "<op id>@N" names version N
+        op = f"{op}@{raw['version']}"
     additions = packages.get(op)
     if additions is None:
         return dst, op

@@ -14,12 +14,12 @@ def device():
 
 @pytest.fixture(scope="session")
 def fast_gelu(device):
-    return load_kernel("com.microsoft.FastGelu", device=device)
+    return load_kernel("com.microsoft.FastGelu", device=device, version=1)
 
 
 @pytest.fixture(scope="session")
 def gelu(device):
-    return load_kernel("com.microsoft.Gelu", device=device)
+    return load_kernel("com.microsoft.Gelu", device=device, version=1)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from conformance.tools import bench
 
 
 def test_bench_rows_are_ratios_to_same_run_copies_and_land_in_the_json(device, tmp_path):
-    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    kernel = load_kernel("com.microsoft.Gelu", device=device, version=1)
     out = tmp_path / "bench.json"
     result = bench.run_bench([kernel], max_elements=4096, reps=3, sweep=False, write_tuning=False, out=out,
                              plot=None, warmup_seconds=0.05, peers=True)
@@ -48,3 +48,60 @@ def test_a_copy_timed_right_after_a_kernel_skips_the_timed_warm_up(device):
     start = time.perf_counter()
     timer.time_encoder(lambda enc: enc.copy_buffer_to_buffer(buf, 0, other, 0, 64))
     assert time.perf_counter() - start >= 2.0
+
+
+def test_rows_carry_best_copy_ratio_and_a_kernel_faster_than_every_copy_is_a_bench_error(device):
+    kernel = load_kernel("com.microsoft.Gelu", device=device, version=2)
+    result = bench.run_bench([kernel], max_elements=4096, reps=3, sweep=False, write_tuning=False, out=None,
+                             plot=None, warmup_seconds=0.05)
+    assert {r["variant"] for r in result["rows"]} >= {"vec4", "vec4_tail"}
+    for r in result["rows"]:
+        assert r["version"] == 2 and r["webgpu"] == "wgpu"
+        assert set(r["copies_gbps"]) >= {"copy shader vec4<u32>", "copy shader 2x vec4<u32>",
+                                         "copy shader 4x vec4<u32>", "copy_buffer_to_buffer"}
+        assert r["best_copy_gbps"] == max(r["copies_gbps"].values())
+        assert abs(r["best_copy_ratio"] - r["gbps"] / r["best_copy_gbps"]) < 1e-9
+    assert result["best_copy"]["by_size"] and result["best_copy"]["spec_peak_gbps"] is None  # llvmpipe: unknown
+    row = bench.Row("p", "v", "float32", [4], False, 256, 32, 1.0, 0.01, "timestamp", 10.0, 9.0, 8.0,
+                    best_copy_gbps=9.0, best_copy="copy shader vec4<u32>", best_copy_spread=0.01)
+    assert bench.bench_error(row) and "above 1 + noise" in bench.bench_error(row)
+    row.error = bench.bench_error(row)
+    table = bench.format_table({"device": {}, "timing": "timestamp", "rows": [bench.row_dict(row)],
+                                "bench_errors": [row.error]})
+    assert "BENCH ERROR, not a result" in table
+    row.gbps = 9.1  # within the noise
+    assert bench.bench_error(row) is None
+    assert bench.spec_peak_gbps("NVIDIA H200") == 4800.0
+
+
+def test_side_by_side_pairs_the_same_call_on_each_implementation():
+    base = {"package": "p", "version": 2, "variant": "v", "dtype": "float16", "shape": [8], "bias": False,
+            "vs_copy_shader": 1.0}
+    rows = [base | {"webgpu": "wgpu", "gbps": 100.0, "best_copy_ratio": 0.9},
+            base | {"webgpu": "dawn", "gbps": 50.0, "best_copy_ratio": 0.45},
+            base | {"webgpu": "wgpu", "shape": [16], "gbps": 1.0, "best_copy_ratio": 0.1}]
+    (entry,) = bench.side_by_side(rows)
+    assert entry["gbps"] == {"wgpu": 100.0, "dawn": 50.0} and entry["gbps_over_wgpu"] == {"dawn": 0.5}
+    assert "dawn/wgpu" in bench.format_side_by_side([entry])
+
+
+def test_webgpu_option_takes_a_list_or_all():
+    import argparse
+
+    import pytest
+
+    from conformance.cli.bench import webgpu_list
+    assert webgpu_list("wgpu,dawn") == ["wgpu", "dawn"] and webgpu_list("all") == ["wgpu", "dawn", "chromium"]
+    with pytest.raises(argparse.ArgumentTypeError):
+        webgpu_list("wgpu,naga")
+
+
+def test_a_spent_time_budget_times_nothing_more_and_says_so(device, tmp_path):
+    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    result = bench.run_implementations(["wgpu"], lambda webgpu: [kernel], out=tmp_path / "b.json", plot=None,
+                                       max_elements=4096, reps=3, sweep=False, write_tuning=False,
+                                       warmup_seconds=0.05, deadline=0.0)
+    (run,) = result["runs"]
+    assert run["rows"] == [] and "not timed: the time budget ran out" in run["truncated"]
+    assert json.loads((tmp_path / "b.json").read_text())["implementations"] == {"wgpu": "benched"}
+    assert "TRUNCATED" in bench.format_table(result)

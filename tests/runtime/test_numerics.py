@@ -76,7 +76,7 @@ def test_large_magnitudes_give_finite_correct_values(device, op, dtype):
     x = np.concatenate([mags, -mags, [0.0, -0.0]]).astype(dtype)
     for n in (len(x), 16):  # the scalar/tail path and the vec4 path
         xs = np.resize(x, n)
-        _, run, _ = check(load_kernel(op, device=device), X=xs)
+        _, run, _ = check(load_kernel(op, device=device, version=1), X=xs)
         assert np.isfinite(run.outputs["Y"]).all()
 
 

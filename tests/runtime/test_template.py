@@ -30,7 +30,7 @@ CALLS = {  # one call per variant of each manifest
 
 @pytest.mark.parametrize("op,dtype", itertools.product(CALLS, ["float32", "float16"]))
 def test_every_variant_renders_compiles_and_enables_f16_only_when_used(device, op, dtype):
-    kernel = load_kernel(op, device=device)
+    kernel = load_kernel(op, device=device, version=1)
     seen = set()
     for call in CALLS[op]:
         args = {role: (shape, dtype) for role, shape in call.items()}
@@ -48,7 +48,7 @@ def kernel_runtime(kernel):
 
 
 def test_pipelines_are_compiled_once_per_distinct_shader(device):
-    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    kernel = load_kernel("com.microsoft.Gelu", device=device, version=1)
     x = np.linspace(-3, 3, 4096, dtype=np.float32)
     kernel(X=x)
     before = device.compilations
@@ -78,7 +78,7 @@ def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy, dt
                                                      "if (i > params.count) { return; }"))
     plan, run = load_kernel(root, device=device).run(verify=True, X=np.ones(n, dtype))
     assert plan.variant == "scalar" and run.guards_intact == {"Y": False}
-    _, clean = load_kernel("com.microsoft.Gelu", device=device).run(verify=True, X=np.ones(n, dtype))
+    _, clean = load_kernel("com.microsoft.Gelu", device=device, version=1).run(verify=True, X=np.ones(n, dtype))
     assert clean.guards_intact == {"Y": True}
 
 

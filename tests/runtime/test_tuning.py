@@ -13,7 +13,7 @@ def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_
     path = tuning.write(SimpleNamespace(summary=device.summary), best)
     assert path.parent == tmp_path / "webgpu-kernel-conformance" / "tuning"   # the user's cache, not the package
     assert path.name == f"{tuning.device_key(device.summary)}.json"
-    kernel = load_kernel("com.microsoft.Gelu", device=device)
+    kernel = load_kernel("com.microsoft.Gelu", device=device, version=1)
     assert kernel.plan(X=((8,), "float32")).passes[0].dispatch.workgroup_size == 64
     assert kernel.plan(X=((8,), "float16")).passes[0].dispatch.workgroup_size == 256   # no entry: default
     assert kernel.plan(X=((6,), "float32")).passes[0].dispatch.workgroup_size == 256   # other variant
