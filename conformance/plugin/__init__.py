@@ -252,8 +252,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr = terminalreporter
     tr.section("conformance")
     if state.device:
-        tr.write_line(f"device: {state.device.get('adapter')} ({state.device.get('type')}, "
-                      f"{state.device.get('backend')}, driver {state.device.get('driver')})")
+        tr.write_line(f"device: {report.device_line(state.device)}")
     counts = Counter(v["status"] for v in state.verdicts)
     tr.write_line("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
