@@ -16,8 +16,8 @@ from pathlib import Path
 
 import cases
 from cases.calls import CallSpec, outcome
-from cases.golden import diff as golden_diff
-from cases.golden import golden_path, regenerate_command, to_yaml
+from cases.golden import compare as golden_compare
+from cases.golden import golden_path, regenerate_command
 from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
@@ -169,7 +169,7 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
         if d.new_cases is None:
             stale = path.is_file()
         else:
-            stale = bool(golden_diff(path, to_yaml(d.new_cases)))
+            stale = golden_compare(path, d.new_cases).differs   # as `cases --check` judges it
         command = regenerate_command(new.specs, new.golden)
         if stale:
             out.append(f"{d.name}: behaviour changed but {path} does not match the new manifest: run "
