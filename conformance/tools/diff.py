@@ -52,7 +52,7 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     if Path(ref).exists():
         return Side(ref, Path(ref), None)
     if _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode:
-        raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}")
+        raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}{missing_hint(repo, ref)}")
     present = [p for p in (specs_path, golden_path) if _git(repo, "cat-file", "-e", f"{ref}:{p}").returncode == 0]
     if specs_path not in present:
         raise ConformanceError(f"revision {ref} of {repo} has no {specs_path}/")
@@ -63,6 +63,18 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(dest, filter="data")
     return Side(ref, dest / specs_path, dest / golden_path if golden_path in present else None)
+
+
+def missing_hint(repo: Path, ref: str) -> str:
+    """Why a base revision can be missing in CI, and the fix: a shallow clone has no history to diff against."""
+    remote, _, branch = ref.partition("/")
+    if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        return (f"; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
+                f"base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {{fetch-depth: 0}}`) "
+                f"or run `git fetch --unshallow origin` first")
+    if remote == "origin" and branch:
+        return f"; fetch it first: `git fetch origin {branch}`"
+    return ""
 
 
 def packages(side: Side) -> dict[str, Package]:
