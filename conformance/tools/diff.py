@@ -69,9 +69,9 @@ def missing_hint(repo: Path, ref: str) -> str:
     """Why a base revision can be missing in CI, and the fix: a shallow clone has no history to diff against."""
     remote, _, branch = ref.partition("/")
     if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
-        return (f"; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
-                f"base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {{fetch-depth: 0}}`) "
-                f"or run `git fetch --unshallow origin` first")
+        return ("; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
+                "base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {fetch-depth: 0}`) "
+                "or run `git fetch --unshallow origin` first")
     if remote == "origin" and branch:
         return f"; fetch it first: `git fetch origin {branch}`"
     return ""

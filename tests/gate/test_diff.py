@@ -19,7 +19,7 @@ from cases.golden import compare as golden_compare
 from conformance.__main__ import main
 from conformance.cli.cases import main as cases_main
 from conformance.engine.package import load_package
-from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, variant
+from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, make_repo, variant
 
 
 @pytest.fixture
@@ -126,14 +126,7 @@ def test_gate_passes_a_reformat_without_golden_changes(repo, capsys):
 # -- a kernel repository's layout: every fix-it hint is a command that works as printed there ----------
 def kernel_repo(tmp_path):
     """A git repository laid out as the README's kernel repository: kernels/ and kernel-cases/."""
-    root = tmp_path / "kernel-repo"
-    shutil.copytree(ROOT / "specs" / FASTGELU, root / "kernels" / FASTGELU)
-    (root / "kernel-cases").mkdir()
-    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / "kernel-cases")
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "base")
-    return root
+    return make_repo(tmp_path / "kernel-repo", "kernels", "kernel-cases")
 
 
 def run_in(cwd, *argv):
