@@ -154,6 +154,8 @@ def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
                  "kernel-cases")
     gate = run_in(repo, *gate_args)
     assert gate.returncode == 1 and hinted_command(gate.stdout) == command, gate.stdout
+    again = re.search(r"then check again: `([^`]*)`", gate.stdout).group(1)
+    assert shlex.split(again)[1:] == list(gate_args)   # the gate itself, with --specs-path and --golden-path
     assert run_in(repo, *command).returncode == 0          # the hint, as printed, from where it was printed
     assert run_in(repo, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check").returncode == 0
     assert run_in(repo, *gate_args).returncode == 0
