@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import json
 import shlex
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -77,6 +78,54 @@ def to_yaml(cases: list[Case]) -> str:
 def load_golden(path: str | Path) -> list[Case]:
     data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return [case_from_dict(data["package"], c) for c in data.get("cases") or []]
+
+
+#: What names a call in a golden file: its arguments, profile, tunables and the kind of data (the id names the
+#: outcome, and the data's seed follows the id, so neither is part of it).
+CALL_FIELDS = ("inputs", "profile", "tunables")
+
+
+@dataclass
+class GoldenDelta:
+    """How a golden file's cases differ from what the manifests produce now, call by call.
+
+    Compared as data, not text: mappings in any order are equal (a rejection's per-variant details follow the
+    variants' priorities), lists are ordered. The same notion of change as ``diff --gate``."""
+
+    total: int                                            # calls the manifests produce now
+    added: list[str] = field(default_factory=list)        # ids of calls only the manifests produce
+    removed: list[str] = field(default_factory=list)      # ids of calls only the file holds
+    changed: list[str] = field(default_factory=list)      # same call, another outcome, id, family, markers...
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def summary(self) -> str:
+        return (f"{len(self.added)} calls added, {len(self.removed)} removed, {len(self.changed)} changed "
+                f"(of {self.total})")
+
+
+def _by_call(cases: list[dict]) -> dict[str, dict]:
+    def key(c: dict) -> str:
+        data = {k: v for k, v in (c.get("data") or {}).items() if k != "seed"}
+        return json.dumps([{k: c.get(k) for k in CALL_FIELDS}, data], sort_keys=True)
+    return {key(c): c for c in cases}
+
+
+def compare(path: Path, cases: list[Case]) -> GoldenDelta:
+    """The golden file at ``path`` (absent: no cases) against ``cases``, call by call."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    old = (yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader) or {}) if Path(path).is_file() else {}
+    new = yaml.load(to_yaml(cases), Loader=loader)   # the same round trip, so tuples and lists compare equal
+    before, after = _by_call(old.get("cases") or []), _by_call(new.get("cases") or [])
+    delta = GoldenDelta(len(after))
+    delta.added = [after[k]["id"] for k in after.keys() - before.keys()]
+    delta.removed = [before[k]["id"] for k in before.keys() - after.keys()]
+    delta.changed = [after[k]["id"] for k in after.keys() & before.keys() if after[k] != before[k]]
+    for ids in (delta.added, delta.removed, delta.changed):
+        ids.sort()
+    return delta
 
 
 def golden_path(directory: Path, package: str) -> Path:

@@ -16,11 +16,40 @@ runtime included, is driven through the same interface by :class:`conformance.ce
         def run(self, case, inputs) -> ImplResult:
             ...                                # raise Rejected(reason) when the call is refused
 
-``case`` is a :class:`cases.model.Case` (``id``, ``package`` (the op id), ``inputs`` (role -> (shape, dtype) or
-None), ``profile``, ``tunables``, ``expect``, ``markers``); ``inputs`` holds the NumPy arrays by role (None for
-an absent optional input). Register a factory under the entry point group ``conformance.implementations``
-(``name = "module:factory"``); it is called with ``device=``, ``adapter=`` and ``webgpu=`` when it accepts them
-(the ``--device``/``--adapter``/``--webgpu`` of the run), else with no arguments. Select it with ``pytest conformance/ --impl NAME``.
+``run`` gets the case and its input arrays. ``inputs`` maps each input role of the manifest to a NumPy array
+(None for an absent optional input). ``case`` is a :class:`cases.model.Case`, a frozen dataclass:
+
+================  ===============================================  ===============================================
+field             type                                             meaning
+================  ===============================================  ===============================================
+``id``            ``str``                                          the case id, e.g. ``Gelu/f32/X[4,3]/vec4``
+``package``       ``str``                                          the op id, e.g. ``com.microsoft.Gelu``
+                                                                   (``prepare``'s ``package.name``)
+``family``        ``str``                                          the case family that made it (``ranks``...)
+``inputs``        ``dict[str, tuple[tuple[int, ...], str] | None]`` role -> (shape, dtype name: ``"float32"``,
+                                                                   ``"float16"``), None when absent
+``profile``       ``conformance.engine.profile.DeviceProfile``     the device profile the manifest plans under
+                                                                   (``profile.name``: ``baseline``, ``no-f16``...)
+``tunables``      ``dict[str, int]``                               overrides of the manifest's tunables
+``data``          ``cases.data.Recipe``                            how ``inputs`` were generated (seeded)
+``expect``        ``dict``                                         the manifest's outcome: ``{"outcome":
+                                                                   "accepted", "variant", "passes", "outputs":
+                                                                   {role: {"shape", "dtype"}}}`` or ``{"outcome":
+                                                                   "rejected", "reason", "detail"}``
+``heavy``         ``bool``                                         buffers of hundreds of MB
+``markers``       ``tuple[str, ...]``                              its pytest markers
+================  ===============================================  ===============================================
+
+and ``case.accepted`` is ``expect["outcome"] == "accepted"``. ``run`` returns :class:`ImplResult` (``outputs``:
+role -> array; ``variant`` and ``dispatch`` where it has them) or raises :class:`Rejected` (``message``,
+``argument=`` the role it refuses); ``prepare`` may raise :class:`NotSupported`. A complete example, certified by
+the suite's own tests (``tests/certify/test_example_impl.py``), is ``docs/examples/numpy_gelu.py``.
+
+Register a factory under the entry point group ``conformance.implementations`` (``name = "module:factory"``), or
+pass ``--impl module:factory`` for one importable without registering; it is called with ``device=``,
+``adapter=`` and ``webgpu=`` when it accepts them (the ``--device``/``--adapter``/``--webgpu`` of the run), else
+with no arguments. Select a
+registered one with ``pytest conformance/ --impl NAME``.
 
 An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
 it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its
@@ -173,9 +202,12 @@ def _factory(spec: str) -> Callable[..., Any]:
 def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None,
                         webgpu: str = "wgpu") -> Implementation:
     known = registered()
+    if name not in known and ":" in name:  # --impl module:factory, importable but not registered
+        known[name] = name
     if name not in known:
         raise ConformanceError(f"no implementation {name!r}; known: {', '.join(sorted(known))} "
-                               f"(third parties register under the entry point group {ENTRY_POINT_GROUP!r})")
+                               f"(third parties register under the entry point group {ENTRY_POINT_GROUP!r}, "
+                               f"or pass module:factory)")
     try:
         factory = _factory(known[name])
     except (ImportError, AttributeError) as exc:

@@ -105,10 +105,25 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
     }
 
 
+def device_line(dev: dict | None) -> str:
+    """What the cases ran on, from the fields the implementation reported (none shown as '?' or empty)."""
+    if not dev:
+        return "none reported (no case ran)"
+    if not dev.get("adapter"):   # an implementation outside the device model: it runs where it runs
+        name = dev.get("implementation") or "the implementation"
+        provider = f" (provider {dev['provider']})" if dev.get("provider") else ""
+        unavailable = f"; unavailable here: {dev['available']}" if dev.get("available") else ""
+        return f"not reported: {name}{provider} runs outside the suite's device model{unavailable}"
+    details = [str(dev[k]) for k in ("type", "backend") if dev.get(k) not in (None, "", "?")]
+    if dev.get("driver"):
+        details.append(f"driver {dev['driver']}")
+    through = f" through {dev['webgpu']}" if dev.get("webgpu") else ""
+    return (f"{dev['adapter']} ({', '.join(details)})" if details else str(dev["adapter"])) + through
+
+
 def markdown(report: dict) -> str:
-    dev = report.get("device") or {}
     lines = [f"# Conformance report: {report['implementation']}", "",
-             f"Device: {dev.get('adapter', '?')} ({dev.get('backend', '?')}, {dev.get('driver', '?')})", "",
+             f"Device: {device_line(report.get('device'))}", "",
              f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
                                                            f"listed under Waivers)" if report["waivers"] else "") + "  ",
              "Totals: " + ", ".join(f"{k} {v}" for k, v in report["totals"].items() if v), ""]
@@ -123,26 +138,30 @@ def markdown(report: dict) -> str:
     for pkg in report["packages"]:
         files = ", ".join(f"`{name}` sha256 `{(digest or 'missing')[:16]}`" for name, digest in pkg["files"].items())
         lines.append(f"- **{pkg['package']}** ({pkg['root']}): {files}")
-    lines += ["", "## Results", "", "| package | variant | dtype | passed | failed | skipped | xfailed | worst error / allowed |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "## Results", "", "| package | variant | dtype | passed | failed | skipped | xfailed | "
+              "not applicable | worst error / allowed |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for pkg, variants in report["summary"].items():
         for variant, dtypes in variants.items():
             for dtype, cell in dtypes.items():
                 ratio = "" if cell["worst_ratio"] is None else f"{cell['worst_ratio']:.3g}"
                 lines.append(f"| {pkg} | {variant} | {dtype} | {cell['passed']} | {cell['failed']} | "
-                             f"{cell['skipped']} | {cell['xfailed']} | {ratio} |")
+                             f"{cell['skipped']} | {cell['xfailed']} | {cell[NOT_APPLICABLE]} | {ratio} |")
     failed = [v for v in report["cases"] if v["status"] in ("failed", "xpassed", "not-run")]
     if failed:
         lines += ["", "## Failures", ""]
-        lines += [f"- `{v['id']}` ({v['status']}): {v['detail'].splitlines()[0] if v['detail'] else ''}"
-                  for v in failed]
+        for v in failed:  # the whole message: a value failure's table of worst elements is the evidence
+            lines += [f"- `{v['id']}` ({v['status']})", ""] + _block(v.get("detail") or "") + [""]
     if report["waivers"]:
         lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
                   "the case failed as shown.", ""]
         for w in report["waivers"]:
-            lines += [f"- `{w['id']}`: waived by `{w['pattern']}` ({w['reason']})", "", "  ```"]
-            lines += [f"  {line}" for line in w["waived"].splitlines()] + ["  ```", ""]
+            lines += [f"- `{w['id']}`: waived by `{w['pattern']}` ({w['reason']})", ""] + _block(w["waived"]) + [""]
     return "\n".join(lines) + "\n" + _outside_sections(report)
+
+
+def _block(text: str) -> list[str]:
+    """``text`` verbatim, as a code block inside a list item."""
+    return ["  ```"] + [f"  {line}" for line in text.splitlines()] + ["  ```"]
 
 
 def _outside_sections(data: dict) -> str:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, diff, digest_path, golden_digest, regenerate_command
+from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
 from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
@@ -49,13 +49,15 @@ def run(args) -> int:
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    stale = 0
+    stale, checked = 0, []   # checked: (package, path, calls delta, text diff), summarized before the diffs
     for package in packages:
         try:
-            stale += one_package(args, package)
+            stale += one_package(args, package, checked)
         except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
             print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
             failed += 1
+    if checked:
+        stale += report_check(checked, regenerate_command(args.specs, args.out))
     return 2 if failed else 1 if stale else 0
 
 
@@ -78,32 +80,59 @@ def load_all(dirs) -> tuple[list, int]:
     return packages, failed
 
 
-def one_package(args, package) -> int:
-    """Write, check or report the coverage of one package's golden file; 1 when it is stale or incomplete."""
+def one_package(args, package, checked: list) -> int:
+    """Write, or collect in ``checked`` for the check, or report the coverage of one package's golden file;
+    1 when its coverage is incomplete."""
     if args.coverage:
         report = coverage(package)
         print(report.report())
         return int(not report.complete)
     start = time.perf_counter()
-    text = to_yaml(generate(package))
+    generated = generate(package)
+    text = to_yaml(generated)
     elapsed = time.perf_counter() - start
     path = golden_path(args.out, package.name)
     if args.check:
-        delta = diff(path, text)
-        if delta:
-            print(f"{path}: out of date (run `{regenerate_command(args.specs, args.out)}` and review "
-                  f"the diff)\n{delta}")
-            return 1
         sidecar = digest_path(args.out, package.name)
         if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
-            print(f"{path}: up to date, but its digest file {sidecar.name} is not (run "
+            print(f"{path}: its digest file {sidecar.name} is out of date (run "
                   f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
                   f"loading them")
-        else:
-            print(f"{path}: up to date")
+        checked.append((package.name, path, compare(path, generated), diff(path, text)))
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
     write_output(digest_path(args.out, package.name), golden_digest(package) + "\n")
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return 0
+
+
+def report_check(checked: list, command: str) -> int:
+    """Print the summary per package (calls added, removed, changed), then each out-of-date file's diff.
+
+    A file that differs only in how it is written (the order of a mapping's keys: a rejection's per-variant
+    details follow the variants' priorities) holds the same calls and outcomes: not a behaviour change, as
+    ``diff --gate`` judges it too, so it does not fail the check. Returns the number of out-of-date files."""
+    stale = 0
+    print("golden case files against the manifests:")
+    for name, path, delta, text in checked:
+        if delta.differs:
+            stale += 1
+            print(f"  {name}: {delta.summary()}: out of date")
+        elif text:
+            print(f"  {name}: same calls and outcomes, written differently (not a behaviour change)")
+        else:
+            print(f"  {name}: up to date")
+    if stale:
+        print(f"run `{command}`, review the diff and commit it")
+    for name, path, delta, text in checked:
+        if delta.differs:
+            print(f"\n{path}: out of date ({delta.summary()})")
+            for label, ids in (("added", delta.added), ("removed", delta.removed), ("changed", delta.changed)):
+                print("".join(f"  {label}: {i}\n" for i in ids[:20]), end="")
+                if len(ids) > 20:
+                    print(f"  ... and {len(ids) - 20} more {label}")
+            print(text)
+        elif text:
+            print(f"{path}: same calls and outcomes; `{command}` rewrites it as generated")
+    return stale

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import tempfile
 import time
@@ -26,6 +27,8 @@ def _diff(args) -> int:
         print(d.table(diffs))
         for line in gate or ():
             print(f"unacknowledged: {line}")
+        if gate:
+            print(f"then check again: `{gate_command(args)}`")
         if args.gate and changed and not gate:
             print("gate: behaviour changes are acknowledged by the updated golden case files")
     print(f"diff {sides[0].label} -> {sides[1].label}: {'changes' if changed else 'no change'} "
@@ -33,6 +36,16 @@ def _diff(args) -> int:
     if args.gate:
         return 1 if gate else 0
     return 1 if changed else 0
+
+
+def gate_command(args) -> str:
+    """This gate as typed again: the revisions, and --repo, --specs-path, --golden-path where not the defaults."""
+    words = ["python", "-m", "conformance", "diff", args.old, *([args.new] if args.new else []), "--gate"]
+    for flag, value, default in (("--repo", args.repo, None), ("--specs-path", args.specs_path, "specs"),
+                                 ("--golden-path", args.golden_path, "cases")):
+        if value != default:
+            words += [flag, str(value)]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def register(sub) -> None:

@@ -293,8 +293,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         dev, mine = col.get("device") or {}, [v for v in state.verdicts if v.get("column", "") == slug]
         name = f"column {slug}: " if len(state.columns) > 1 else ""
         if dev.get("adapter"):
-            tr.write_line(f"{name}device: {dev.get('adapter')} ({dev.get('type')}, {dev.get('backend')}, "
-                          f"driver {dev.get('driver')}) through {dev.get('webgpu')}")
+            tr.write_line(f"{name}device: {report.device_line(dev)}")
         if col.get("error"):
             tr.write_line(f"{name}ERROR: {col['error']}")
         if len(state.columns) > 1:

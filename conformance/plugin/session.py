@@ -128,7 +128,8 @@ class CaseRunner:
         impl = self.checker(column).impl
         if hasattr(impl, "describe"):
             return impl.describe()
-        return {"adapter": impl.name, "backend": getattr(impl, "provider", "?"), "driver": "",
+        # outside the device model: no adapter of ours; what it runs on is its own (a provider, where it says)
+        return {"implementation": impl.name, "provider": getattr(impl, "provider", None),
                 "available": impl.available()}
 
     # -- pytest ---------------------------------------------------------------------------------

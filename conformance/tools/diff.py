@@ -17,8 +17,8 @@ from pathlib import Path
 
 import cases
 from cases.calls import CallSpec, outcome
-from cases.golden import diff as golden_diff
-from cases.golden import golden_path, regenerate_command, to_yaml
+from cases.golden import compare as golden_compare
+from cases.golden import golden_path, regenerate_command
 from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
@@ -65,6 +65,8 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
         if not Path(ref).is_dir():
             raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}")
         return Side(ref, Path(ref), None)
+    if _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode:
+        raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}{missing_hint(repo, ref)}")
     present = [p for p in (specs_path, golden_path) if _git(repo, "cat-file", "-e", f"{ref}:{p}").returncode == 0]
     if specs_path not in present:
         raise ConformanceError(f"revision {ref} of {repo} has no {specs_path}/")
@@ -75,6 +77,18 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(dest, filter="data")
     return Side(ref, dest / specs_path, dest / golden_path if golden_path in present else None)
+
+
+def missing_hint(repo: Path, ref: str) -> str:
+    """Why a base revision can be missing in CI, and the fix: a shallow clone has no history to diff against."""
+    remote, _, branch = ref.partition("/")
+    if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        return ("; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
+                "base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {fetch-depth: 0}`) "
+                "or run `git fetch --unshallow origin` first")
+    if remote == "origin" and branch:
+        return f"; fetch it first: `git fetch origin {branch}`"
+    return ""
 
 
 def packages(side: Side) -> dict[str, Package]:
@@ -189,7 +203,7 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
         if d.new_cases is None:
             stale = path.is_file()
         else:
-            stale = bool(golden_diff(path, to_yaml(d.new_cases)))
+            stale = golden_compare(path, d.new_cases).differs   # as `cases --check` judges it
         command = regenerate_command(new.specs, new.golden)
         if stale:
             out.append(f"{d.name}: behaviour changed but {path} does not match the new manifest: run "

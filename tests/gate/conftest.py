@@ -51,14 +51,19 @@ def git(repo: pathlib.Path, *args: str) -> str:
     return out.stdout
 
 
-@pytest.fixture
-def repo(tmp_path):
-    """A git repository holding FastGelu's package and golden file, committed once."""
-    root = tmp_path / "repo"
-    shutil.copytree(ROOT / "specs" / FASTGELU, root / "specs" / FASTGELU)
-    (root / "cases").mkdir()
-    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / "cases")
+def make_repo(root: pathlib.Path, specs: str = "specs", golden: str = "cases") -> pathlib.Path:
+    """A git repository at ``root`` holding FastGelu's package in ``specs/`` and its golden file in ``golden/``,
+    committed once (``kernels``, ``kernel-cases``: the README's kernel repository)."""
+    shutil.copytree(ROOT / "specs" / FASTGELU, root / specs / FASTGELU)
+    (root / golden).mkdir()
+    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / golden)
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "base")
     return root
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """The suite's own layout: specs/ and cases/."""
+    return make_repo(tmp_path / "repo")

@@ -11,9 +11,15 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
+import cases
+from cases.golden import HEADER, _Dumper
+from cases.golden import compare as golden_compare
 from conformance.__main__ import main
-from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, variant
+from conformance.cli.cases import main as cases_main
+from conformance.engine.package import load_package
+from tests.gate.conftest import FASTGELU, ROOT, edit_manifest, git, make_repo, variant
 
 
 @pytest.fixture
@@ -120,14 +126,7 @@ def test_gate_passes_a_reformat_without_golden_changes(repo, capsys):
 # -- a kernel repository's layout: every fix-it hint is a command that works as printed there ----------
 def kernel_repo(tmp_path):
     """A git repository laid out as the README's kernel repository: kernels/ and kernel-cases/."""
-    root = tmp_path / "kernel-repo"
-    shutil.copytree(ROOT / "specs" / FASTGELU, root / "kernels" / FASTGELU)
-    (root / "kernel-cases").mkdir()
-    shutil.copy(ROOT / "cases" / f"{FASTGELU}.yaml", root / "kernel-cases")
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "base")
-    return root
+    return make_repo(tmp_path / "kernel-repo", "kernels", "kernel-cases")
 
 
 def run_in(cwd, *argv):
@@ -155,6 +154,8 @@ def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
                  "kernel-cases")
     gate = run_in(repo, *gate_args)
     assert gate.returncode == 1 and hinted_command(gate.stdout) == command, gate.stdout
+    again = re.search(r"then check again: `([^`]*)`", gate.stdout).group(1)
+    assert shlex.split(again)[1:] == list(gate_args)   # the gate itself, with --specs-path and --golden-path
     assert run_in(repo, *command).returncode == 0          # the hint, as printed, from where it was printed
     assert run_in(repo, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check").returncode == 0
     assert run_in(repo, *gate_args).returncode == 0
@@ -169,3 +170,40 @@ def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
     check = run_in(sub, "-m", "cases", "--specs", "../kernels", "--out", "../kernel-cases", "--check")
     assert hinted_command(check.stdout) == ["-m", "cases", "--specs", str(repo / "kernels"), "--out",
                                             str(repo / "kernel-cases")]
+
+
+# -- cases --check and diff --gate: one notion of a behaviour change -------------------------------------
+def reorder_rejection_details(golden) -> int:
+    """Write the golden file again with every per-variant rejection detail in reverse order; how many."""
+    data = yaml.safe_load(golden.read_text())
+    reordered = 0
+    for case in data["cases"]:
+        detail = case["expect"].get("detail")
+        if isinstance(detail, dict) and len(detail) > 1:
+            case["expect"]["detail"] = dict(reversed(list(detail.items())))
+            reordered += 1
+    golden.write_text(HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True))
+    return reordered
+
+
+def test_check_summarizes_and_agrees_with_the_gate(repo, capsys):
+    specs, golden = repo / "specs", repo / "cases" / f"{FASTGELU}.yaml"
+    edit_manifest(specs / FASTGELU, swap_tail_and_scalar)
+    assert cases_main(["--specs", str(specs), "--out", str(repo / "cases"), "--check"]) == 1
+    out = capsys.readouterr().out
+    summary = re.search(rf"  {re.escape(FASTGELU)}: (\d+) calls added, (\d+) removed, (\d+) changed \(of \d+\): "
+                        rf"out of date", out)
+    assert summary and summary.start() < out.index("@@"), out[:2000]   # the summary comes above the diff
+    delta = golden_compare(golden, cases.generate(load_package(specs / FASTGELU)))
+    assert [len(delta.added), len(delta.removed), len(delta.changed)] == [int(g) for g in summary.groups()]
+    code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
+    assert code == 1
+    listed = {c.split("#")[0] for c in delta.added + delta.removed + delta.changed}
+    assert {c.split("#")[0] for c in changes(report)} <= listed   # each change the gate sees, --check sees
+    regenerate_golden(repo)
+    # the same calls and outcomes, the rejection details in another order: neither tool calls that a change
+    assert reorder_rejection_details(golden) > 10
+    assert cases_main(["--specs", str(specs), "--out", str(repo / "cases"), "--check"]) == 0
+    assert "same calls and outcomes, written differently (not a behaviour change)" in capsys.readouterr().out
+    code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
+    assert code == 0 and report["changed"] and report["unacknowledged"] == []
