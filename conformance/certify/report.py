@@ -52,14 +52,15 @@ def divergences(verdicts) -> dict:
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
-          skipped_reasons: dict[str, int], deselected_heavy: int) -> dict:
+          skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
     return {
         "implementation": implementation,
+        "interrupted": interrupted,     # a partial report: the run was stopped (Ctrl-C) before every case ran
         "packages": identity,
         "device": device,
         "totals": totals,
-        "conforms": totals["failed"] == 0 and totals["xpassed"] == 0 and totals["not-run"] == 0,
+        "conforms": not interrupted and totals["failed"] == 0 and totals["xpassed"] == 0 and totals["not-run"] == 0,
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
         "deselected_heavy": deselected_heavy,
@@ -74,7 +75,8 @@ def markdown(report: dict) -> str:
     dev = report.get("device") or {}
     lines = [f"# Conformance report: {report['implementation']}", "",
              f"Device: {dev.get('adapter', '?')} ({dev.get('backend', '?')}, {dev.get('driver', '?')})", "",
-             "Result: **" + ("conforms" if report["conforms"] else "does not conform") + "**  ",
+             "Result: **" + ("conforms" if report["conforms"] else "does not conform") + "**"
+             + (" (interrupted: a partial report)" if report.get("interrupted") else "") + "  ",
              "Totals: " + ", ".join(f"{k} {v}" for k, v in report["totals"].items() if v), ""]
     if report["deselected_heavy"]:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")

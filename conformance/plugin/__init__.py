@@ -11,7 +11,11 @@ xdist controller writes the report without loading the engine.
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
+import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -68,6 +72,8 @@ class RunState:
         self.identity: list[dict] = []
         self.device: dict | None = None
         self.heavy_total = 0
+        self.interrupted = False
+        self.previous_sigint = None
 
     def rerun_command(self, nodeid: str) -> str:
         parts = ["pytest", nodeid, f"--device={self.backend}"]
@@ -107,6 +113,31 @@ def pytest_configure(config):
             report.check_paths(Path(path))
         except ConformanceError as err:
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
+    if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
+        state = state_of(config)
+        state.previous_sigint = signal.signal(signal.SIGINT, _on_interrupt(state))
+
+
+def _on_interrupt(state: RunState):
+    """Ctrl-C once: stop after the running case (its device work is abandoned, the device released), then write
+    the partial report marked interrupted. Twice: exit at once (status 130)."""
+    def handler(signum, frame):
+        if state.interrupted:
+            sys.stderr.write("\nconformance: interrupted again: exiting now, without the report\n")
+            sys.stderr.flush()
+            os._exit(130)
+        state.interrupted = True
+        sys.stderr.write("\nconformance: interrupted: stopping and writing the partial report "
+                         "(Ctrl-C again to exit at once)\n")
+        raise KeyboardInterrupt
+    return handler
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.previous_sigint is not None and \
+            threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, state.previous_sigint)
     config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
     config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
 
@@ -218,19 +249,20 @@ def pytest_sessionfinish(session, exitstatus):
     state = config.stash.get(_STATE, None)
     if not path or state is None or hasattr(config, "workerinput"):
         return
+    interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
     ran = {v["id"] for v in state.verdicts}
     verdicts = list(state.verdicts)
+    why = "the run was interrupted before it" if interrupted else "no result (the worker running it died)"
     for nodeid in sorted(state.expected_ids):
         case_id = nodeid.split("[", 1)[1][:-1] if "[" in nodeid else nodeid
         if case_id not in ran:
             verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
-                             "family": "?", "status": "not-run", "worst_ratio": None,
-                             "detail": "no result (the worker running it died, or the run was interrupted)"})
+                             "family": "?", "status": "not-run", "worst_ratio": None, "detail": why})
     skipped = dict(Counter(v["detail"] for v in verdicts if v["status"] == "skipped"))
     heavy = state.deselected_heavy or (0 if config.getoption("run_heavy") else state.heavy_total)
     data = report.build(verdicts, identity=state.identity, device=state.device,
                         implementation="manifest-runtime" if state.impl_name == "manifest" else state.impl_name,
-                        skipped_reasons=skipped, deselected_heavy=heavy)
+                        skipped_reasons=skipped, deselected_heavy=heavy, interrupted=interrupted)
     report.write(data, Path(path))
     if not data["conforms"] and session.exitstatus == 0:
         session.exitstatus = 1
