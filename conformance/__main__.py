@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
-from conformance.cli import COMMANDS
-from conformance.errors import ConformanceError
+# ``python -m conformance`` puts the current directory first on sys.path: in a kernel repository with a folder
+# of its own named ``cases/`` (golden files) or ``reference/``, that folder would shadow this project's package
+# of the name. Only this project's own root may stay first.
+if sys.path and Path(sys.path[0] or ".").resolve() != Path(__file__).resolve().parents[1]:
+    del sys.path[0]
+
+from conformance.cli import COMMANDS  # noqa: E402  (after the sys.path fix above)
+from conformance.errors import ConformanceError  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -82,11 +82,12 @@ def result_of(totals: dict) -> str:
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
-          skipped_reasons: dict[str, int], deselected_heavy: int) -> dict:
+          skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
-    result = result_of(totals)
+    result = "does-not-conform" if interrupted else result_of(totals)
     return {
         "implementation": implementation,
+        "interrupted": interrupted,     # a partial report: the run was stopped (Ctrl-C) before every case ran
         "packages": identity,
         "device": device,
         "totals": totals,
@@ -125,7 +126,8 @@ def markdown(report: dict) -> str:
     lines = [f"# Conformance report: {report['implementation']}", "",
              f"Device: {device_line(report.get('device'))}", "",
              f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
-                                                           f"listed under Waivers)" if report["waivers"] else "") + "  ",
+                                                           f"listed under Waivers)" if report["waivers"] else "")
+             + (" (interrupted: a partial report)" if report.get("interrupted") else "") + "  ",
              "Totals: " + ", ".join(f"{k} {v}" for k, v in report["totals"].items() if v), ""]
     if report["deselected_heavy"]:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")

@@ -117,11 +117,14 @@ def test_json_path(package: Package) -> Path | None:
 
 def load_test_cases(package: Package, path: Path | None = None) -> list:
     """The stored cases of ``test.json`` as ``cases.Case`` objects with a ``stored`` attribute."""
+    root = package.root if path is None else Path(path).parent   # a caller's own file: confined to its folder
     path = path or test_json_path(package)
     if path is None:
         return []
     try:
-        data = json.loads(read_confined(package.root, path, MAX_DATA_FILE))
+        data = json.loads(read_confined(root, path, MAX_DATA_FILE))
+    except ManifestError:
+        raise
     except (ValueError, RecursionError) as exc:
         raise ManifestError(f"cannot read it: {exc}", file=str(path)) from None
     if not isinstance(data, dict):

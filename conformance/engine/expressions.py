@@ -38,6 +38,9 @@ from conformance.errors import ExpressionError
 
 MAX_SOURCE = 2000
 MAX_INLINED_NODES = 2000
+#: Nodes compiled per manifest, all expressions and variants together (Jinja compiles ~10,000 nodes a second
+#: here, so about 2 s); identical inlined expressions of different variants compile once.
+MAX_COMPILED_NODES = 20000
 MAX_INT_BITS = 128
 MAX_STRING = 4096
 
@@ -391,6 +394,13 @@ class RuleTable:
             self._sizes[name] = self._tree_size(self.rules[name].tree, stack + [name])
         return self._sizes[name]
 
+    def inlined_size(self, tree: nodes.Expr, pointer: str = "") -> int:
+        """The node count of ``tree`` once rules are inlined (counting stops past MAX_INLINED_NODES)."""
+        try:
+            return self._tree_size(tree, [])
+        except RecursionError:
+            raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
+
     def inline(self, tree: nodes.Expr, pointer: str = "") -> nodes.Expr:
         """A copy of ``tree`` with every rule name replaced by the rule's own (inlined) tree."""
         try:
@@ -457,7 +467,7 @@ class Compiled:
         body.set_environment(SANDBOX)
         try:
             template = SANDBOX.from_string(body)
-        except RecursionError:
+        except (RecursionError, SyntaxError, MemoryError):   # Python's parser: "too many nested parentheses"
             raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
         except TemplateError as exc:
             raise ExpressionError(str(exc), source=source, pointer=pointer, file=file) from None
@@ -487,11 +497,34 @@ class Compiled:
                                   file=self.file) from None
 
 
-class Evaluator:
-    """Compiles expressions against a rule table, caching by tree (then by source text)."""
+class Compilations:
+    """What the evaluators of one manifest compiled: by inlined source text (shared by every variant, so a
+    predicate the variants share compiles once) and the nodes compiled so far, capped at MAX_COMPILED_NODES."""
 
-    def __init__(self, table: RuleTable):
+    def __init__(self):
+        self.by_source: dict[str, Compiled] = {}
+        self.nodes = 0
+
+    def get(self, inlined: nodes.Expr, *, source: str, pointer: str, file: str | None) -> Compiled:
+        key = unparse(inlined)
+        hit = self.by_source.get(key)
+        if hit is None:
+            self.nodes += sum(1 for _ in _self_and_descendants(inlined, nodes.Node))
+            if self.nodes > MAX_COMPILED_NODES:
+                raise ExpressionError(f"the manifest's expressions add up to more than {MAX_COMPILED_NODES} nodes "
+                                      f"once rules are inlined (each distinct expression counts once)",
+                                      source=source, pointer=pointer, file=file)
+            hit = self.by_source[key] = Compiled(inlined, source=source, pointer=pointer, file=file)
+        return hit
+
+
+class Evaluator:
+    """Compiles expressions against a rule table, caching by tree (then by source text, then by inlined text in
+    ``compilations``, which the evaluators of one manifest share)."""
+
+    def __init__(self, table: RuleTable, compilations: Compilations | None = None):
         self.table = table
+        self.compilations = compilations if compilations is not None else Compilations()
         self._cache: dict[str, Compiled] = {}
         self._by_tree: dict[int, tuple[nodes.Expr, Compiled]] = {}  # the tree is kept so its id stays unique
 
@@ -502,7 +535,8 @@ class Evaluator:
         source = unparse(tree)
         hit = self._cache.get(source)
         if hit is None:
-            hit = Compiled(self.table.inline(tree, pointer), source=source, pointer=pointer, file=self.table.file)
+            hit = self.compilations.get(self.table.inline(tree, pointer), source=source, pointer=pointer,
+                                        file=self.table.file)
             self._cache[source] = hit
         self._by_tree[id(tree)] = (tree, hit)
         return hit

@@ -20,7 +20,16 @@ import numpy as np
 from jinja2 import nodes
 
 from conformance.engine.dtypes import WGSL_DTYPE
-from conformance.engine.expressions import BUILTIN_NAMES, Evaluator, Rule, RuleTable, attribute_paths, names_used, parse
+from conformance.engine.expressions import (
+    BUILTIN_NAMES,
+    Compilations,
+    Evaluator,
+    Rule,
+    RuleTable,
+    attribute_paths,
+    names_used,
+    parse,
+)
 from conformance.engine.profile import LIMIT_NAMES
 from conformance.errors import ExpressionError, ManifestError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
@@ -174,6 +183,15 @@ def _reject_duplicate_keys(pairs):
     return seen
 
 
+#: Expressions (derive rules, constants, predicates, dispatch, fields...) per manifest: parsing costs ~0.5 ms
+#: each, so about 1 s; the shipped manifests have under 100.
+MAX_EXPRESSIONS = 2000
+#: Nodes of every variant's ``when`` predicates once rules are inlined, summed: planning one call may evaluate all
+#: of them, and the case generator plans thousands of calls (FastGelu uses about 1,000).
+MAX_PREDICATE_NODES = 5000
+#: JSON values (objects, arrays and scalars) per manifest: schema validation and parsing grow with it; the
+#: shipped manifests hold about 300.
+MAX_JSON_VALUES = 20000
 #: How deep a manifest's JSON may nest (the shipped ones reach 10, proposals 12): deeper is refused before anything recurses into it.
 MAX_DEPTH = 64
 
@@ -217,7 +235,23 @@ def parse_json(text: str, file: str) -> Any:
         raise ManifestError(f"malformed JSON: {exc}", file=file) from None
     except RecursionError:
         raise ManifestError("malformed JSON: nested too deeply", file=file) from None
-    return _plain(raw, file)
+    plain = _plain(raw, file)
+    values = _count_values(plain)
+    if values > MAX_JSON_VALUES:   # before the schema and the expressions, whose cost grows with it
+        raise ManifestError(f"{values} JSON values, more than the {MAX_JSON_VALUES} a manifest may hold", file=file)
+    return plain
+
+
+def _count_values(value) -> int:
+    count, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        count += 1
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return count
 
 
 def _bad_constant(name: str):
@@ -245,6 +279,9 @@ class Manifest:
         self.file = file
         self.directory = directory
         self.sha256 = hashlib.sha256(text if text is not None else json.dumps(raw, sort_keys=True).encode()).hexdigest()
+        self.compilations = Compilations()   # shared by every variant's evaluator: one compile budget
+        self._parsed = 0
+        self._predicate_nodes = 0
         problems = Problems(file)
         schema_problems(raw, problems)
         problems.raise_if_any()
@@ -253,6 +290,10 @@ class Manifest:
 
     # -- construction -----------------------------------------------------------------------
     def _parse(self, source, pointer, problems) -> Expr | None:
+        self._parsed += 1
+        if self._parsed > MAX_EXPRESSIONS:   # stop at once: parsing is ~0.5 ms an expression
+            problems.add(pointer, f"more than {MAX_EXPRESSIONS} expressions in one manifest")
+            problems.raise_if_any()
         try:
             return Expr(parse(source, pointer=pointer, file=self.file), pointer)
         except ExpressionError as exc:
@@ -456,6 +497,14 @@ class Manifest:
                      if (e := self._parse(src, _pointer_join(vp, "when", j), problems)) is not None)
         for expr in when:
             self._check_names(expr, set(rules), problems)
+            try:     # what choosing a variant evaluates, summed over the variants: every call pays it
+                self._predicate_nodes += table.inlined_size(expr.tree, expr.pointer)
+            except ExpressionError as exc:
+                problems.add(exc.pointer or expr.pointer, exc.detail)
+            if self._predicate_nodes > MAX_PREDICATE_NODES:
+                problems.add(expr.pointer, f"the variants' predicates add up to more than {MAX_PREDICATE_NODES} nodes "
+                                           f"once rules are inlined (each call may evaluate all of them)")
+                problems.raise_if_any()
         passes = []
         pass_ids = set()
         for j, raw_pass in enumerate(raw_variant["passes"]):
@@ -490,7 +539,7 @@ class Manifest:
                     self._check_names(expr, set(rules), problems)
             passes.append(PassSpec(raw_pass["id"], raw_pass["name"], raw_pass["shader"], specs, threads, wg, pp))
         return VariantSpec(raw_variant["id"], raw_variant["priority"], when, constant_names, tuple(passes),
-                           Evaluator(table), vp)
+                           Evaluator(table, self.compilations), vp)
 
     def _check_variant_ids(self, problems: Problems):
         ids, priorities = {}, {}

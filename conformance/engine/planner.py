@@ -54,7 +54,7 @@ class Planner:
 
     def __init__(self, manifest: Manifest):
         self.manifest = manifest
-        self._outputs_eval = Evaluator(RuleTable({}, file=manifest.file))
+        self._outputs_eval = Evaluator(RuleTable({}, file=manifest.file), manifest.compilations)
 
     def plan(self, call: Call) -> Plan:
         m = self.manifest

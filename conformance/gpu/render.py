@@ -14,6 +14,7 @@ import re
 import sys
 import time
 import traceback
+import weakref
 
 from jinja2 import FunctionLoader, StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
@@ -29,7 +30,10 @@ from conformance.errors import TemplateError
 MAX_OUTPUT = 1 << 20
 MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build
 MAX_INT_BITS = 4096        # the largest integer '**' may build
-RENDER_TIME_LIMIT = 1.0    # seconds of template code per render (loops included)
+RENDER_TIME_LIMIT = 1.0    # seconds of template code per render (loops included, checked inside every operation)
+MAX_TEMPLATE = 64 << 10    # bytes of one template: compiling is outside the time limit, ~0.8 s at this size
+PACKAGE_RENDER_BUDGET = 30.0  # seconds of compiling and rendering per loaded package, all its renders together
+_SPENT: "weakref.WeakKeyDictionary[Package, float]" = weakref.WeakKeyDictionary()   # loaded package -> seconds
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
 _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or nested width/precision
 
@@ -88,6 +92,8 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
 
     def _load(self, name: str):
         text = self.package.read_template(name)
+        if len(text.encode("utf-8")) > MAX_TEMPLATE:
+            raise TemplateError(f"{self.package.root / name}: template is larger than {MAX_TEMPLATE} bytes")
         self.sources[name] = template_digest(text)
         return text, str(self.package.template_path(name)), lambda: True
 
@@ -100,7 +106,30 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
                                           filename)
         return tree
 
+    deadline = math.inf
+
+    def check_time(self):
+        """The render's time limit, checked in every intercepted operation (a long line is many of them)."""
+        if time.monotonic() > self.deadline:
+            raise SecurityError(f"rendering took longer than {RENDER_TIME_LIMIT:g} s")
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's signature)
+        """Every call: the time limit, and string methods (center, ljust, replace, join...) held to MAX_VALUE."""
+        __self.check_time()
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            for arg in (*args, *kwargs.values()):
+                if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_VALUE:
+                    raise SecurityError(f"str.{__obj.__name__}: argument {arg} is too large")
+            if _str_call_bound(owner, __obj.__name__, args) > MAX_VALUE:
+                raise SecurityError(f"str.{__obj.__name__}: the result could be longer than {MAX_VALUE}")
+        result = super().call(__context, __obj, *args, **kwargs)
+        if isinstance(result, (str, list, tuple)) and len(result) > MAX_VALUE:
+            raise SecurityError(f"a call built a result longer than {MAX_VALUE}")
+        return result
+
     def concat(self, parts):
+        self.check_time()
         text = "".join(str(p) for p in parts)
         if len(text) > MAX_VALUE:
             raise SecurityError(f"'~' built a string longer than {MAX_VALUE}")
@@ -115,6 +144,10 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return wrapped
 
     def call_binop(self, context, operator, left, right):
+        self.check_time()
+        if isinstance(left, int) and isinstance(right, int) and operator in ("*", "+") and \
+                left.bit_length() + right.bit_length() > MAX_INT_BITS:
+            raise SecurityError(f"'{operator}' would build an integer of more than {MAX_INT_BITS} bits")
         if operator == "*":
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_VALUE:
@@ -131,9 +164,21 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+def _str_call_bound(owner: str, method: str, args: tuple) -> int:
+    """An upper bound on the length of ``owner.method(*args)`` for the methods that can grow a string."""
+    ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    if method == "replace" and len(args) >= 2 and isinstance(args[1], str):
+        return len(owner) * max(1, len(args[1])) + len(args[1])
+    if method == "join" and args and isinstance(args[0], (list, tuple)):
+        return len(owner) * len(args[0]) + sum(len(str(p)) for p in args[0])
+    if method == "expandtabs":
+        return len(owner) * max([8, *ints])
+    return max([len(owner), *ints])   # center, ljust, rjust, zfill: the width; the others shrink or keep
+
+
 def _generate_bounded(env, template, ctx) -> str:
     """Render with a time budget on the template's own code and a cap on the output while it streams."""
-    deadline = time.monotonic() + RENDER_TIME_LIMIT
+    deadline = env.deadline = time.monotonic() + RENDER_TIME_LIMIT
 
     def line(frame, event, arg):
         if time.monotonic() > deadline:
@@ -196,6 +241,11 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
     env = _TemplateSandbox(package)
     name = pass_plan.shader
+    spent_key = package
+    if _SPENT.get(spent_key, 0.0) > PACKAGE_RENDER_BUDGET:
+        raise TemplateError(f"{package.root / name}: the package has spent its {PACKAGE_RENDER_BUDGET:g} s of "
+                            f"template compiling and rendering (PACKAGE_RENDER_BUDGET)")
+    start = time.monotonic()
     try:
         template = env.get_template(name)
         text = _generate_bounded(env, template, context(plan, pass_plan))
@@ -204,6 +254,8 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
         raise (exc if where in str(exc) else TemplateError(f"{where}: {exc}")) from None
     except TemplateSyntaxError as exc:
         raise TemplateError(f"{package.root / name}:{exc.lineno}: template syntax error: {exc.message}") from None
+    except SyntaxError as exc:   # Python's own limits on the compiled template ("too many nested parentheses")
+        raise TemplateError(f"{package.root / name}:?: template nested too deeply to compile: {exc.msg}") from None
     except UndefinedError as exc:
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: pass {pass_plan.name} (variant {plan.variant}): "
@@ -215,4 +267,6 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
             from None
+    finally:
+        _SPENT[spent_key] = _SPENT.get(spent_key, 0.0) + time.monotonic() - start
     return text, dict(env.sources)

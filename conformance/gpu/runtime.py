@@ -37,9 +37,28 @@ from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu.device import Device, abandon
 from conformance.gpu.render import render_with_sources, template_digest
 
-GUARD_BYTES = 256
+#: The guard after each output: GUARD_RATIO times the output's size, at least GUARD_MIN_BYTES, at most
+#: GUARD_MAX_BYTES (and within the device's buffer and binding limits). A write up to that far past the end
+#: is caught: from 16 Ki f32 elements for the smallest outputs to 3 x count (an element index used as a
+#: vec4 index reaches 4 x count) for outputs up to 5.3 MiB, and 16 MiB (4 Mi f32 elements) beyond.
+GUARD_RATIO = 3
+GUARD_MIN_BYTES = 64 << 10
+GUARD_MAX_BYTES = 16 << 20
 GUARD_WORD = 0x7FC0_DEAD  # a NaN payload no kernel computes by accident
-GUARD = np.full(GUARD_BYTES // 4, GUARD_WORD, dtype=np.uint32).tobytes()
+GUARD = np.array([GUARD_WORD], dtype=np.uint32).tobytes()   # one guard word
+
+
+def guard_bytes(nbytes: int, limits: dict) -> int:
+    """The guard after an output of ``nbytes`` (padded) bytes; 0 where the device leaves no room for one."""
+    guard = min(max(GUARD_MIN_BYTES, GUARD_RATIO * nbytes), GUARD_MAX_BYTES)
+    for cap in (limits.get("maxBufferSize"), limits.get("maxStorageBufferBindingSize")):
+        if cap is not None:
+            guard = min(guard, cap - nbytes)
+    return max(0, guard - guard % 4)
+
+
+def guard_pattern(nbytes: int) -> bytes:
+    return GUARD * (nbytes // 4)
 
 DEFAULT_DISPATCH_TIMEOUT = 30.0
 DEFAULT_HOST_MEMORY_FRACTION = 0.5
@@ -128,7 +147,7 @@ class Bound:
     plan: Plan
     buffers: dict[str, object] = field(default_factory=dict)
     output_bytes: dict[str, int] = field(default_factory=dict)
-    guarded: dict[str, bool] = field(default_factory=dict)
+    guarded: dict[str, int] = field(default_factory=dict)    # role -> guard bytes after the output (0: none)
     passes: list = field(default_factory=list)
 
     @staticmethod
@@ -234,14 +253,12 @@ class Runtime:
                     data = np.ascontiguousarray(array).tobytes()
                     data += b"\0" * (_padded(len(data)) - len(data))
                     bound.buffers[role] = dev.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC)
-            max_buffer = self.device.profile.limits.get("maxBufferSize")
             for role, out in plan.outputs.items():
                 nbytes = _padded(_output_bytes(out))
-                guarded = max_buffer is None or nbytes + GUARD_BYTES <= max_buffer  # no guard at the very limit
-                buf = dev.create_buffer(size=nbytes + (GUARD_BYTES if guarded else 0),
-                                        usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+                guarded = guard_bytes(nbytes, self.device.profile.limits)   # 0 at the very limit
+                buf = dev.create_buffer(size=nbytes + guarded, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
                 if guarded:
-                    dev.queue.write_buffer(buf, nbytes, GUARD)
+                    dev.queue.write_buffer(buf, nbytes, guard_pattern(guarded))
                     if nbytes != _output_bytes(out):  # an odd f16 count: the padding bytes are guarded too
                         dev.queue.write_buffer(buf, nbytes - 4, GUARD[:4])
                 bound.buffers[role] = buf
@@ -251,7 +268,7 @@ class Runtime:
                 if pass_plan.dispatch.empty:
                     continue
                 pipeline, layout, _ = self.pipeline(plan, pass_plan)
-                exposed = {role for role, g in bound.guarded.items() if g and expose_guard}
+                exposed = {role: g for role, g in bound.guarded.items() if g and expose_guard}
                 entries = [self._entry(b, bound.buffers, pass_plan, exposed) for b in pass_plan.bindings]
                 bound.passes.append((pass_plan, pipeline, dev.create_bind_group(layout=layout, entries=entries)))
         except ConformanceError:  # template and runtime errors keep their own type and message
@@ -354,8 +371,7 @@ class Runtime:
                 result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
             readback = {}
             for role in outputs:
-                guarded = verify and bound.guarded.get(role, False)
-                size = bound.output_bytes[role] + (GUARD_BYTES if guarded else 0)
+                size = bound.output_bytes[role] + (bound.guarded.get(role, 0) if verify else 0)
                 readback[role] = bound.buffers[f"readback:{role}"] = dev.create_buffer(
                     size=size, usage=usage.MAP_READ | usage.COPY_DST)
                 encoder.copy_buffer_to_buffer(bound.buffers[role], 0, readback[role], 0, size)
@@ -374,8 +390,8 @@ class Runtime:
                 if verify:
                     end, padded = array.nbytes, bound.output_bytes[role]
                     padding = GUARD[:4][4 - (padded - end):] if padded > end else b""
-                    result.guards_intact[role] = not bound.guarded.get(role, False) or (
-                        data[end:padded] == padding and data[padded:] == GUARD)
+                    result.guards_intact[role] = not bound.guarded.get(role, 0) or (
+                        data[end:padded] == padding and data[padded:] == guard_pattern(bound.guarded[role]))
             if verify:
                 for role, array in inputs.items():
                     if array is not None:
@@ -389,7 +405,7 @@ class Runtime:
         finally:
             bound.release()
 
-    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, exposed: set[str] = frozenset()) -> dict:
+    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, exposed: dict[str, int] | None = None) -> dict:
         if b.buffer_type == "uniform":
             data = b.uniform_bytes + b"\0" * (-len(b.uniform_bytes) % 16)
             buf = self.device.device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
@@ -401,8 +417,9 @@ class Runtime:
                                      f"but the pass dispatches {pass_plan.dispatch.threads} threads",
                                      pass_name=pass_plan.name, kind="binding")
         size = _padded(b.byte_size)
-        if b.arg in exposed and size + GUARD_BYTES <= self.device.profile.limits["maxStorageBufferBindingSize"]:
-            size += GUARD_BYTES
+        guard = (exposed or {}).get(b.arg, 0)   # fits the binding limit by construction (guard_bytes)
+        if guard and size + guard <= min(buf.size, self.device.profile.limits["maxStorageBufferBindingSize"]):
+            size += guard
         return {"binding": b.index, "resource": {"buffer": buf, "offset": 0, "size": size}}
 
     def _read(self, buffer) -> bytes:

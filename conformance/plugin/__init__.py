@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -81,6 +83,8 @@ class RunState:
         self.columns: dict[str, dict] = {}
         self.column_notes: list[str] = []
         self.heavy_total = 0
+        self.interrupted = False
+        self.previous_sigint = None
 
     def rerun_command(self, item) -> str:
         """The command that reruns exactly ``item``, typed where this run was started: this run's own
@@ -109,7 +113,7 @@ class RunState:
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
 
-    def reports(self, verdicts: list[dict], deselected_heavy: int) -> list[dict]:
+    def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
         implementation = "manifest-runtime" if self.impl_name == "manifest" else self.impl_name
         out = []
@@ -119,7 +123,7 @@ class RunState:
             col = self.columns.get(slug, {})
             data = report.build(mine, identity=self.identity, device=col.get("device"),
                                 implementation=implementation, skipped_reasons=skipped,
-                                deselected_heavy=deselected_heavy)
+                                deselected_heavy=deselected_heavy, interrupted=interrupted)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
             if slug:
@@ -196,6 +200,31 @@ def pytest_configure(config):
             report.check_paths(Path(path))
         except ConformanceError as err:
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
+    if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
+        state = state_of(config)
+        state.previous_sigint = signal.signal(signal.SIGINT, _on_interrupt(state))
+
+
+def _on_interrupt(state: RunState):
+    """Ctrl-C once: stop after the running case (its device work is abandoned, the device released), then write
+    the partial report marked interrupted. Twice: exit at once (status 130)."""
+    def handler(signum, frame):
+        if state.interrupted:
+            sys.stderr.write("\nconformance: interrupted again: exiting now, without the report\n")
+            sys.stderr.flush()
+            os._exit(130)
+        state.interrupted = True
+        sys.stderr.write("\nconformance: interrupted: stopping and writing the partial report "
+                         "(Ctrl-C again to exit at once)\n")
+        raise KeyboardInterrupt
+    return handler
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.previous_sigint is not None and \
+            threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, state.previous_sigint)
     config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
     config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
 
@@ -335,23 +364,26 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
     if not path:
         return
+    interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
     ran = {(v["id"], v.get("column", "")) for v in state.verdicts}
     verdicts = list(state.verdicts)
+    why = "the run was interrupted before it" if interrupted else "no result (the worker running it died)"
     for nodeid in sorted(state.expected_ids):
         case_id = nodeid.split("[", 1)[1][:-1] if "[" in nodeid else nodeid
         case_id, _, slug = case_id.partition("+") if len(state.columns) > 1 else (case_id, "", "")
         if (case_id, slug) not in ran:
             verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
                              "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
-                             "detail": "no result (the worker running it died, or the run was interrupted)"})
+                             "detail": why})
     heavy = state.deselected_heavy or (0 if config.getoption("run_heavy") else state.heavy_total)
-    reports = state.reports(verdicts, heavy)
+    reports = state.reports(verdicts, heavy, interrupted)
     if len(reports) == 1:
         data = reports[0]
         report.write(data, Path(path))
     else:
         grid = matrix.merge([(Path(path), r) for r in reports])
-        data = {"columns": reports, "matrix": grid, "conforms": all(r["conforms"] for r in reports)}
+        data = {"columns": reports, "matrix": grid, "interrupted": interrupted,
+                "conforms": all(r["conforms"] for r in reports)}
         failures = []
         for r in reports:
             text = report.markdown(r)

@@ -74,8 +74,11 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     if archive.returncode:
         raise ConformanceError(f"git archive {ref} failed: {archive.stderr.decode(errors='replace').strip()}")
     dest = scratch / ref.replace("/", "_").replace("~", "_").replace("^", "_")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(dest, filter="data")
+    try:      # "data" refuses members that would land outside dest (an outward symlink, an absolute path)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(dest, filter="data")
+    except tarfile.TarError as exc:
+        raise ConformanceError(f"revision {ref} of {repo}: refusing to extract {specs_path}/: {exc}") from None
     return Side(ref, dest / specs_path, dest / golden_path if golden_path in present else None)
 
 

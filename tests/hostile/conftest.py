@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from conformance.engine.package import REPO_SPECS  # noqa: E402
+from tests.gate.conftest import device  # noqa: E402,F401  (the session's Vulkan device, or a skip)
 
 SEEDS = {name: json.loads((REPO_SPECS / name / "manifest.json").read_text(encoding="utf-8"))
          for name in ("com.microsoft.FastGelu", "com.microsoft.Gelu")}

@@ -6,16 +6,6 @@ import numpy as np
 import pytest
 
 from conformance import load_kernel
-from conformance.errors import DeviceError
-from conformance.gpu.device import get_device
-
-
-@pytest.fixture(scope="module")
-def device():
-    try:
-        return get_device("vulkan")
-    except DeviceError as err:
-        pytest.skip(f"no Vulkan device: {err}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

@@ -50,7 +50,8 @@ ATOMS = ["shapes.X", "shapes.Y", "shapes.bias", "ranks.X", "ranks.bias", "dtypes
          "ceilDiv(numel(shapes.X), 0)", "min()", "max(1)", "baseOk", "workgroupSize", "hidden", "vectorScalar",
          "0", "1", "-1", "4", "2**64", "10**20", "1e308", "0.5", "true", "false", "none", '"f16"', "'x'", "[]",
          "[1, 2]", "()", "(1,)", "{}", "x", "shapes", "device", "numel", "self", "''.__class__", "range(9)",
-         "shapes.X[0]", "shapes.X[-9]", "shapes['X']", "loop", "caller", "varargs", "q" * 50]
+         "shapes.X[0]", "shapes.X[-9]", "shapes['X']", "loop", "caller", "varargs", "q" * 50,
+         "1e999", "-1e999", "1e999 - 1e999", "1e308 * 10"]
 OPS = ["+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", "<=", ">", ">=", " and ", " or ", " ~ ", " in ",
        " not in ", " is ", "|", ".", ","]
 

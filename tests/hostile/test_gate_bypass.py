@@ -6,6 +6,7 @@ import shutil
 from conformance.__main__ import main
 from tests.gate.conftest import FASTGELU, edit_manifest, git, repo  # noqa: F401  (the ``repo`` fixture)
 from tests.gate.test_diff import swap_tail_and_scalar
+from tests.hostile.conftest import run_cli
 
 
 def test_a_directory_named_like_the_base_revision_is_refused_not_compared(repo, monkeypatch, capsys):  # noqa: F811
@@ -26,3 +27,19 @@ def test_a_directory_is_still_a_directory_when_no_revision_has_its_name(repo, tm
     shutil.copytree(repo / "specs" / FASTGELU, tmp_path / "old" / FASTGELU)
     monkeypatch.chdir(tmp_path)
     assert main(["diff", "old", str(repo / "specs"), "--repo", str(repo)]) == 0
+
+
+def test_a_revision_with_an_outward_symlink_is_refused_with_a_message(repo, capsys):  # noqa: F811
+    (repo / "specs" / FASTGELU / "notes.txt").symlink_to("/etc/passwd")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "outward link")
+    assert main(["diff", "HEAD", "--repo", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to extract" in err and "notes.txt" in err, err
+
+
+def test_python_m_conformance_diff_in_a_repository_with_its_own_cases_package(repo):  # noqa: F811
+    (repo / "cases" / "__init__.py").write_text("raise ImportError('the repository cases/ shadowed the suite')\n")
+    proc = run_cli("-m", "conformance", "diff", "HEAD", cwd=repo, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "no change" in proc.stderr

@@ -2,26 +2,14 @@
 by the rendered WGSL, and a cached render is used only while every template it came from is unchanged."""
 from __future__ import annotations
 
-import pytest
-
 from conformance import BASELINE
 from conformance.engine.call import make_call
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
-from conformance.errors import DeviceError
-from conformance.gpu.device import get_device
 from conformance.gpu.runtime import Runtime
 from tests.hostile.conftest import TEMPLATE
 
 GELU = "com.microsoft.Gelu"
-
-
-@pytest.fixture(scope="module")
-def device():
-    try:
-        return get_device("vulkan")
-    except DeviceError as err:
-        pytest.skip(f"no Vulkan device: {err}")
 
 
 def test_an_edited_template_and_include_are_recompiled_not_served_from_the_cache(make_specs, device):
