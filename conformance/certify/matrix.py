@@ -68,8 +68,27 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
                 for dtype, cell in dtypes.items():
                     rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
     return {"columns": columns, "sources": [str(p) for p, _ in reports],
+            "disagreements": disagreements([d for _, d in reports]),
             "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
                      for (p, v, d), cells in sorted(rows.items())]}
+
+
+def disagreements(reports: list[dict]) -> list[dict]:
+    """Cases whose outcome differs between columns (a shader one compiler accepts and another rejects, values
+    within tolerance on one device only...): a finding, case by case, with each column's status and first line."""
+    by_case: dict[str, dict[int, dict]] = {}
+    for i, data in enumerate(reports):
+        if data.get("error"):
+            continue  # a column that could not certify anything says so once, not per case
+        for case in data.get("cases", []):
+            by_case.setdefault(case["id"], {})[i] = case
+    out = []
+    for case_id, seen in sorted(by_case.items()):
+        if len(seen) > 1 and len({c["status"] for c in seen.values()}) > 1:
+            out.append({"id": case_id, "columns": {
+                i: {"status": c["status"], "detail": (c.get("detail") or "").strip().splitlines()[:1]}
+                for i, c in seen.items()}})
+    return out
 
 
 def cell_text(cell: dict | None) -> str:
@@ -93,4 +112,10 @@ def markdown(matrix: dict) -> str:
     for row in matrix["rows"]:
         lines.append(f"| {row['package']} | {row['variant']} | {row['dtype']} | "
                      + " | ".join(cell_text(c) for c in row["cells"]) + " |")
+    if matrix.get("disagreements"):
+        lines += ["", f"## Where the columns disagree ({len(matrix['disagreements'])} case(s))", ""]
+        for item in matrix["disagreements"]:
+            per = "; ".join(f"({i + 1}) {c['status']}" + (f": {c['detail'][0][:160]}" if c["detail"] else "")
+                            for i, c in sorted(item["columns"].items()))
+            lines.append(f"- `{item['id']}`: {per}")
     return "\n".join(lines) + "\n"

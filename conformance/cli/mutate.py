@@ -3,10 +3,12 @@ the package's stored cases; a JSON report and its Markdown (see :mod:`conformanc
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 
+from conformance.cli import add_webgpu
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.tools.mutate import mutate_packages, package_mutants
 
@@ -22,6 +24,8 @@ def _mutate(args) -> int:
                 if not args.only or re.search(args.only, m.id):
                     print(f"{m.id}\t{m.description}")
         return 0
+    if args.webgpu:
+        os.environ["CONFORMANCE_WEBGPU"] = args.webgpu  # the worker processes and pytest runs inherit it
     result = mutate_packages(dirs, jobs=args.jobs, only=args.only, out=Path(args.out), timeout=args.timeout,
                              limit=args.limit, via_pytest=args.pytest)
     print(f"kill rate {100 * result['kill_rate']:.1f}%: {result['killed']} killed, {result['survived']} surviving, "
@@ -37,6 +41,7 @@ def register(sub) -> None:
                                    "first failing case); the kill rate over the non-equivalent mutants, in JSON "
                                    "and Markdown.")
     p.add_argument("packages", nargs="*", help="package directories, or directories of packages (default: specs/)")
+    add_webgpu(p, default=None)
     p.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at a time (default 2)")
     p.add_argument("--only", default=None, help="only mutants whose id matches this regular expression")
     p.add_argument("--limit", type=int, default=None, help="at most this many mutants per package")

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import cases
+from conformance.certify import matrix, report
 from conformance.certify.device_truth import plan_for_device
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
@@ -111,3 +112,21 @@ def test_a_column_that_cannot_certify_is_one_clear_error_not_a_failure_per_case(
     assert proc.returncode == 1 and " failed" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
     for webgpu in ("wgpu", "dawn", "chromium"):
         assert f"column {webgpu}-metal: ERROR: no {webgpu} adapter for --device=metal" in proc.stdout
+
+
+def test_cases_whose_outcome_differs_between_columns_are_listed_as_findings():
+    def column(status_of_b):
+        verdicts = [{"id": "A", "package": "p", "variant": "v", "dtype": "float32", "family": "f", "status": "passed",
+                     "detail": ""},
+                    {"id": "B", "package": "p", "variant": "v", "dtype": "float32", "family": "f",
+                     "status": status_of_b, "detail": "WGSL compilation failed:\nline 3" if status_of_b == "failed" else ""}]
+        return report.build(verdicts, identity=[], device={"adapter": "x"}, implementation="manifest-runtime",
+                            skipped_reasons={}, deselected_heavy=0)
+    naga, tint = column("passed"), column("failed")
+    found = matrix.disagreements([naga, tint])
+    assert [d["id"] for d in found] == ["B"]
+    assert found[0]["columns"] == {0: {"status": "passed", "detail": []},
+                                   1: {"status": "failed", "detail": ["WGSL compilation failed:"]}}
+    assert matrix.disagreements([naga, {**tint, "error": "no device"}]) == []  # an unusable column: one error
+    text = matrix.markdown(matrix.merge([("a.json", naga), ("b.json", tint)]))
+    assert "## Where the columns disagree (1 case(s))" in text and "`B`: (1) passed; (2) failed" in text

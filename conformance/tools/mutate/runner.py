@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from conformance.certify.checker import Checker
+from conformance.config import default_backend
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseSkipped, verdict_for
 from conformance.certify.testjson import build_test, load_test_cases
@@ -32,7 +33,8 @@ TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
 # -- one pytest process per mutant ------------------------------------------------------------------
 def run_suite(specs: Path, report: Path, *, stop_first: bool = True, timeout: float = 600,
               extra: list[str] | None = None) -> tuple[int, dict | None, str]:
-    cmd = [sys.executable, "-m", "pytest", str(TEST_KERNELS), f"--specs={specs}", "--device=vulkan", "-q",
+    cmd = [sys.executable, "-m", "pytest", str(TEST_KERNELS), f"--specs={specs}", "--device=vulkan",
+           f"--webgpu={default_backend()[2]}", "-q",
            "-p", "no:cacheprovider", f"--conformance-report={report}", *(["-x"] if stop_first else []),
            *(extra or [])]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -77,7 +79,7 @@ _WORKER: dict = {}
 def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str) -> tuple[str, str, str | None, str, float]:
     """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure."""
     start = time.monotonic()
-    impl = ManifestImplementation(device="vulkan")
+    impl = ManifestImplementation(device="vulkan", webgpu=default_backend()[2])  # CONFORMANCE_WEBGPU
     checker = Checker(impl)  # per mutant: nothing of one mutant's package is kept for the next
     key = (original_dir, test_json)
     if key not in _WORKER:
