@@ -23,6 +23,8 @@ from conformance.gpu.device import Device
 from conformance.gpu.kernel import Kernel
 from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer, Timing
+from conformance.ops.record import manifest_bench_inputs
+from conformance.ops.registry import find
 from conformance.tools.peers import run_peers
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
@@ -56,6 +58,7 @@ class Row:
     copy_shader_gbps: float
     copy_buffer_gbps: float
     settled: bool | None = None  # the GPU's speed had stopped changing before every timing (None: wall clock)
+    inputs: dict | None = None   # role -> shape of every input fed (the op record's bench inputs)
 
     @property
     def vs_shader(self) -> float:
@@ -116,18 +119,17 @@ class Baselines:
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
-    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not."""
+    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not;
+    every required input fed, as the op record's bench inputs say (the manifest's ranks without a record)."""
     manifest = kernel.manifest
     optional = [s for s in manifest.inputs if s.optional]
-    main = next(s for s in manifest.inputs if not s.optional)
+    record = find(manifest.op_id)
     for n in sizes:
         for dtype in dtypes:
             for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], [n + 1]):
                 for with_optional in ([False, True] if optional else [False]):
-                    args = {main.role: (tuple(shape), dtype)}
-                    for spec in optional if with_optional else []:
-                        args[spec.role] = ((shape[-1],) if spec.rank == 1 else tuple(shape), dtype)
-                    yield args, with_optional
+                    make = record.bench_call if record is not None else manifest_bench_inputs
+                    yield make(manifest, shape, dtype, with_optional), with_optional
 
 
 def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunables=None) -> Row | None:
@@ -154,7 +156,7 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     return Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
                plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
                moved / timing.median / 1e9, 2 * x_bytes / shader.median / 1e9, 2 * x_bytes / buffer.median / 1e9,
-               _all_settled(timing, shader, buffer))
+               _all_settled(timing, shader, buffer), {r: list(a[0]) for r, a in args.items() if a is not None})
 
 
 def _all_settled(*timings: Timing) -> bool | None:
