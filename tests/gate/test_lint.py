@@ -110,3 +110,15 @@ def test_identically_named_templates_must_match(specs):
     line = next(i + 1 for i, text in enumerate(template.read_text().splitlines()) if "9.0" in text)
     assert f"{GELU}/elementwise-bias-gelu.wgsl.jinja:/: template elementwise-bias-gelu.wgsl.jinja differs from " \
            in found[0] and f"{FASTGELU}/elementwise-bias-gelu.wgsl.jinja (first at line {line})" in found[0]
+
+
+def test_a_failing_binding_is_named_as_the_cause(specs):
+    """A variant whose calls all fail in a binding is not 'shadowed': lint names the binding."""
+    def break_it(raw):
+        v = variant(raw, "vec4")
+        v["passes"][0]["bindings"][0]["length"] = 7
+    edit_manifest(specs / GELU, break_it)
+    found = [f for f in messages(lint(specs / GELU)) if "selected by no call" in f]
+    assert len(found) == 1, found
+    assert "variant 'vec4' (priority 20) is selected by no call: every call its `when` selects fails" in found[0]
+    assert "binding 'x' declares 7 x vec4<" in found[0] and "shadowed" not in found[0]
