@@ -338,7 +338,7 @@ def broadcast(ctx: Ctx):
 
 
 def values_random(ctx: Ctx):
-    """Larger random tensors: normal around the GELU knee, uniform over a wide range."""
+    """Larger random tensors: normal around 0 (scale 1), uniform over a wide range (scale 8)."""
     return [Item("values-random", ctx.call(s, d, optional=o), f"{dist}{scale:g}", dist, scale)
             for d in ctx.dtypes for s in ((64, 36), (33, 17)) for o in ctx.states()
             for dist, scale in (("normal", 1.0), ("uniform", 8.0))]
