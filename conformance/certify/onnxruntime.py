@@ -23,8 +23,8 @@ def ort_ops() -> dict[str, str]:
 
 
 def session_key(op: str, dtypes: dict) -> tuple:
-    """The session cache key for ``op`` with ``dtypes`` (role -> dtype, None when absent)."""
-    return (op, tuple(sorted((r, d) for r, d in dtypes.items())))
+    """The session cache key for ``op`` with ``dtypes`` (role -> dtype, None or left out when absent)."""
+    return (op, tuple(sorted((r, d) for r, d in dtypes.items() if d is not None)))
 
 
 def _ort():
