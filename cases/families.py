@@ -303,11 +303,13 @@ def values_nonfinite(ctx: Ctx):
 
 def values_op(ctx: Ctx):
     """The op record's own input data (LayerNorm rows with |mean| / sigma up to 1e4, Softmax rows far from 0),
-    on multi-row shapes, every dtype, optional inputs absent and present."""
+    on multi-row shapes (for row ops also rows of 1025, past the cached-row limits), every dtype, optional
+    inputs absent and present."""
     if ctx.record is None:
         return []
+    shapes = ((8, 64), (5, 33)) + (((3, 1025),) if ctx.rows else ())
     return [Item("values-op", ctx.call(s, d, optional=o), f"{r.name}{scale:g}", r.name, scale)
-            for r in ctx.record.data for scale in r.scales for d in ctx.dtypes for s in ((8, 64), (5, 33))
+            for r in ctx.record.data for scale in r.scales for d in ctx.dtypes for s in shapes
             for o in ctx.states()]
 
 

@@ -70,10 +70,11 @@ def _gelu(name: str, with_bias: bool, approximate: str) -> OpRecord:
 
 # -- LayerNormalization -----------------------------------------------------------------------------------
 def _offset_rows(rng, shape, dtype, scale):
-    """Rows of N(m, 1) with |m| = ``scale`` (random sign per row): |mean| / sigma up to ``scale``."""
+    """Rows of N(m, 1) with m = +-``scale``, the sign alternating row by row: |mean| / sigma up to ``scale``, and
+    neighbouring rows far apart (a kernel that reads its neighbour's elements cannot hide in shift invariance)."""
     shape = tuple(shape)
     rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-    signs = np.where(rng.random(rows) < 0.5, -1.0, 1.0)
+    signs = np.where(np.arange(rows) % 2 == 0, -1.0, 1.0)
     if not shape:
         return np.asarray(scale * signs[0] + rng.standard_normal())
     x = rng.standard_normal(shape).reshape(rows, -1) + (scale * signs)[:, None]
@@ -107,6 +108,16 @@ def _layernorm() -> OpRecord:
 
 
 # -- Softmax ----------------------------------------------------------------------------------------------
+def _spike_rows(rng, shape, dtype, scale):
+    """N(0, 1) rows whose first element is ``scale``: the row maximum sits in one slot of the reduction, so a
+    maximum read from the wrong slot leaves exp(x - m) to overflow."""
+    x = rng.standard_normal(tuple(shape))
+    if x.ndim:
+        x[..., 0] = scale
+    return x
+
+
+
 def _softmax_peer(t, attributes=None):
     import torch  # optional peer: loaded on use (bench --peers)
     return (lambda: torch.softmax(t["X"], dim=-1)), "torch softmax"
@@ -120,7 +131,9 @@ def _softmax() -> OpRecord:
         data=(DataRecipe("sm-offset", _offset_rows, (1e2, 1e3), ("X",),
                          "rows around +-1e2 and +-1e3: exp overflows unless the row maximum is subtracted"),
               DataRecipe("sm-spread", lambda rng, shape, dtype, scale: rng.uniform(-scale, scale, shape),
-                         (60.0,), ("X",), "a wide range in each row: exp arguments down to -120, flushed terms")),
+                         (60.0,), ("X",), "a wide range in each row: exp arguments down to -120, flushed terms"),
+              DataRecipe("sm-spike", _spike_rows, (100.0,), ("X",),
+                         "one element of 100 per row: exp(x - m) overflows unless m is the row's true maximum")),
         ort=OrtMapping("Softmax", ("X",), ("Y",), attributes={"axis": -1}, opset=13),
         torch_peer=_softmax_peer,
         words={"unconstrained": "rows with a non-finite value"},
