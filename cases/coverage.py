@@ -3,6 +3,7 @@ variant's selection hinging on it (or why that is impossible), families present.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from cases.calls import CallSpec
@@ -10,6 +11,7 @@ from cases.families import FAMILY_NAMES
 from cases.generate import derive, entries
 from cases.search import gap_reason, search
 from conformance.engine.package import Package
+from conformance.ops.registry import find
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,15 @@ class Coverage:
     conditions: list[ConditionCoverage]
     families: dict[str, int]                         # family -> cases serving it
     not_applicable: list[str] = field(default_factory=list)
+    reach: dict[str, tuple[int, int]] = field(default_factory=dict)   # variant -> (accepted with data, multi-row)
+    rejections: dict[str, int] = field(default_factory=dict)          # rejection reason -> cases
+
+    @property
+    def thin(self) -> list[str]:
+        """Variants reached by fewer than three accepted cases with data (multi-row ones where rows exist)."""
+        return [v for v, (n, rows) in self.reach.items() if n < 3 or (self.rows and rows < 3)]
+
+    rows: bool = False
 
     @property
     def unreachable(self) -> list[str]:
@@ -59,6 +70,12 @@ class Coverage:
                  f"  variants reached: {len(self.variants) - len(self.unreachable)}/{len(self.variants)}"]
         for v, case in self.variants.items():
             lines.append(f"    {v}: {case}" if case else f"    {v}: UNREACHABLE (manifest defect: no call selects it)")
+        lines.append("  reach by accepted cases with data (multi-row" + (")" if self.rows else ": not a row op)"))
+        for v, (n, rows) in self.reach.items():
+            flag = ("  THIN" + (" (only empty calls select it: nothing to compute)" if not n else "")
+                    if v in self.thin else "")
+            lines.append(f"    {v}: {n} accepted" + (f", {rows} multi-row" if self.rows else "") + flag)
+        lines.append("  rejections: " + (", ".join(f"{r} {n}" for r, n in sorted(self.rejections.items())) or "none"))
         pct = 100.0 * len(self.covered) / max(1, len(self.feasible))
         lines.append(f"  conditions (variant x condition x true/false): {len(self.covered)} shown of "
                      f"{len(self.feasible)} feasible ({pct:.0f}%), {len(self.conditions)} in all")
@@ -91,5 +108,17 @@ def coverage(package: Package) -> Coverage:
                                                     by_spec[spec] if spec else None, gap))
     variants = {dec.variant: by_spec.get(shown.reached.get(dec.variant)) for dec in d.analysis.decisions}
     counts = {f: sum(f in c.families for c in d.cases) for f in FAMILY_NAMES}
+    reach = {dec.variant: (0, 0) for dec in d.analysis.decisions}
+    rejections: dict[str, int] = {}
+    for case in d.cases:
+        if not case.accepted:
+            rejections[case.expect["reason"]] = rejections.get(case.expect["reason"], 0) + 1
+            continue
+        shape = next(iter(a for a in case.inputs.values() if a is not None))[0]
+        if case.heavy or math.prod(shape) == 0:
+            continue
+        n, rows = reach[case.expect["variant"]]
+        reach[case.expect["variant"]] = (n + 1, rows + (len(shape) > 1 and math.prod(shape[:-1]) > 1))
+    record = find(m.op_id)
     return Coverage(m.op_id, variants, conditions, {f: n for f, n in counts.items() if n},
-                    [f for f, n in counts.items() if not n])
+                    [f for f, n in counts.items() if not n], reach, rejections, bool(record and record.rows))

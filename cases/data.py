@@ -1,10 +1,12 @@
 """Data recipes: how a case's input arrays are drawn, so that they are regenerated bit-exactly, never stored.
 
 Every input is drawn from ``numpy.random.default_rng([seed, input index])`` (normal
-with standard deviation ``scale``, or uniform on [-scale, scale]) and cast to its
-dtype.  ``special`` values (kept as text, so NaN compares equal in goldens) then
-overwrite the even flat positions of the first input, cycling through the list, so
-each special value also has ordinary neighbours in the same vec4.
+with standard deviation ``scale``, uniform on [-scale, scale], or a distribution of the
+op's record, ``conformance.ops``, for the roles it names) and cast to its dtype.
+``special`` values (kept as text, so NaN compares equal in goldens) then overwrite the
+even flat positions of the first input, cycling through the list, so each special value
+also has ordinary neighbours in the same vec4; with ``special_rows`` only those of the
+first rows of the last axis, so that the other rows of a row op stay checked.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from conformance.ops import record_for
 
 DISTRIBUTIONS = ("normal", "uniform")
 
@@ -28,16 +32,20 @@ class Recipe:
     dist: str = "normal"
     scale: float = 3.0
     special: tuple[str, ...] = ()
+    special_rows: int = 0    # 0: specials anywhere; k: only in the first k rows of the last axis
 
     def as_dict(self) -> dict:
         out = {"seed": self.seed, "dist": self.dist, "scale": self.scale}
         if self.special:
             out["special"] = list(self.special)
+        if self.special_rows:
+            out["specialRows"] = self.special_rows
         return out
 
     @staticmethod
     def from_dict(data: dict) -> "Recipe":
-        return Recipe(int(data["seed"]), data["dist"], float(data["scale"]), tuple(data.get("special", ())))
+        return Recipe(int(data["seed"]), data["dist"], float(data["scale"]), tuple(data.get("special", ())),
+                      int(data.get("specialRows", 0)))
 
 
 def seed_for(case_id: str) -> int:
@@ -70,16 +78,27 @@ def make_inputs(case) -> dict[str, np.ndarray | None]:
         shape, dtype = arg
         rng = np.random.default_rng([recipe.seed, index])
         size = math.prod(shape)
-        if recipe.dist == "normal":
-            raw = rng.standard_normal(size) * recipe.scale
-        elif recipe.dist == "uniform":
-            raw = rng.uniform(-recipe.scale, recipe.scale, size)
-        else:
-            raise ValueError(f"case {case.id}: unknown distribution {recipe.dist!r}; expected {DISTRIBUTIONS}")
-        array = raw.astype(dtype)
+        array = _draw(case, recipe, role, rng, shape, size, dtype).astype(dtype)
         if recipe.special and index == 0 and size:
             specials = np.array([float(v) for v in recipe.special], dtype=np.float64).astype(dtype)
-            even = np.arange(0, size, 2)
+            span = size if not recipe.special_rows or not shape else min(size, recipe.special_rows * shape[-1])
+            even = np.arange(0, span, 2)
             array[even] = specials[np.arange(even.size) % specials.size]
         out[role] = array.reshape(shape)
     return out
+
+
+def _draw(case, recipe: Recipe, role: str, rng, shape, size: int, dtype: str) -> np.ndarray:
+    """Flat float64 draws: the generic distributions, or the op record's (its roles; the others normal(0, 1))."""
+    if recipe.dist == "normal":
+        return rng.standard_normal(size) * recipe.scale
+    if recipe.dist == "uniform":
+        return rng.uniform(-recipe.scale, recipe.scale, size)
+    op = record_for(case.package)
+    found = op.recipe(recipe.dist)
+    if found is None:
+        names = list(DISTRIBUTIONS) + [r.name for r in op.data]
+        raise ValueError(f"case {case.id}: unknown distribution {recipe.dist!r}; expected one of {names}")
+    if role not in found.roles:
+        return rng.standard_normal(size)
+    return np.asarray(found.draw(rng, tuple(shape), dtype, recipe.scale), dtype=np.float64).reshape(size)

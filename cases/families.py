@@ -19,6 +19,7 @@ from cases.shapes import companions, primary
 from conformance.engine.call import make_call
 from conformance.engine.planner import Planner
 from conformance.errors import ContractError, ExpressionError
+from conformance.ops.registry import find
 
 UNSUPPORTED_DTYPES = ("float64", "int32")
 UNALIGNED_SIZES = (1, 2, 3, 5, 6, 7, 4097)
@@ -33,6 +34,11 @@ class Item:
     dist: str = "normal"
     scale: float = 3.0
     special: tuple[str, ...] = ()
+    special_rows: int = 0
+
+
+#: Columns of the multi-row shapes of row ops: a vec4 row and a scalar one.
+ROW_COLS = (4, 3)
 
 
 class Ctx:
@@ -49,6 +55,8 @@ class Ctx:
         self.fit: dict[str, str] = {}
         for s in self.others:
             self.fit[s.role] = self._fitting_label(s)
+        self.record = find(manifest.op_id)   # None: the generic families only (values need a record to check)
+        self.rows = bool(self.record and self.record.rows)
 
     def _fitting_label(self, spec) -> str:
         """Which companion guess ("match": trailing dims, "lead": leading dims) the contract accepts."""
@@ -150,38 +158,54 @@ def f16_availability(ctx: Ctx):
     return out if "float16" in ctx.dtypes else []
 
 
+def _shapes_of(ctx: Ctx):
+    """Shape makers n -> shape the size searches use: [n], and [n, c] (n rows of c) for row ops."""
+    return [lambda n: (n,)] + ([lambda n, c=c: (n, c) for c in ROW_COLS] if ctx.rows else [])
+
+
 def buffer_limit(ctx: Ctx):
-    """At the storage-binding limit and one element past: small-limit profile per dtype, baseline heavy."""
+    """At the storage-binding limit and one element past: small-limit profile per dtype, baseline heavy; for row
+    ops also in rows (n rows of a vec4 and of a scalar row)."""
     out = []
     for d in ctx.dtypes:
         for profile, limit, states, residues in (("small-storage", 2**20, ctx.states(), (0, 1)),
                                                  ("baseline", HEAVY_SEARCH_LIMIT, (False,), (0,))):
-            for o in states:
-                def ok(n):
-                    return ctx.accepted(ctx.call((n,), d, optional=o, profile=profile))
-                for pair in ctx.crossings(ok, limit, residues if not o else (0,)):
-                    out += [Item("buffer-limit", ctx.call((n,), d, optional=o, profile=profile)) for n in pair]
+            for i, shape in enumerate(_shapes_of(ctx)):
+                for o in states:
+                    def ok(n):
+                        return ctx.accepted(ctx.call(shape(n), d, optional=o, profile=profile))
+                    found = ctx.crossings(ok, limit, residues if not o else (0,)) if i == 0 else \
+                        _crossings(ok, limit // 4)
+                    for pair in found:
+                        out += [Item("buffer-limit", ctx.call(shape(n), d, optional=o, profile=profile))
+                                for n in pair]
     return out
+
+
+def _crossings(pred, limit: int) -> list[tuple[int, int]]:
+    m = _first_change(pred, limit)
+    return [] if m is None else [(m - 1, m)]
 
 
 def dispatch_limit(ctx: Ctx):
     """On a profile with 4 workgroups per dimension: where the dispatch first splits over 2 dimensions,
-    the last accepted size and one past."""
+    the last accepted size and one past; for row ops in rows too (a row-indexed kernel splits over rows)."""
     out = []
     d = ctx.dtypes[0]
+    for i, shape in enumerate(_shapes_of(ctx)):
+        def split(n, shape=shape):
+            spec = ctx.call(shape(n), d, optional=False, profile="small-dispatch")
+            plan = ctx.plan(spec) if ctx.accepted(spec) else None
+            return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
 
-    def split(n):
-        spec = ctx.call((n,), d, optional=False, profile="small-dispatch")
-        plan = ctx.plan(spec) if ctx.accepted(spec) else None
-        return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
+        def ok(n, shape=shape):
+            return ctx.accepted(ctx.call(shape(n), d, optional=False, profile="small-dispatch"))
 
-    def ok(n):
-        return ctx.accepted(ctx.call((n,), d, optional=False, profile="small-dispatch"))
-
-    for pred in (split, ok):
-        for pair in ctx.crossings(pred, 2**22):
-            out += [Item("dispatch-limit", ctx.call((n,), d, optional=o, profile="small-dispatch"))
-                    for n in pair for o in ctx.states()]
+        for pred in (split, ok):
+            for pair in (ctx.crossings(pred, 2**22) if i == 0 else _crossings(pred, 2**20)):
+                sizes = pair if i == 0 else pair + (pair[1] + 1,)  # rows: one more past the split, a partial row
+                out += [Item("dispatch-limit", ctx.call(shape(n), d, optional=o, profile="small-dispatch"),
+                             ) for n in sizes for o in ctx.states()]
     return out
 
 
@@ -241,13 +265,25 @@ def missing_input(ctx: Ctx):
     return out
 
 
+#: Non-power-of-two values each tunable is tried at (workgroup sizes a kernel's reduction loop must not assume away).
+ODD_TUNABLES = (48, 96, 192)
+
+
 def tunables(ctx: Ctx):
-    """Each tunable at 0, 1, 64 and twice its default; the default on a profile with a small workgroup cap."""
+    """Each tunable at 0, 1, 64 and twice its default; at non-power-of-two values where the manifest accepts them
+    (multi-row and long rows for row ops); the default on a profile with a small workgroup cap."""
     out = []
     for key, default in ctx.m.tunables.items():
         for value in (0, 1, 64, 2 * default):
             out += [Item("tunables", ctx.call((8,), ctx.dtypes[0], optional=o, tunables={key: value}))
                     for o in ctx.states()]
+        shapes = ((5, 300), (3, 1030), (4, 7)) if ctx.rows else ((1030,), (3, 7))
+        for value in ODD_TUNABLES:
+            for shape in shapes:
+                for o in ctx.states():
+                    spec = ctx.call(shape, ctx.dtypes[0], optional=o, tunables={key: value})
+                    if ctx.accepted(spec):
+                        out.append(Item("tunables", spec))
     out += [Item("tunables", ctx.call(s, ctx.dtypes[0], optional=o, profile="small-workgroup"))
             for s in ((8,), (4, 3), (300, 4)) for o in ctx.states()]
     return out
@@ -265,8 +301,46 @@ def values_nonfinite(ctx: Ctx):
             for d in ctx.dtypes for s in ((4, 8), (7,)) for o in ctx.states()]
 
 
+def values_op(ctx: Ctx):
+    """The op record's own input data (LayerNorm rows with |mean| / sigma up to 1e4, Softmax rows far from 0),
+    on multi-row shapes (for row ops also rows of 1025, past the cached-row limits), every dtype, optional
+    inputs absent and present."""
+    if ctx.record is None:
+        return []
+    shapes = ((8, 64), (5, 33)) + (((3, 1025),) if ctx.rows else ())
+    return [Item("values-op", ctx.call(s, d, optional=o), f"{r.name}{scale:g}", r.name, scale)
+            for r in ctx.record.data for scale in r.scales for d in ctx.dtypes for s in shapes
+            for o in ctx.states()]
+
+
+def values_partial_nonfinite(ctx: Ctx):
+    """Row ops: NaN and infinities in the first row only, so the other rows (and their outputs) stay checked."""
+    if not ctx.rows:
+        return []
+    return [Item("values-partial-nonfinite", ctx.call(s, d, optional=o), "nonfinite-row0", "normal", 2.0,
+                 NONFINITE, special_rows=1)
+            for d in ctx.dtypes for s in ((4, 8), (3, 13)) for o in ctx.states()]
+
+
+def broadcast(ctx: Ctx):
+    """Every form of a rank-free companion input next to the primary: its shape, each suffix, each suffix with
+    leading ones, leading dims, a middle 1, single elements of each rank; accepted or rejected as the manifest
+    says."""
+    out = []
+    for spec in [s for s in ctx.others if s.rank is None]:
+        for shape in ((2, 3, 4), (3, 8)):
+            forms = [shape[k:] for k in range(len(shape) + 1)]
+            forms += [(1,) * k + shape[len(shape) - j:] for j in range(1, len(shape)) for k in (1, len(shape) - j)]
+            forms += [shape[:k] for k in range(1, len(shape))] + [shape[:1] + (1,) + shape[2:]]
+            forms += [(1,) * r for r in range(1, len(shape) + 2)]
+            for form in dict.fromkeys(forms):
+                for d in ctx.dtypes:
+                    out.append(Item("broadcast", ctx.call(shape, d, override={spec.role: (form, d)})))
+    return out
+
+
 def values_random(ctx: Ctx):
-    """Larger random tensors: normal around the GELU knee, uniform over a wide range."""
+    """Larger random tensors: normal around 0 (scale 1), uniform over a wide range (scale 8)."""
     return [Item("values-random", ctx.call(s, d, optional=o), f"{dist}{scale:g}", dist, scale)
             for d in ctx.dtypes for s in ((64, 36), (33, 17)) for o in ctx.states()
             for dist, scale in (("normal", 1.0), ("uniform", 8.0))]
@@ -278,8 +352,9 @@ FAMILIES = {
     "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
     "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
-    "values-nonfinite": values_nonfinite, "values-random": values_random,
+    "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
+    "values-partial-nonfinite": values_partial_nonfinite, "broadcast": broadcast,
 }
 #: Families filled by the condition search (generate.py), after the ones above.
-SEARCH_FAMILIES = ("conditions", "residues")
+SEARCH_FAMILIES = ("conditions", "residues", "reach")
 FAMILY_NAMES = tuple(FAMILIES) + SEARCH_FAMILIES

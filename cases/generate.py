@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cases.calls import CallSpec, outcome, scope_of
@@ -60,6 +61,42 @@ def residue_items(ctx: Ctx, pool_entries: list[Entry]) -> list[Item]:
     return [Item("residues", spec) for spec in best.values()]
 
 
+#: Accepted cases with data (multi-row ones for row ops) every variant should be reached by.
+MIN_REACH = 3
+
+
+def thin_variants(cases: list[Case], rows: bool) -> set[str]:
+    """Variants reached by fewer than MIN_REACH accepted cases with data (multi-row ones for row ops)."""
+    counts: dict[str, int] = {}
+    for case in cases:
+        if case.accepted and not case.heavy:
+            shape = next(a for a in case.inputs.values() if a is not None)[0]
+            if math.prod(shape) and (not rows or (len(shape) > 1 and math.prod(shape[:-1]) > 1)):
+                counts[case.expect["variant"]] = counts.get(case.expect["variant"], 0) + 1
+    return {v for v, n in counts.items() if n < MIN_REACH} | {c.expect["variant"] for c in cases
+                                                               if c.accepted and c.expect["variant"] not in counts}
+
+
+def reach_items(ctx: Ctx, planner: Planner, cases: list[Case], thin: set[str]) -> list[Item]:
+    """For each thin variant: its accepted calls with data, again with 2, 3 and 5 rows of the same last axis
+    (for any op: more rows are more elements), kept where the variant is still the one selected."""
+    out = []
+    for case in cases:
+        if not case.accepted or case.expect["variant"] not in thin or case.heavy:
+            continue
+        shape, dtype = case.inputs[ctx.lead.role]
+        if not shape or not math.prod(shape):
+            continue
+        for rows in (2, 3, 5):
+            spec = ctx.call((rows,) + tuple(shape[-1:]), dtype, optional=any(
+                a is not None for r, a in case.inputs.items() if ctx.m.input(r).optional),
+                profile=case.profile.name, tunables=dict(case.tunables))
+            got = outcome(planner, spec)
+            if got["outcome"] == "accepted" and got["variant"] == case.expect["variant"]:
+                out.append(Item("reach", spec))
+    return out
+
+
 def derive(package: Package) -> Derivation:
     m = package.manifest
     analysis, planner = Analysis(m), Planner(m)
@@ -73,7 +110,13 @@ def derive(package: Package) -> Derivation:
     witnesses += boundaries(analysis, pool, pool_entries, lambda spec: scope_of(planner, spec))
     items += [Item("conditions", spec) for spec in sorted(dict.fromkeys(witnesses), key=lambda s: s.cost())]
     items += residue_items(ctx, pool_entries)
-    return Derivation(analysis, planner, pool, build_cases(package, planner, items))
+    cases = build_cases(package, planner, items)
+    thin = thin_variants(cases, ctx.rows)
+    if thin:
+        extra = reach_items(ctx, planner, cases, thin)
+        if extra:
+            cases = build_cases(package, planner, items + extra)
+    return Derivation(analysis, planner, pool, cases)
 
 
 def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[Case]:
@@ -94,7 +137,7 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
     cases = []
     for cid, (item, families, expect) in merged.items():
         families.sort(key=order.__getitem__)
-        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special)
+        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special, item.special_rows)
         cases.append(case_from(m.package_id, m.name, families[0], item.spec, expect, cid, recipe, families))
     return cases
 

@@ -48,18 +48,34 @@ def tunable_configs(manifest) -> list[tuple[tuple[str, int], ...]]:
 
 
 def calls_for(manifest, shape, dtype, profile="baseline", tunables=(), full=True) -> list[CallSpec]:
-    """The primary at ``shape`` with every combination of companion shapes (and absence when optional);
-    without ``full``, only the matching guess and absence."""
+    """The primary at ``shape`` with every companion at its matching guess (and absent, when optional, in every
+    combination); with ``full``, also each companion's other shapes one input at a time, the others matching or
+    the optional ones absent, and all companions at their k-th other shape together.
+
+    One input at a time keeps the pool linear in the inputs' companion shapes (a product grew as 8^k: about
+    7000 calls per shape for LayerNorm's two companions, hundreds of thousands for a five-input op): a condition
+    on one companion's shape is shown by varying that companion alone."""
     lead = primary(manifest)
-    options = []
+    base, others = [], []
     for spec in manifest.inputs:
         if spec is lead:
-            options.append([(shape, dtype)])
+            base.append([(shape, dtype)])
+            others.append([])
             continue
-        opts = [(s, dtype) for _, s in companions(spec, shape)][: None if full else 1]
-        options.append(opts + ([None] if spec.optional else []))
+        opts = [(s, dtype) for _, s in companions(spec, shape)]
+        base.append(opts[:1] + ([None] if spec.optional else []))
+        others.append(opts[1:] if full else [])
+    combos = list(itertools.product(*base))
+    matching = tuple(options[0] for options in base)
+    bare = tuple(options[-1] for options in base)  # every optional companion absent
+    for i, options in enumerate(others):
+        for around in dict.fromkeys((matching, bare)):
+            combos += [around[:i] + (arg,) + around[i + 1:] for arg in options]
+    for k in range(max(map(len, others), default=0)):  # and every companion off together, k-th other shape each
+        combos.append(tuple(options[min(k, len(options) - 1)] if options else matching[i]
+                            for i, options in enumerate(others)))
     out = []
-    for combo in itertools.product(*options):
+    for combo in combos:
         args = {spec.role: arg for spec, arg in zip(manifest.inputs, combo)}
         out.append(CallSpec.of(manifest, args, profile, dict(tunables)))
     return out

@@ -41,6 +41,7 @@ class Comparison:
     tolerance: Tolerance
     unconstrained: int = 0
     error: str | None = None  # shape/dtype problem; nothing was compared
+    unconstrained_as: str = "non-finite inputs"  # why elements are unconstrained, in the op's words
 
     def message(self) -> str:
         tol = self.tolerance
@@ -50,7 +51,7 @@ class Comparison:
         verdict = "passed" if self.passed else "FAILED"
         lines = [
             f"{verdict}: {self.mismatches} of {self.checked} checked elements out of tolerance "
-            f"({100 * self.mismatch_fraction:.3g}%), {self.unconstrained} unconstrained (non-finite x+bias); "
+            f"({100 * self.mismatch_fraction:.3g}%), {self.unconstrained} unconstrained ({self.unconstrained_as}); "
             f"worst error = {self.worst_ratio:.3g} x allowed",
             f"  tolerance {head}",
         ]
@@ -87,7 +88,8 @@ def _failed(tolerance: Tolerance, error: str) -> Comparison:
     return Comparison(False, 0, 0, 0.0, (), 0.0, tolerance, error=error)
 
 
-def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: int = 5) -> Comparison:
+def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: int = 5,
+            unconstrained_as: str = "non-finite inputs") -> Comparison:
     actual, expected = np.asarray(actual), np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
         return _failed(tolerance, f"shape mismatch: actual {actual.shape}, expected {expected.shape}")
@@ -133,4 +135,5 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
         worst_ratio=float(ratio.max()) if checked else 0.0,
         tolerance=tolerance,
         unconstrained=int(expected.size - checked),
+        unconstrained_as=unconstrained_as,
     )

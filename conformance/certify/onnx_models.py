@@ -34,6 +34,29 @@ def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, 
     return model
 
 
+def mapped_model(mapping, dtypes: dict, attributes: dict | None = None):
+    """A one-node model for an op record's ``OrtMapping``: its inputs in ONNX order, each of the dtype in
+    ``dtypes`` (role -> dtype, None for an absent optional input) with unknown rank and dimensions."""
+    from onnx import helper  # optional: only certification through ONNX Runtime needs it
+    names, values = [], []
+    for role in mapping.inputs:
+        dtype = dtypes.get(role)
+        names.append(role if dtype is not None else "")
+        if dtype is not None:
+            values.append(helper.make_tensor_value_info(role, ELEMENT_TYPES[dtype], None))
+    while names and not names[-1]:
+        names.pop()
+    first = next(d for d in dtypes.values() if d is not None)
+    outputs = [helper.make_tensor_value_info(role, ELEMENT_TYPES[first], None) for role in mapping.outputs]
+    attrs = {**dict(mapping.attributes), **dict(attributes or {})}
+    node = helper.make_node(mapping.op_type, names, list(mapping.outputs), domain=mapping.domain, **attrs)
+    graph = helper.make_graph([node], mapping.op_type, values, outputs)
+    opsets = [helper.make_opsetid("", mapping.opset if not mapping.domain else 17)]
+    if mapping.domain:
+        opsets.append(helper.make_opsetid(mapping.domain, mapping.opset))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=9)
+
+
 def session(model, providers=("CPUExecutionProvider",), config: dict | None = None):
     """An InferenceSession for ``model``; ``config`` holds session config entries (``add_session_config_entry``)."""
     import onnxruntime as ort  # optional: loaded on use

@@ -1,10 +1,11 @@
-"""ONNX Runtime's kernels for com.microsoft.FastGelu and com.microsoft.Gelu as implementations under test.
+"""ONNX Runtime's kernels as implementations under test, for every op whose record has an ORT mapping.
 
 ``onnxruntime-cpu`` runs the CPU execution provider (PyPI ``onnxruntime``); ``onnxruntime-webgpu`` runs the
 WebGPU execution provider (PyPI ``onnxruntime-webgpu``, Dawn inside), which needs a GPU Dawn accepts.
 
-Each call runs a one-node model whose inputs have unknown rank and dimensions, so that one session per
-(op, dtype, bias present) serves every shape and every check is ONNX Runtime's own.  Neither reports a variant.
+Each call runs a one-node model (the record's ``OrtMapping``: op type, domain, attributes, input order) whose
+inputs have unknown rank and dimensions, so that one session per (op, input dtypes and presence) serves every
+shape and every check is ONNX Runtime's own.  Neither reports a variant.
 """
 
 from __future__ import annotations
@@ -12,10 +13,18 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
-from conformance.certify.onnx_models import ELEMENT_TYPES, one_node_model, session
+from conformance.certify.onnx_models import ELEMENT_TYPES, mapped_model, one_node_model, session
+from conformance.ops import known_ops, record_for
 
-#: The ops ONNX Runtime implements, by the package's op id.
-OPS = {"com.microsoft.FastGelu": "FastGelu", "com.microsoft.Gelu": "Gelu"}
+
+def ort_ops() -> dict[str, str]:
+    """The ops ONNX Runtime implements (their records have an ORT mapping): op id -> ONNX op type."""
+    return {op: record_for(op).ort.op_type for op in known_ops() if record_for(op).ort is not None}
+
+
+def session_key(op: str, dtypes: dict) -> tuple:
+    """The session cache key for ``op`` with ``dtypes`` (role -> dtype, None or left out when absent)."""
+    return (op, tuple(sorted((r, d) for r, d in dtypes.items() if d is not None)))
 
 
 def _ort():
@@ -46,47 +55,52 @@ class _OrtBase:
         return None
 
     def prepare(self, package) -> None:
-        op = OPS.get(package.manifest.op_id)  # every version of the op's package runs the same ONNX op
-        if op is None:
-            raise NotSupported(f"{self.name} implements {', '.join(sorted(OPS))}, not {package.name}")
-        self._ops[package.name] = op
+        ops = ort_ops()
+        op = package.manifest.op_id  # every version of the op's package runs the same ONNX op
+        if op not in ops:
+            raise NotSupported(f"{self.name} implements {', '.join(sorted(ops))} (the op records with an ORT "
+                               f"mapping), not {package.name}")
+        self._ops[package.name] = ops[op]
 
     def run(self, case, inputs) -> ImplResult:
-        op = self._ops[case.package]
-        x = inputs.get("X")
-        if x is None:
-            raise Rejected(f"{self.name}: {op} needs input X (an ONNX model cannot leave it out)",
-                           reason="missing-input", argument="X")
-        bias = inputs.get("bias")
+        mapping = record_for(case.package).ort
+        op = mapping.op_type
         for role, arr in inputs.items():
             if arr is not None and arr.dtype.name not in ELEMENT_TYPES:
                 raise Rejected(f"{self.name}: no ONNX element type for {role} dtype {arr.dtype}", reason="dtype",
                                argument=role)
-        key = (op, x.dtype.name, None if bias is None else bias.dtype.name)
-        sess = self.session_for(key)
-        feeds = {"X": x} if bias is None else {"X": x, "bias": bias}
+        present = [r for r in mapping.inputs if inputs.get(r) is not None]
+        if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
+            role = mapping.inputs[0]
+            raise Rejected(f"{self.name}: {op} needs input {role} (an ONNX model cannot leave it out)",
+                           reason="missing-input", argument=role)
+        dtypes = {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
+        sess = self.session_for(session_key(case.package, dtypes))
         try:
-            y = sess.run(None, feeds)[0]
+            ys = sess.run(None, {r: inputs[r] for r in present})
         except Exception as exc:  # onnxruntime's own errors: Fail, InvalidArgument, ...
             raise Rejected(f"{self.name}: {op} refused the call at run time: {short_error(exc)}",
                            reason="runtime") from None
-        return ImplResult({"Y": np.asarray(y)}, extra={"providers": list(sess.get_providers())})
+        return ImplResult({role: np.asarray(y) for role, y in zip(mapping.outputs, ys)},
+                          extra={"providers": list(sess.get_providers())})
 
     # -- sessions ------------------------------------------------------------------------------
     def session_for(self, key):
+        """The session for ``key`` (:func:`session_key`), made once; a model ORT refuses is a Rejected."""
         if key not in self._sessions:
-            op, dtype, bias_dtype = key
+            op, dtypes = key
+            dtypes = dict(dtypes)
             try:
-                model = one_node_model(op, dtype, with_bias=bias_dtype is not None, bias_dtype=bias_dtype)
+                model = mapped_model(record_for(op).ort, dtypes)
                 sess = session(model, providers=self._providers(), config=self.config)
                 self._check_provider(sess)
                 self._sessions[key] = sess
             except Rejected as err:
                 self._sessions[key] = err
             except Exception as exc:
-                self._sessions[key] = Rejected(
-                    f"{self.name}: no session for {op} with X {dtype}"
-                    + (f", bias {bias_dtype}" if bias_dtype else "") + f": {short_error(exc)}", reason="model")
+                shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
+                self._sessions[key] = Rejected(f"{self.name}: no session for {op} with {shown}: "
+                                               f"{short_error(exc)}", reason="model")
         sess = self._sessions[key]
         if isinstance(sess, Exception):
             raise sess

@@ -23,7 +23,8 @@ from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
 from conformance.engine.package import Package
 from conformance.errors import ConformanceError, ManifestError
 from conformance.files import MAX_DATA_FILE, read_confined
-from reference import reference_for
+from conformance.ops import record_for
+from conformance.ops.registry import find
 
 TEST_FORMAT = "webgpu-kernel-conformance/test@1"
 TEST_FILE = "test.json"
@@ -61,7 +62,7 @@ def _floats(a: np.ndarray) -> list:
 # -- test.json ---------------------------------------------------------------------------------
 def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
     m = package.manifest
-    ref = reference_for(m.domain, m.name)
+    record = find(m.op_id)
     out_cases, profiles, left_out = [], {}, 0
     for case in case_generator.generate(package):
         numel = sum(math.prod(a[0]) for a in case.inputs.values() if a is not None)
@@ -79,19 +80,34 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
             item["inputs"] = {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]}
                               for r, a in case.inputs.items()}
         if case.accepted:
-            expected = ref.compute(arrays)
-            item["outputs"] = {role: _floats(expected[role]) for role in case.expect["outputs"]}
-            item["tolerance"] = {}
-            for role, o in case.expect["outputs"].items():
-                tol = ref.tolerance(o["dtype"])
-                item["tolerance"][role] = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype,
-                                           "reason": tol.reason}
+            item["outputs"], item["tolerance"] = _expected(record, m.op_id, case, arrays)
         out_cases.append(item)
     return {"format": TEST_FORMAT, "package": m.op_id,
             "manifest": {"file": "manifest.json", "sha256": m.sha256},
             "generator": {"suite": "webgpu-kernel-conformance", "maxElements": max_elements,
                           "leftOut": left_out},
             "profiles": profiles, "cases": out_cases}
+
+
+def _expected(record, op: str, case, arrays) -> tuple[dict, dict]:
+    """Expected outputs and their tolerances: per element (``elementAtol``) where the model depends on the data,
+    with the record's tolerance parameters beside them. Empty outputs need no record."""
+    outputs = case.expect["outputs"]
+    if record is None and all(math.prod(o["shape"]) == 0 for o in outputs.values()):
+        return {role: [] for role in outputs}, {}
+    record = record or record_for(op)
+    expected = record.compute(arrays, None)
+    tolerance = {}
+    for role, o in outputs.items():
+        tol = record.tolerance(o["dtype"], arrays, None)
+        entry = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype, "reason": tol.reason}
+        element = getattr(tol, "element_atol", None)
+        if element is not None:
+            entry["elementAtol"] = np.broadcast_to(element, tuple(o["shape"])).ravel().tolist()
+        if record.tolerance_parameters is not None:
+            entry["parameters"] = record.tolerance_parameters(o["dtype"], arrays, None)
+        tolerance[role] = entry
+    return {role: _floats(expected[role]) for role in outputs}, tolerance
 
 
 # -- reading test.json back ----------------------------------------------------------------------

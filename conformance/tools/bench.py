@@ -24,6 +24,8 @@ from conformance.gpu.device import Device
 from conformance.gpu.kernel import Kernel
 from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer, Timing
+from conformance.ops.record import manifest_bench_inputs
+from conformance.ops.registry import find
 from conformance.tools.peers import cuda_copy_baseline, run_peers
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
@@ -89,6 +91,7 @@ class Row:
     best_copy: str = ""               # which one it was
     best_copy_spread: float = 0.0
     error: str | None = None          # a bench error (the kernel beat the best copy): not a result
+    inputs: dict | None = None        # role -> shape of every input fed (the op record's bench inputs)
 
     @property
     def best_copy_ratio(self) -> float:
@@ -163,18 +166,17 @@ class Baselines:
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
-    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not."""
+    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not;
+    every required input fed, as the op record's bench inputs say (the manifest's ranks without a record)."""
     manifest = kernel.manifest
     optional = [s for s in manifest.inputs if s.optional]
-    main = next(s for s in manifest.inputs if not s.optional)
+    record = find(manifest.op_id)
     for n in sizes:
         for dtype in dtypes:
             for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], [n + 1]):
                 for with_optional in ([False, True] if optional else [False]):
-                    args = {main.role: (tuple(shape), dtype)}
-                    for spec in optional if with_optional else []:
-                        args[spec.role] = ((shape[-1],) if spec.rank == 1 else tuple(shape), dtype)
-                    yield args, with_optional
+                    make = record.bench_call if record is not None else manifest_bench_inputs
+                    yield make(manifest, shape, dtype, with_optional), with_optional
 
 
 def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunables=None) -> Row | None:
@@ -208,7 +210,8 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
               plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
               moved / timing.median / 1e9, gbps["copy shader vec4<u32>"], gbps["copy_buffer_to_buffer"],
               _all_settled(timing, *copies.values()), kernel.manifest.version, kernel.device.webgpu,
-              gbps, gbps[best], best, spreads[best])
+              gbps, gbps[best], best, spreads[best],
+              inputs={r: list(arg[0]) for r, arg in args.items() if arg is not None})
     row.error = bench_error(row)
     return row
 

@@ -74,18 +74,43 @@ def unreachable(package: Package, generated) -> list[Finding]:
         return []
     planner, out = Planner(m), []
     for vid in missing:
-        variant, takers = m.variant(vid), set()
+        variant, takers, failing = m.variant(vid), set(), {}
         for case in generated:
-            if not case.accepted:
+            try:
+                scope = planner.scope(make_call(m, case.inputs, case.profile, case.tunables))
+            except ConformanceError:
                 continue
-            scope = planner.scope(make_call(m, case.inputs, case.profile, case.tunables))
-            if _holds(variant, scope):
+            if not _holds(variant, scope):
+                continue
+            if case.accepted:
                 takers.add(case.expect["variant"])
-        why = (f"shadowed: every generated call its `when` accepts is taken by higher-priority "
-               f"{', '.join(sorted(takers))}" if takers else "its `when` predicates hold for no generated call")
+            elif _selects(m, variant, scope):  # its `when` chose it, then planning it failed: name the cause
+                failing.setdefault(_plan_failure(planner, m, case), case.id)
+        if failing:
+            cause, first = next(iter(failing.items()))
+            why = f"every call its `when` selects fails in planning ({cause}; e.g. case {first})"
+        elif takers:
+            why = (f"shadowed: every generated call its `when` accepts is taken by higher-priority "
+                   f"{', '.join(sorted(takers))}")
+        else:
+            why = "its `when` predicates hold for no generated call"
         out.append(Finding(m.file, variant.pointer, f"variant {vid!r} (priority {variant.priority}) is selected "
                                                     f"by no call: {why}"))
     return out
+
+
+def _selects(m, variant, scope) -> bool:
+    """Whether ``variant`` is the first variant (by priority) whose `when` holds in ``scope``."""
+    return next((v for v in m.variants if _holds(v, scope)), None) is variant
+
+
+def _plan_failure(planner: Planner, m, case) -> str:
+    """The error planning ``case`` raises, first line: e.g. a binding whose length or element type fails."""
+    try:
+        planner.plan(make_call(m, case.inputs, case.profile, case.tunables))
+    except ConformanceError as err:
+        return str(err).splitlines()[0]
+    return "no error when planned again"
 
 
 def _holds(variant, scope) -> bool:

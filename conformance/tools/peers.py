@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from conformance.certify.onnxruntime import OPS, OrtWebGpu, short_error
+from conformance.certify.onnxruntime import OrtWebGpu, ort_ops, session_key, short_error
+from conformance.ops.registry import find
 
 #: How the ONNX Runtime WebGPU peer is timed (see ``time_bound_runs``).
 ORT_METHOD = "wall clock, device-resident IOBinding, fence read-back subtracted"
@@ -106,17 +107,17 @@ def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
         return [note("torch is not installed: no torch peers timed")]
     if not torch.cuda.is_available():
         return [note("torch has no CUDA device: no torch peers timed")]
-    import torch.nn.functional as F  # (see above)
     out = []
     for row in selected_rows(result, max_elements):
         dtype = {"float32": torch.float32, "float16": torch.float16}[row["dtype"]]
         x = torch.randn(row["shape"], device="cuda", dtype=dtype)
         b = torch.randn(row["shape"][-1], device="cuda", dtype=dtype)
-        if row["package"].endswith("FastGelu"):
-            fn = (lambda: F.gelu(x + b, approximate="tanh")) if row["bias"] else (lambda: F.gelu(x, approximate="tanh"))
-            name = "torch gelu(x + b, tanh)" if row["bias"] else "torch gelu(x, tanh)"
-        else:
-            fn, name = (lambda: F.gelu(x)), "torch gelu(x) exact"
+        record = find(row["package"])  # the op record's PyTorch peer (None: no peer)
+        if record is None or record.torch_peer is None:
+            continue
+        tensors = {r: torch.randn(s, device="cuda", dtype=dtype) for r, s in (row.get("inputs") or {}).items()}
+        x = tensors.get(record.roles[0], x)
+        fn, name = record.torch_peer(tensors or {"X": x, "bias": b if row["bias"] else None})
         copy = _cuda_time(lambda: x.clone())
         t = _cuda_time(fn)
         copy_gbps = 2 * x.numel() * x.element_size() / copy / 1e9
@@ -201,6 +202,7 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
     on the WebGPU provider).  Rows carry ``method``.
     """
 
+    OPS = ort_ops()  # the records with an ORT mapping
     rows = [row for row in selected_rows(result, max_elements) if row["package"] in OPS]
     if not rows:
         return []
@@ -209,7 +211,7 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
     if reason:
         return [note(f"{reason}: no onnxruntime-webgpu peers timed")]
     try:  # the fence: a CPU-output run of a tiny session on the same device (see below)
-        fence_session = impl.session_for(("Gelu", "float32", None))
+        fence_session = impl.session_for(session_key("com.microsoft.Gelu", {"X": "float32"}))
     except Exception as exc:
         return [note(f"onnxruntime-webgpu: no fence session: {short_error(exc)}: no onnxruntime-webgpu peers timed")]
     tiny = np.ones(4, np.float32)
@@ -224,7 +226,8 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
         name = ort_peer_name(op, row["bias"])
         binding = None
         try:
-            sess = impl.session_for((op, row["dtype"], row["dtype"] if row["bias"] else None))  # cached per key
+            sess = impl.session_for(session_key(row["package"], {"X": row["dtype"], "bias": row["dtype"] if row["bias"]
+                                                                 else None}))  # cached per key
             binding = sess.io_binding()
             binding.bind_cpu_input("X", rng.standard_normal(row["shape"], np.float32).astype(row["dtype"]))
             if row["bias"]:

@@ -42,3 +42,25 @@ def test_specs_runs_the_stored_cases(published, tmp_path):
     stored = [c for c in ran if c["id"].startswith("test.json/")]
     assert len(stored) > 20 and all(c["status"] in ("passed", "skipped") for c in stored)
     assert len(ran) > len(stored)  # the generated cases ran too
+
+
+def test_row_ops_export_per_element_tolerances_and_every_required_input(published):
+    """LayerNormalization's tolerance depends on each row: test.json stores it per element (elementAtol) with the
+    record's parameters; bench.json feeds scale (required) in every case; the stored cases pass."""
+    from conformance.certify.checker import Checker
+    from conformance.certify.implementations import ManifestImplementation
+    from conformance.certify.outcomes import verdict_for
+    name = "com.microsoft.LayerNormalization"
+    root = published(name)
+    test, bench = export_package(root / name)
+    data, bench_data = json.loads(test.read_text()), json.loads(bench.read_text())
+    accepted = [c for c in data["cases"] if c["expect"]["outcome"] == "accepted" and c["outputs"]["Y"]]
+    assert accepted and all(len(c["tolerance"]["Y"]["elementAtol"]) == len(c["outputs"]["Y"]) for c in accepted)
+    assert all(c["tolerance"]["Y"]["parameters"]["epsilon"] == 1e-5 for c in accepted)
+    assert all("scale" in c["inputs"] for c in bench_data["cases"])
+    package = load_package(root / name)
+    checker = Checker(ManifestImplementation("vulkan"))
+    stored = [c for c in load_test_cases(package) if "values_op" in c.markers][:4]
+    assert stored
+    for case in stored:
+        checker.check(case, package, verdict_for(case))

@@ -127,3 +127,15 @@ def test_lint_compiles_with_tint_natively_and_in_the_browser(specs, webgpu):
     found = [line for line in broken.stdout.splitlines() if line.startswith(str(specs))]
     assert broken.returncode == 1 and found and all("WGSL compilation failed" in f for f in found), broken.stdout
     assert re.search(r"line \d+: const CLAMP: f32 = ;", broken.stdout)  # Tint's line:col, mapped to the line
+
+
+def test_a_failing_binding_is_named_as_the_cause(specs):
+    """A variant whose calls all fail in a binding is not 'shadowed': lint names the binding."""
+    def break_it(raw):
+        v = variant(raw, "vec4")
+        v["passes"][0]["bindings"][0]["length"] = 7
+    edit_manifest(specs / GELU, break_it)
+    found = [f for f in messages(lint(specs / GELU)) if "selected by no call" in f]
+    assert len(found) == 1, found
+    assert "variant 'vec4' (priority 20) is selected by no call: every call its `when` selects fails" in found[0]
+    assert "binding 'x' declares 7 x vec4<" in found[0] and "shadowed" not in found[0]

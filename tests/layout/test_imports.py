@@ -1,7 +1,7 @@
 """The stages' dependencies point one way, and no module hides which stage it uses.
 
 Layers, lowest first: the shared foundation (``conformance.errors``, ``conformance.config``), the manifest engine,
-the case generator (``cases``), the GPU runtime, certification, then the plugin and the tools side by side, then the
+the op records (``conformance.ops``), the case generator (``cases``), the GPU runtime, certification, then the plugin and the tools side by side, then the
 command lines. A module may import its own package and any lower layer; ``reference`` imports nothing of the suite.
 """
 
@@ -20,6 +20,7 @@ PACKAGES = ("conformance", "cases", "reference")
 LAYERS = [
     ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"), ("conformance.files", 0, "foundation"),
     ("conformance.engine", 1, "engine"),
+    ("conformance.ops", 1.5, "ops"),   # op records: reference + foundation only; read by cases, certify, tools
     ("cases", 2, "cases"),
     ("conformance.gpu", 3, "gpu"),
     ("conformance.certify", 4, "certify"),

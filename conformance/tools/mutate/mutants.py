@@ -79,6 +79,23 @@ _SPECIALS = [
      "result scaled by one f16 ULP (1 + 2**-10)"),
     ("clamp", r"return select\(x \* p, \{\{ T \}\}\(0\.0\), x < \{\{ T \}\}\(-CLAMP\)\);",
      "return x * p;", "the negative-tail cut to 0 removed"),
+    # row reductions (one workgroup per row, a tree over workgroup memory)
+    ("barrier", r"\n *workgroupBarrier\(\);", "", "a workgroup barrier removed"),
+    ("shared-index", r"\[lid \+ \{\{ s \}\}u\]", "[lid + {{ s }}u - 1u]", "tree: the partner slot off by one"),
+    ("shared-index", r"partial\[0\] \* params\.invCols", "partial[1] * params.invCols",
+     "the reduced value read from slot 1, not 0"),
+    ("shared-index", r"partial\[0\]\)", "partial[1])", "the reduced value read from slot 1, not 0"),
+    ("shared-bound", r"lid \+ \{\{ s \}\}u < \{\{ size \}\}u", "lid + {{ s }}u <= {{ size }}u",
+     "tree: the partial stride's bound off by one"),
+    ("pow2", r"\{% if 2 \* s > size %\}lid \+ \{\{ s \}\}u < \{\{ size \}\}u\{% else %\}lid < \{\{ s \}\}u\{% endif %\}",
+     "lid < {{ s }}u", "tree: assumes a power-of-two workgroup (every partner slot exists)"),
+    ("pow2", r"range\(15, -1, -1\) if 2 \*\* k < size", "range(15, -1, -1) if 2 ** k <= size // 2",
+     "tree: strides from size / 2 down (a power-of-two workgroup assumed: slots past the largest power of two "
+     "are never folded)"),
+    ("row-index", r"let row = wid\.x \+ nwg\.x \* \(wid\.y \+ nwg\.y \* wid\.z\);", "let row = wid.x;",
+     "the row index ignores the split dispatch"),
+    ("row-index", r"  if \(row >= params\.rows\) \{ return; \}\n", "",
+     "workgroups past the last row (a split dispatch) do not return"),
 ]
 
 
@@ -227,10 +244,13 @@ def manifest_mutants(short: str, op_id: str, raw: dict) -> list[Mutant]:
 
 
 def package_mutants(package: Package) -> list[Mutant]:
-    """Every mutant of a loaded package: its manifest's, then each shader template's."""
+    """Every mutant of a loaded package: its manifest's, then each shader template's (those the passes name, then
+    the templates they import, e.g. the row kernels' ``row-reduction.wgsl.jinja``)."""
     short = package.manifest.name
     mutants = manifest_mutants(short, package.name, json.loads(read_confined(package.root, Path(package.manifest.file))))
-    for shader in package.manifest.shaders:
+    shaders = list(package.manifest.shaders)
+    shaders += sorted(p.name for p in package.root.glob("*.jinja") if p.name not in shaders)  # included templates
+    for shader in shaders:
         mutants += template_mutants(short, package.name, shader, package.read_template(shader))
     return mutants
 

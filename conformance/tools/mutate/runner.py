@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from conformance.certify.checker import Checker
-from conformance.config import default_backend
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseSkipped, verdict_for
 from conformance.certify.testjson import build_test, load_test_cases
+from conformance.config import default_backend
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 from conformance.files import copy_package
