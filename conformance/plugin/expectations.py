@@ -22,7 +22,7 @@ class Expectation:
     reason: str
 
     def covers(self, case_id: str) -> bool:
-        return self.pattern.fullmatch(case_id) is not None
+        return bool(self.pattern.fullmatch(case_id))
 
     def as_dict(self) -> dict:
         return {"pattern": self.glob, "reason": self.reason}

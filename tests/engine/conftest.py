@@ -38,12 +38,12 @@ _RAW = {FASTGELU: _raw(FASTGELU), GELU: _raw(GELU)}
 
 @pytest.fixture(scope="session")
 def fastgelu():
-    return load_kernel(FASTGELU)
+    return load_kernel(FASTGELU, version=1)
 
 
 @pytest.fixture(scope="session")
 def gelu():
-    return load_kernel(GELU)
+    return load_kernel(GELU, version=1)
 
 
 @pytest.fixture
