@@ -7,7 +7,6 @@ h(n) of the row sums, which is what separates a two-pass kernel from a one-pass 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from reference.rowwise import (
     FLT_MAX,
     SAFETY,
     TINY32,
-    ElementTolerance,
+    RowReference,
     depth,
     float_array,
     output_terms,
@@ -52,23 +51,12 @@ def layer_normalization(x, scale, bias=None, epsilon: float = DEFAULT_EPSILON) -
     return y
 
 
-class LayerNormReference:
+class LayerNormReference(RowReference):
     """The registry entry: ``compute`` and ``tolerance`` from the inputs X, scale, bias and the attributes."""
 
     op = OP
     roles = ("X", "scale", "bias")
 
-    def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
-        return {"Y": self.analyse(inputs, attributes)[0]}
-
-    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
-                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
-        if inputs is None:
-            raise ValueError(f"{OP}: the tolerance depends on each row's data; pass the inputs")
-        expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
-        finite = allowed[~np.isnan(expected)]
-        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
-                                element_atol=np.where(np.isnan(expected), 0.0, allowed))
 
     # -- the model ------------------------------------------------------------------------------
     def _validate(self, inputs, attributes):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -75,3 +76,22 @@ def float_array(op: str, role: str, value) -> np.ndarray:
 
 __all__ = ["EPS32", "SAFETY", "TINY32", "FLT_MAX", "ElementTolerance", "depth", "output_terms", "subnormal_part",
            "float_array"]
+
+
+class RowReference:
+    """A row op's reference: a subclass's ``analyse(inputs, attributes[, dtype])`` gives (expected, the allowed error
+    per element, rtol, why); ``compute`` and ``tolerance`` follow from it the same way for every row op."""
+
+    op = ""
+
+    def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
+        return {"Y": self.analyse(inputs, attributes)[0]}
+
+    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
+                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
+        if inputs is None:
+            raise ValueError(f"{self.op}: the tolerance depends on each row's data; pass the inputs")
+        expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
+        finite = allowed[~np.isnan(expected)]
+        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
+                                element_atol=np.where(np.isnan(expected), 0.0, allowed))

@@ -5,11 +5,19 @@ tolerance (README.md, "Row reductions") follows each element's exp argument and 
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
 
 import numpy as np
 
-from reference.rowwise import EPS32, FLT_MAX, SAFETY, TINY32, ElementTolerance, depth, float_array, output_terms
+from reference.rowwise import (
+    EPS32,
+    FLT_MAX,
+    SAFETY,
+    TINY32,
+    RowReference,
+    depth,
+    float_array,
+    output_terms,
+)
 
 OP = "com.microsoft.Softmax"
 
@@ -24,23 +32,12 @@ def softmax(x) -> np.ndarray:
         return e / e.sum(axis=-1, keepdims=True)
 
 
-class SoftmaxReference:
+class SoftmaxReference(RowReference):
     """The registry entry: ``compute`` and ``tolerance`` from the input X (and the ``axis`` attribute)."""
 
     op = OP
     roles = ("X",)
 
-    def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
-        return {"Y": self.analyse(inputs, attributes)[0]}
-
-    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
-                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
-        if inputs is None:
-            raise ValueError(f"{OP}: the tolerance depends on each row's data; pass the inputs")
-        expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
-        finite = allowed[~np.isnan(expected)]
-        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
-                                element_atol=np.where(np.isnan(expected), 0.0, allowed))
 
     def _validate(self, inputs, attributes) -> np.ndarray:
         unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)

@@ -71,14 +71,6 @@ def rows_with_ratio(rng, rows: int, n: int, ratio: float, dtype="float32") -> np
     return (mean + sigma * z).astype(dtype)
 
 
-@pytest.fixture
-def package_copy(tmp_path):
-    """A scratch copy of a package in specs/, to change on purpose."""
-    def copy(name):
-        dst = tmp_path / name
-        shutil.copytree(REPO_SPECS / name, dst)
-        return dst
-    return copy
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,6 @@
-import shutil
-
 import pytest
 
 from conformance import load_kernel
-from conformance.engine.package import REPO_SPECS
 from conformance.gpu.device import get_device
 
 
@@ -22,11 +19,3 @@ def gelu(device):
     return load_kernel("com.microsoft.Gelu", device=device, version=1)
 
 
-@pytest.fixture
-def package_copy(tmp_path):
-    """A scratch copy of a package in specs/, to break on purpose."""
-    def copy(name):
-        dst = tmp_path / name
-        shutil.copytree(REPO_SPECS / name, dst)
-        return dst
-    return copy
