@@ -7,7 +7,6 @@ h(n) of the row sums, which is what separates a two-pass kernel from a one-pass 
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from reference.rowwise import (
@@ -60,14 +59,7 @@ class LayerNormReference(RowReference):
 
     # -- the model ------------------------------------------------------------------------------
     def _validate(self, inputs, attributes):
-        unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
-        if unknown:
-            raise ValueError(f"{OP}: unexpected input(s) {unknown}; inputs are {list(self.roles)}")
-        if inputs.get("X") is None or inputs.get("scale") is None:
-            raise ValueError(f"{OP}: inputs 'X' and 'scale' are required")
-        x = float_array(OP, "X", inputs["X"])
-        if x.ndim < 1:
-            raise ValueError(f"{OP}: X must have rank >= 1, got shape {x.shape}")
+        x = self._x(inputs, attributes, ("X", "scale"))
         others = {}
         for role in ("scale", "bias"):
             v = inputs.get(role)
@@ -77,13 +69,9 @@ class LayerNormReference(RowReference):
             if v.dtype != x.dtype or v.shape != x.shape[-1:]:
                 raise ValueError(f"{OP}: {role} must be {x.dtype} of shape {x.shape[-1:]}, got {v.dtype} {v.shape}")
             others[role] = v
-        attributes = dict(attributes or {})
-        epsilon = float(attributes.get("epsilon", DEFAULT_EPSILON))
-        axis = int(attributes.get("axis", -1))
+        epsilon = float(dict(attributes or {}).get("epsilon", DEFAULT_EPSILON))
         if not epsilon > 0:
             raise ValueError(f"{OP}: epsilon must be positive, got {epsilon}")
-        if axis not in (-1, x.ndim - 1):
-            raise ValueError(f"{OP}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
         return x, others["scale"], others.get("bias"), epsilon
 
     def analyse(self, inputs, attributes=None, dtype: str | None = None):

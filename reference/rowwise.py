@@ -83,6 +83,26 @@ class RowReference:
     per element, rtol, why); ``compute`` and ``tolerance`` follow from it the same way for every row op."""
 
     op = ""
+    roles: tuple[str, ...] = ()
+
+    def _x(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None,
+           required: tuple[str, ...]) -> np.ndarray:
+        """X, after the checks every row op makes: no unknown input, the ``required`` ones present, X of rank >= 1,
+        the reduction over the last axis (the only ``axis`` supported)."""
+        unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
+        if unknown:
+            raise ValueError(f"{self.op}: unexpected input(s) {unknown}; inputs are {list(self.roles)}")
+        if any(inputs.get(r) is None for r in required):
+            names = " and ".join(f"'{r}'" for r in required)
+            raise ValueError(f"{self.op}: {'inputs' if len(required) > 1 else 'input'} {names} "
+                             f"{'are' if len(required) > 1 else 'is'} required")
+        x = float_array(self.op, "X", inputs["X"])
+        if x.ndim < 1:
+            raise ValueError(f"{self.op}: X must have rank >= 1, got shape {x.shape}")
+        axis = int(dict(attributes or {}).get("axis", -1))
+        if axis not in (-1, x.ndim - 1):
+            raise ValueError(f"{self.op}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
+        return x
 
     def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
         return {"Y": self.analyse(inputs, attributes)[0]}

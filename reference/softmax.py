@@ -5,7 +5,6 @@ tolerance (README.md, "Row reductions") follows each element's exp argument and 
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from reference.rowwise import (
@@ -15,7 +14,6 @@ from reference.rowwise import (
     TINY32,
     RowReference,
     depth,
-    float_array,
     output_terms,
 )
 
@@ -39,23 +37,9 @@ class SoftmaxReference(RowReference):
     roles = ("X",)
 
 
-    def _validate(self, inputs, attributes) -> np.ndarray:
-        unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
-        if unknown:
-            raise ValueError(f"{OP}: unexpected input(s) {unknown}; the input is X")
-        if inputs.get("X") is None:
-            raise ValueError(f"{OP}: input 'X' is required")
-        x = float_array(OP, "X", inputs["X"])
-        if x.ndim < 1:
-            raise ValueError(f"{OP}: X must have rank >= 1, got shape {x.shape}")
-        axis = int(dict(attributes or {}).get("axis", -1))
-        if axis not in (-1, x.ndim - 1):
-            raise ValueError(f"{OP}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
-        return x
-
     def analyse(self, inputs, attributes=None, dtype: str | None = None):
         """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``."""
-        x = self._validate(inputs, attributes)
+        x = self._x(inputs, attributes, ("X",))
         dtype = dtype or x.dtype.name
         out_atol, out_rtol, out_why = output_terms(dtype)
         n = x.shape[-1]
