@@ -117,6 +117,8 @@ class BindingSpec:
     fields: tuple[FieldSpec, ...]
     pointer: str
     packing: str | None = None  # "2x16float": each u32 lane holds two f16 elements of the argument
+    first: str | int | None = None  # the argument's first element the binding covers (default 0)
+    count: str | int | None = None  # how many of the argument's elements it covers (default: the rest)
 
 
 @dataclass(frozen=True)
@@ -461,8 +463,9 @@ class Manifest:
             arg = b.get("arg")
             if arg is not None and arg not in self.args:
                 problems.add(_pointer_join(bp, "arg"), f"arg {arg!r} is not in args ({', '.join(self.args)})")
-            if "packing" in b and b["buffer"]["type"] == "uniform":
-                problems.add(_pointer_join(bp, "packing"), "packing applies to storage bindings, not to a uniform")
+            for key in ("packing", "first", "count"):
+                if key in b and b["buffer"]["type"] == "uniform":
+                    problems.add(_pointer_join(bp, key), f"{key} applies to storage bindings, not to a uniform")
             struct = b.get("struct")
             fields = ()
             if struct:
@@ -471,7 +474,8 @@ class Manifest:
                                                      problems))
                                for j, f in enumerate(struct["fields"]))
             out.append(BindingSpec(b["name"], b["buffer"]["type"], arg, b.get("elementType"), b.get("length"),
-                                   struct["name"] if struct else None, fields, bp, b.get("packing")))
+                                   struct["name"] if struct else None, fields, bp, b.get("packing"),
+                                   b.get("first"), b.get("count")))
         return tuple(out)
 
     def _variant(self, index, raw_variant, base_rules, derive_names, binding_sets, problems) -> VariantSpec:
@@ -523,7 +527,7 @@ class Manifest:
             else:
                 specs = self._bindings(bindings, _pointer_join(pp, "bindings"), problems)
             for spec in specs:
-                for ref in (spec.element_type, spec.length):
+                for ref in (spec.element_type, spec.length, spec.first, spec.count):
                     if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in constant_names:
                         problems.add(_pointer_join(pp, "bindings") if isinstance(bindings, str) else spec.pointer,
                                      f"{ref} in binding {spec.name!r} is not a constant of variant "

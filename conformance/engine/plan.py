@@ -35,6 +35,7 @@ class BindingPlan:
     byte_size: int                   # bytes the binding covers
     declaration: str                 # the WGSL declaration the template should emit
     packing: str | None = None       # "2x16float": u32 lanes holding two f16 elements of the argument
+    byte_offset: int = 0             # where in the argument's buffer the binding starts (a manifest range)
 
     def as_dict(self) -> dict:
         out = {"index": self.index, "name": self.name, "buffer": self.buffer_type}
@@ -42,6 +43,8 @@ class BindingPlan:
             out.update(arg=self.arg, elementType=self.element_type, bytes=self.byte_size)
         if self.packing is not None:
             out["packing"] = self.packing
+        if self.byte_offset:
+            out["byteOffset"] = self.byte_offset
         if self.length is not None:
             out["length"] = self.length
         if self.struct_name is not None:

@@ -177,21 +177,46 @@ class Planner:
             packed = " (packing 2x16float holds f16)" if b.packing else ""
             raise ExpressionError(f"binding {b.name!r}: element type {etype}{packed} does not hold argument "
                                   f"{b.arg!r} of dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
-        if numel % width:
-            packed = f" ({width} f16 each, packing 2x16float)" if b.packing else ""
-            raise ExpressionError(f"binding {b.name!r}: {numel} elements of {b.arg!r} are not a whole number of "
-                                  f"{etype}{packed}", pointer=b.pointer, file=m.file)
+        first, count = self._range(b, resolve, numel, width, etype, element_stride(scalar), call)
         if length is not None:
             length = _int(length, f"binding {b.name!r} length", b.pointer, m, minimum=1)
-            if length * width != numel:
+            if length * width != count:
                 raise ContractError(f"pass {spec.name}: binding {b.name!r} declares {length} x {etype} but "
-                                    f"argument {b.arg!r} has {numel} elements", reason="binding-length",
+                                    f"argument {b.arg!r} has {count} elements", reason="binding-length",
                                     argument=b.arg)
         type_text = f"array<{etype}, {length}>" if length is not None else f"array<{etype}>"
-        byte_size = (numel // width) * element_stride(str(etype))
+        byte_size = (count // width) * element_stride(str(etype))
         decl = binding_declaration(index, b.name, b.buffer_type, type_text)
         return BindingPlan(index, b.name, b.buffer_type, str(etype), length, b.arg, None, (), b"", byte_size, decl,
-                           b.packing)
+                           b.packing, first * element_stride(scalar))
+
+    def _range(self, b: BindingSpec, resolve, numel: int, width: int, etype, scalar_bytes: int,
+               call: Call) -> tuple[int, int]:
+        """The argument elements [first, first + count) a binding covers: the whole argument unless it names a
+        range, whose start must sit at a multiple of the device's minStorageBufferOffsetAlignment."""
+        m = self.manifest
+        first = 0 if b.first is None else _int(resolve(b.first), f"binding {b.name!r} first", b.pointer, m)
+        count = numel - first if b.count is None else _int(resolve(b.count), f"binding {b.name!r} count",
+                                                           b.pointer, m)
+        packed = f" ({width} f16 each, packing 2x16float)" if b.packing else ""
+        if first + count > numel:
+            raise ContractError(f"binding {b.name!r} covers elements [{first}, {first + count}) of argument "
+                                f"{b.arg!r}, which has {numel}", reason="binding-range", argument=b.arg)
+        if count % width:
+            what = f"{count} elements" if (first, count) == (0, numel) else f"the {count} elements it covers"
+            raise ExpressionError(f"binding {b.name!r}: {what} of {b.arg!r} are not a whole number of "
+                                  f"{etype}{packed}", pointer=b.pointer, file=m.file)
+        limits = call.profile.limits
+        if (first, count) != (0, numel) and numel * scalar_bytes > limits["maxBufferSize"]:
+            raise ContractError(f"argument {b.arg!r} needs a buffer of {numel * scalar_bytes} bytes, more than "
+                                f"device.limits.maxBufferSize = {limits['maxBufferSize']}", reason="device-limit",
+                                argument=b.arg)
+        alignment = limits["minStorageBufferOffsetAlignment"]
+        if first * scalar_bytes % alignment:
+            raise ContractError(f"binding {b.name!r} starts at byte {first * scalar_bytes} of argument {b.arg!r}, "
+                                f"not a multiple of device.limits.minStorageBufferOffsetAlignment = {alignment}",
+                                reason="binding-offset", argument=b.arg)
+        return first, count
 
     def _field_value(self, f, scope, ev):
         value = ev.evaluate(f.value.tree, scope, f.value.pointer)

@@ -418,9 +418,10 @@ class Runtime:
                                      pass_name=pass_plan.name, kind="binding")
         size = _padded(b.byte_size)
         guard = (exposed or {}).get(b.arg, 0)   # fits the binding limit by construction (guard_bytes)
-        if guard and size + guard <= min(buf.size, self.device.profile.limits["maxStorageBufferBindingSize"]):
+        reaches_guard = b.byte_offset + size == buf.size - guard   # a range ending early leaves it to another
+        if guard and reaches_guard and size + guard <= self.device.profile.limits["maxStorageBufferBindingSize"]:
             size += guard
-        return {"binding": b.index, "resource": {"buffer": buf, "offset": 0, "size": size}}
+        return {"binding": b.index, "resource": {"buffer": buf, "offset": b.byte_offset, "size": size}}
 
     def _read(self, buffer) -> bytes:
         buffer.map_sync(mode=1)  # wgpu.MapMode.READ

@@ -82,6 +82,24 @@ def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy, dt
     assert clean.guards_intact == {"Y": True}
 
 
+@pytest.mark.parametrize("dtype,n", [(np.float32, 1001), (np.float16, 1001)])
+def test_a_write_past_a_ranged_tail_is_caught_by_the_guard(device, package_copy, dtype, n):
+    """A split variant writes the output through two bindings; the guard follows the one that ends at the
+    tensor's end (the tail, bound at an offset), so one element too many there is caught as well."""
+    root = package_copy("com.microsoft.Gelu@2")
+    template = root / "elementwise-bias-gelu.wgsl.jinja"
+    text = template.read_text()
+    assert "} else if (i - params.count < params.tail) {" in text
+    template.write_text(text.replace("} else if (i - params.count < params.tail) {",
+                                     "} else if (i - params.count <= params.tail) {"))
+    args = dict(verify=True, X=np.ones(n, dtype))
+    plan, run = load_kernel(root, device=device).run(**args)
+    assert plan.variant.startswith("split_") and run.guards_intact == {"Y": False}
+    plan, clean = load_kernel("com.microsoft.Gelu", device=device, version=2).run(**args)
+    assert plan.variant.startswith("split_") and clean.guards_intact == {"Y": True}
+    assert np.allclose(clean.outputs["Y"].astype(np.float64), 0.8413447460685429, rtol=1e-3)
+
+
 def test_f16_phi_fit_in_the_template_is_the_scripts_and_within_its_bound():
     """The f16 erf path's coefficients come from scripts/fit_phi_f16.py; its error stays far below f16's half ULP."""
     import re
