@@ -166,14 +166,16 @@ class Baselines:
 
 
 def bench_calls(kernel: Kernel, sizes, dtypes):
-    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned [n+1], each optional input present or not;
-    every required input fed, as the op record's bench inputs say (the manifest's ranks without a record)."""
+    """Calls per size: an aligned shape [n/1024, 1024] and an unaligned one, [n+1] or, for an op over rows,
+    [n/1024, 1023] (one row of n+1 would measure one workgroup); each optional input present or not; every
+    required input fed, as the op record's bench inputs say (the manifest's ranks without a record)."""
     manifest = kernel.manifest
     optional = [s for s in manifest.inputs if s.optional]
     record = find(manifest.op_id)
     for n in sizes:
+        unaligned = [n // 1024, 1023] if record is not None and record.rows and n >= 1024 else [n + 1]
         for dtype in dtypes:
-            for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], [n + 1]):
+            for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], unaligned):
                 for with_optional in ([False, True] if optional else [False]):
                     make = record.bench_call if record is not None else manifest_bench_inputs
                     yield make(manifest, shape, dtype, with_optional), with_optional
@@ -191,12 +193,12 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     first = plan.passes[0].bindings
     x = next(b for b in first if b.buffer_type == "read-only-storage")
     y = next(b for b in first if b.buffer_type == "storage")
+    x_bytes = arrays[x.arg].nbytes   # the whole tensor, even where x binds part of it (a split variant)
     try:
-        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x.byte_size)
+        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x_bytes)
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
-    x_bytes = x.byte_size
     dtype = next(iter(args.values()))[1]
     main_shape = next(iter(args.values()))[0]
     gbps = {name: 2 * x_bytes / t.median / 1e9 for name, t in copies.items()}
