@@ -14,7 +14,7 @@ from cases.calls import CallSpec, accepted, scope_of
 from cases.conditions import Analysis
 from cases.data import NONFINITE, special_values
 from cases.pool import _first_change
-from cases.profiles import PROFILES
+from cases.profiles import profile_named
 from cases.shapes import companions, primary
 from conformance.engine.call import make_call
 from conformance.engine.planner import Planner
@@ -75,7 +75,7 @@ class Ctx:
         return dtype if spec.typevar == self.lead.typevar or dtype not in allowed else allowed[0]
 
     def call(self, shape, dtype, *, optional=True, profile="baseline", tunables=None, label=None, only=None,
-             override=None) -> CallSpec:
+             override=None, attributes=None) -> CallSpec:
         args = {self.lead.role: (tuple(shape), dtype)}
         for s in self.others:
             if s.optional and not optional:
@@ -83,7 +83,7 @@ class Ctx:
             args[s.role] = (self.companion(s, shape, label if only in (None, s.role) else None),
                             self.dtype_of(s, dtype))
         args.update(override or {})
-        return CallSpec.of(self.m, args, profile, tunables)
+        return CallSpec.of(self.m, args, profile, tunables, attributes)
 
     def states(self) -> tuple[bool, ...]:
         return (False, True) if self.has_optional else (False,)
@@ -97,7 +97,8 @@ class Ctx:
 
     def plan(self, spec: CallSpec):
         try:
-            return self.planner.plan(make_call(self.m, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+            return self.planner.plan(make_call(self.m, spec.call_args(), profile_named(spec.profile),
+                                               dict(spec.tunables)))
         except (ContractError, ExpressionError):
             return None
 
