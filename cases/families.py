@@ -415,7 +415,7 @@ def attributes(ctx: Ctx):
                 values: list = []
                 for _, other in compared:
                     boundary = ctx.analysis.evaluate(other, scope) if scope is not None else None
-                    values += [_typed(spec.type, v) for v in around(boundary)]
+                    values += list(around(_typed(spec.type, boundary)))   # 4 for a float attribute: 4.0 +- ulp
                 if spec.type == "float":
                     values.append(ATTRIBUTE_UNIT)
                 elif spec.type == "bool":
