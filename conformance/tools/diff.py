@@ -250,11 +250,13 @@ def table(diffs: list[PackageDiff], width: int = 60) -> str:
 
 
 def change_json(c: Change) -> dict:
-    inputs, profile, tunables = c.call
+    inputs, profile, tunables, attributes = c.call
+    call = {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
+            "profile": profile, "tunables": dict(tunables)}
+    if attributes:
+        call["attributes"] = dict(attributes)
     return {"case": c.case, "generated_by": c.source, "fields": [LABELS.get(f, f) for f in c.fields],
-            "old": c.old, "new": c.new,
-            "call": {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
-                     "profile": profile, "tunables": dict(tunables)}}
+            "old": c.old, "new": c.new, "call": call}
 
 
 def as_json(diffs: list[PackageDiff], old: Side, new: Side, gate: list[str] | None = None) -> dict:
