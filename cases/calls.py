@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from cases.profiles import PROFILE_ORDER, PROFILES
+from cases.profiles import PROFILE_ORDER, profile_named
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import ITEM_BYTES, WGSL_DTYPE
 from conformance.engine.manifest import Manifest
@@ -21,23 +21,31 @@ HEAVY_BYTES = 64 * 2**20
 
 @dataclass(frozen=True)
 class CallSpec:
-    """Inputs in manifest order as (role, shape, dtype) with shape None when absent; profile by name."""
+    """Inputs in manifest order as (role, shape, dtype) with shape None when absent; profile by name
+    (``cases.profiles.profile_named``); tunables and attributes passed (not the defaults), sorted by name."""
 
     inputs: tuple[tuple[str, tuple[int, ...] | None, str | None], ...]
     profile: str = "baseline"
     tunables: tuple[tuple[str, int], ...] = ()
+    attributes: tuple[tuple[str, Any], ...] = ()
 
     @staticmethod
     def of(manifest: Manifest, args: dict[str, tuple | None], profile: str = "baseline",
-           tunables: dict[str, int] | None = None) -> "CallSpec":
+           tunables: dict[str, int] | None = None, attributes: dict[str, Any] | None = None) -> "CallSpec":
         rows = []
         for spec in manifest.inputs:
             arg = args.get(spec.role)
             rows.append((spec.role, None, None) if arg is None else (spec.role, tuple(arg[0]), arg[1]))
-        return CallSpec(tuple(rows), profile, tuple(sorted((tunables or {}).items())))
+        return CallSpec(tuple(rows), profile, tuple(sorted((tunables or {}).items())),
+                        tuple(sorted((attributes or {}).items())))
 
     def args(self) -> dict[str, tuple | None]:
+        """The tensor arguments, role -> (shape, dtype) or None."""
         return {role: None if shape is None else (shape, dtype) for role, shape, dtype in self.inputs}
+
+    def call_args(self) -> dict[str, Any]:
+        """What ``make_call`` takes: the tensor arguments and the attributes passed, by name."""
+        return {**self.args(), **dict(self.attributes)}
 
     def arg(self, role: str):
         return self.args().get(role)
@@ -61,27 +69,29 @@ class CallSpec:
     def cost(self) -> tuple:
         """Cheaper first: light, few elements, baseline profile, default tunables, low rank."""
         return (self.heavy, self.numel, PROFILE_ORDER.get(self.profile, 99), len(self.tunables),
-                sum(len(s) for _, s, _ in self.inputs if s is not None))
+                len(self.attributes), sum(len(s) for _, s, _ in self.inputs if s is not None))
 
     def with_profile(self, profile: str) -> "CallSpec":
-        return CallSpec(self.inputs, profile, self.tunables)
+        return CallSpec(self.inputs, profile, self.tunables, self.attributes)
 
 
 def scope_of(planner: Planner, spec: CallSpec):
     """The expression scope the planner would build, or None when the call fails before selection."""
     try:
-        return planner.scope(make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+        return planner.scope(make_call(planner.manifest, spec.call_args(), profile_named(spec.profile),
+                                       dict(spec.tunables)))
     except (ContractError, ExpressionError):
         return None
 
 
 def outcome(planner: Planner, spec: CallSpec) -> dict[str, Any]:
     """The expected outcome as the golden files record it."""
-    return outcome_on(planner, spec.args(), PROFILES[spec.profile], dict(spec.tunables))
+    return outcome_on(planner, spec.call_args(), profile_named(spec.profile), dict(spec.tunables))
 
 
 def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: dict) -> dict[str, Any]:
-    """The expected outcome of the call ``args`` planned for ``profile`` (any profile, a device's own too)."""
+    """The expected outcome of the call ``args`` (tensors and attributes by name) planned for ``profile`` (any
+    profile, a device's own too)."""
     try:
         plan = planner.plan(make_call(planner.manifest, args, profile, tunables))
     except NoVariantError as exc:
@@ -101,7 +111,7 @@ def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: d
 
 def accepted(planner: Planner, spec: CallSpec) -> bool:
     try:
-        planner.plan(make_call(planner.manifest, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+        planner.plan(make_call(planner.manifest, spec.call_args(), profile_named(spec.profile), dict(spec.tunables)))
         return True
     except (ContractError, ExpressionError):
         return False

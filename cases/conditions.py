@@ -11,6 +11,7 @@ evaluation whenever the result is known.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -66,6 +67,29 @@ def _kleene(tree) -> Callable[[list], Any]:
             return stop
         return None if a is None or b is None else not stop
     return run
+
+
+def dotted(node) -> tuple[str, ...] | None:
+    """``a.b.c`` as ("a", "b", "c"); None for anything else."""
+    if isinstance(node, nodes.Name):
+        return (node.name,)
+    if isinstance(node, nodes.Getattr):
+        base = dotted(node.node)
+        return None if base is None else base + (node.attr,)
+    return None
+
+
+def around(value) -> tuple:
+    """A boundary value and its neighbours: k - 1, k, k + 1 for an integer; the adjacent doubles for a float
+    (non-finite ones left out). The values either side of a comparison with ``value``."""
+    if isinstance(value, bool):
+        return (False, True)
+    if isinstance(value, int):
+        return (value - 1, value, value + 1)
+    if isinstance(value, float) and math.isfinite(value):
+        return tuple(v for v in (math.nextafter(value, -math.inf), value, math.nextafter(value, math.inf))
+                     if math.isfinite(v))
+    return ()
 
 
 def _atoms_of(tree) -> list[int]:
@@ -182,18 +206,30 @@ class Analysis:
                     found.setdefault(f"{unparse(mod.left)} % {mod.right.value}", (mod.left, mod.right.value))
         return list(found.values())
 
-    def constant_comparisons(self) -> dict[int, tuple[nodes.Expr, int]]:
-        """atom index -> (operand, k) for comparisons of one operand with an integer constant k."""
-        out = {}
+    def comparisons(self) -> list[tuple[int, nodes.Expr, nodes.Expr]]:
+        """(atom index, one side, the other side) of every atom that is a single comparison, both ways round."""
+        out = []
         for a in self.atoms:
             t = a.tree
             if isinstance(t, nodes.Compare) and len(t.ops) == 1:
                 left, right = t.expr, t.ops[0].expr
-                for operand, const in ((left, right), (right, left)):
-                    if isinstance(const, nodes.Const) and isinstance(const.value, int) \
-                            and not isinstance(const.value, bool) and not isinstance(operand, nodes.Const):
-                        out[a.index] = (operand, const.value)
+                out += [(a.index, left, right), (a.index, right, left)]
         return out
+
+    def constant_comparisons(self) -> dict[int, tuple[nodes.Expr, int]]:
+        """atom index -> (operand, k) for comparisons of one operand with an integer constant k."""
+        out = {}
+        for index, operand, const in self.comparisons():
+            if isinstance(const, nodes.Const) and isinstance(const.value, int) \
+                    and not isinstance(const.value, bool) and not isinstance(operand, nodes.Const):
+                out[index] = (operand, const.value)
+        return out
+
+    def compared_with(self, *path: str) -> list[tuple[int, nodes.Expr]]:
+        """(atom index, the other side) of every comparison one of whose sides is exactly the dotted name
+        ``path`` (``("attributes", "axis")``, ``("device", "limits", "maxComputeWorkgroupStorageSize")``): a
+        constant (``attributes.epsilon >= 1.17e-38``) or an expression of the call (``ranks.X - 1``)."""
+        return [(index, other) for index, side, other in self.comparisons() if dotted(side) == path]
 
     def boundary_atoms(self) -> list[Atom]:
         """Comparisons of a shape-dependent side with a device- or tunable-dependent one (size limits)."""

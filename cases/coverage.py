@@ -93,7 +93,7 @@ def coverage(package: Package) -> Coverage:
     m = package.manifest
     by_spec: dict[CallSpec, str] = {}
     for case in d.cases:
-        spec = CallSpec.of(m, case.inputs, case.profile.name, case.tunables)
+        spec = CallSpec.of(m, case.inputs, case.profile.name, case.tunables, case.attributes)
         by_spec.setdefault(spec, case.id)
     shown = search(d.analysis, entries(d.analysis, d.planner, by_spec))
     conditions = []

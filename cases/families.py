@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cases.calls import CallSpec, accepted, scope_of
-from cases.conditions import Analysis
+from cases.conditions import Analysis, around, dotted
 from cases.data import NONFINITE, special_values
 from cases.pool import _first_change
-from cases.profiles import PROFILES
+from cases.profiles import limit_profile_name, profile_named
 from cases.shapes import companions, primary
 from conformance.engine.call import make_call
+from conformance.engine.expressions import attribute_paths
 from conformance.engine.planner import Planner
 from conformance.errors import ContractError, ExpressionError
 from conformance.ops.registry import find
@@ -75,7 +76,7 @@ class Ctx:
         return dtype if spec.typevar == self.lead.typevar or dtype not in allowed else allowed[0]
 
     def call(self, shape, dtype, *, optional=True, profile="baseline", tunables=None, label=None, only=None,
-             override=None) -> CallSpec:
+             override=None, attributes=None) -> CallSpec:
         args = {self.lead.role: (tuple(shape), dtype)}
         for s in self.others:
             if s.optional and not optional:
@@ -83,7 +84,7 @@ class Ctx:
             args[s.role] = (self.companion(s, shape, label if only in (None, s.role) else None),
                             self.dtype_of(s, dtype))
         args.update(override or {})
-        return CallSpec.of(self.m, args, profile, tunables)
+        return CallSpec.of(self.m, args, profile, tunables, attributes)
 
     def states(self) -> tuple[bool, ...]:
         return (False, True) if self.has_optional else (False,)
@@ -97,7 +98,8 @@ class Ctx:
 
     def plan(self, spec: CallSpec):
         try:
-            return self.planner.plan(make_call(self.m, spec.args(), PROFILES[spec.profile], dict(spec.tunables)))
+            return self.planner.plan(make_call(self.m, spec.call_args(), profile_named(spec.profile),
+                                               dict(spec.tunables)))
         except (ContractError, ExpressionError):
             return None
 
@@ -206,7 +208,23 @@ def dispatch_limit(ctx: Ctx):
                 sizes = pair if i == 0 else pair + (pair[1] + 1,)  # rows: one more past the split, a partial row
                 out += [Item("dispatch-limit", ctx.call(shape(n), d, optional=o, profile="small-dispatch"),
                              ) for n in sizes for o in ctx.states()]
+                if i == 0 and pred is ok and pair[0] % ctx.modulus() == 0:
+                    out += _suffix_at_limit(ctx, pair[0], d, "small-dispatch")
     return out
+
+
+def _suffix_at_limit(ctx: Ctx, limit: int, d: str, profile: str) -> list[Item]:
+    """The last accepted size ``limit`` again as [limit / c, c] with every rank-free companion the suffix [c]: c the
+    smallest divisor of ``limit`` above 1 that is not a multiple of the modulus, so that a variant for unaligned
+    companions (one the aligned call at the limit never selects) meets the limit exactly too; and one row more.
+    Only where that call at the limit is accepted (the limit is then the one of the variant it selects)."""
+    c = next((c for c in range(2, 65) if limit % c == 0 and c % ctx.modulus()), None)
+    free = [s for s in ctx.others if s.rank is None]
+    if c is None or not free:
+        return []
+    calls = [ctx.call((rows, c), d, profile=profile, override={s.role: ((c,), ctx.dtype_of(s, d)) for s in free})
+             for rows in (limit // c, limit // c + 1)]
+    return [Item("dispatch-limit", spec) for spec in calls] if ctx.accepted(calls[0]) else []
 
 
 def ranks(ctx: Ctx):
@@ -336,7 +354,28 @@ def broadcast(ctx: Ctx):
             for form in dict.fromkeys(forms):
                 for d in ctx.dtypes:
                     out.append(Item("broadcast", ctx.call(shape, d, override={spec.role: (form, d)})))
+        out += _suffix_positions(ctx, spec)
     return out
+
+
+def _suffix_positions(ctx: Ctx, spec) -> list[Item]:
+    """The companion's rank compared with constants (``ranks.B < 8``, one clause per trailing position): the
+    primary at the largest such rank, neighbouring dims different (3, 2, 3, ..., 4), with every suffix of it
+    (accepted as the manifest says) and every suffix with one dim off by one, at each position (each clause
+    shown false as well as true)."""
+    ranks = [k for _, (operand, k) in ctx.analysis.constant_comparisons().items()
+             if ("ranks", spec.role) in attribute_paths(operand)]
+    top = max(ranks, default=0)
+    if top <= 3:   # the fixed shapes above already reach these positions
+        return []
+    shape = tuple(3 - (top - 2 - i) % 2 for i in range(top - 1)) + (4,)
+    d = ctx.dtypes[0]
+    forms = []
+    for k in range(top + 1):
+        suffix = shape[k:]
+        forms.append(suffix)
+        forms += [suffix[:j] + (suffix[j] + 1,) + suffix[j + 1:] for j in range(len(suffix))]
+    return [Item("broadcast", ctx.call(shape, d, override={spec.role: (form, d)})) for form in dict.fromkeys(forms)]
 
 
 def values_random(ctx: Ctx):
@@ -346,14 +385,111 @@ def values_random(ctx: Ctx):
             for dist, scale in (("normal", 1.0), ("uniform", 8.0))]
 
 
-#: Family generators in the order cases are listed; a call two families produce keeps the first family.
+#: Primary shapes an attribute is varied on when a condition compares it with an expression of the call
+#: (``attributes.axis == ranks.X - 1``): ranks 1 to 3, whose boundaries differ; a vec4 last axis.
+ATTRIBUTE_SHAPES = ((8,), (3, 8), (2, 3, 8))
+#: The primary shape for attributes compared with constants only (``attributes.epsilon >= 1.17e-38``).
+ATTRIBUTE_SHAPE = (3, 8)
+#: A float attribute is also tried at 1.0: on the scale of the data (normal, scale 3), so a kernel that ignores
+#: the value passed (and uses the default, or none) is seen in its outputs, not only in its acceptance.
+ATTRIBUTE_UNIT = 1.0
+
+
+def attributes(ctx: Ctx):
+    """Each declared attribute at the boundaries of the conditions that compare it, derived from the manifest:
+    for ``attributes.<name> <op> other``, the value of ``other`` for the call and the values either side of it
+    (integers k - 1, k, k + 1; floats the adjacent doubles), both sides of an equality with an expression of
+    the call on primaries of ranks 1 to 3 (``axis == ranks.X - 1``: -2, -1, 0, ..., rank); a float attribute at
+    1.0 too, and a bool one both ways. Accepted calls carry data (the value checker sees the attribute's
+    effect); rejected ones are checked against the predicate that fails."""
+    out = []
+    for name, spec in ctx.m.attributes.items():
+        compared = ctx.analysis.compared_with("attributes", name)
+        reads_call = any(attribute_paths(other) for _, other in compared)
+        shapes = ATTRIBUTE_SHAPES if reads_call else (ATTRIBUTE_SHAPE,)
+        dtypes = ctx.dtypes[:1] if reads_call else ctx.dtypes
+        for shape in shapes:
+            for d in dtypes:
+                base = ctx.call(shape, d)
+                scope = scope_of(ctx.planner, base)
+                values: list = []
+                for _, other in compared:
+                    boundary = ctx.analysis.evaluate(other, scope) if scope is not None else None
+                    values += list(around(_typed(spec.type, boundary)))   # 4 for a float attribute: 4.0 +- ulp
+                if spec.type == "float":
+                    values.append(ATTRIBUTE_UNIT)
+                elif spec.type == "bool":
+                    values += [False, True]
+                for value in dict.fromkeys(v for v in values if v is not None):
+                    out.append(Item("attributes", ctx.call(shape, d, attributes={name: value})))
+    return out
+
+
+def _typed(kind: str, value):
+    """``value`` as an attribute of type ``kind`` would hold it, or None when it cannot (4.5 for an int)."""
+    if kind == "int":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if kind == "float":
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return value if isinstance(value, bool) else None
+
+
+def device_limits(ctx: Ctx):
+    """Each device limit a condition compares, as a bare limit, with an expression that reads no shape or
+    attribute (``4 * min(tunables.WORKGROUP_SIZE, ...) <= device.limits.maxComputeWorkgroupStorageSize``): the
+    baseline profile with that limit set to the expression's value and one either side, so the comparison is
+    shown at equality (a `<=` that became `<`) and past it."""
+    out = []
+    d = ctx.dtypes[0]
+    seen = set()
+    for _, side, other in ctx.analysis.comparisons():
+        path = dotted(side)
+        limit = path[2] if path and len(path) == 3 and path[:2] == ("device", "limits") else None
+        if limit is None or any(p[0] in ("shapes", "ranks", "attributes", "present") for p in attribute_paths(other)):
+            continue
+        scope = scope_of(ctx.planner, ctx.call((4, 8), d))
+        value = ctx.analysis.evaluate(other, scope) if scope is not None else None
+        for v in around(value) if isinstance(value, int) else ():
+            if v >= 0 and (limit, v) not in seen:
+                seen.add((limit, v))
+                out += [Item("device-limits", ctx.call(s, d, optional=o, profile=limit_profile_name(limit, v)))
+                        for s in ((4, 8),) for o in ctx.states()]
+    return out
+
+
+def size_steps(ctx: Ctx):
+    """Where the selected variant or the planned workgroup size first changes as the primary's last axis grows,
+    per residue class of the modulus (aligned and not): the size before the step and at it, as [n] or, for row
+    ops, in three rows [3, n]; both states of the optional inputs. (A workgroup size of 32 * ceilDiv(n / 4, 32) first steps at
+    n = 132; a cached vec4 row ends at n = 4 * 4 * workgroup size.)"""
+    out = []
+    step = ctx.modulus()
+    d = ctx.dtypes[0]
+    makers = [lambda n: (3, n)] if ctx.rows else [lambda n: (n,)]
+
+    def planned(n, what):
+        plan = ctx.plan(ctx.call((n,), d, optional=False))
+        if plan is None:
+            return None
+        return plan.variant if what == "variant" else tuple(p.dispatch.workgroup_size for p in plan.passes)
+
+    for what in ("variant", "workgroup"):
+        for r in dict.fromkeys(r % step for r in (0, 1)):
+            m = _first_change(lambda k: planned(step * k + r, what), 2**16 // step)
+            if m is None:
+                continue
+            for n in (step * (m - 1) + r, step * m + r):
+                out += [Item("size-steps", ctx.call(make(n), d, optional=o)) for make in makers for o in ctx.states()]
+    return out
+
 FAMILIES = {
     "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,
     "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
     "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
     "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
-    "values-partial-nonfinite": values_partial_nonfinite, "broadcast": broadcast,
+    "values-partial-nonfinite": values_partial_nonfinite, "broadcast": broadcast, "attributes": attributes,
+    "device-limits": device_limits, "size-steps": size_steps,
 }
 #: Families filled by the condition search (generate.py), after the ones above.
 SEARCH_FAMILIES = ("conditions", "residues", "reach")

@@ -54,6 +54,7 @@ def case_to_dict(case: Case) -> dict:
                    for role, arg in case.inputs.items()},
         "profile": profile_to_dict(case.profile),
         "tunables": dict(case.tunables),
+        **({"attributes": dict(case.attributes)} if case.attributes else {}),
         "data": case.data.as_dict(),
         "expect": case.expect,
         "heavy": case.heavy,
@@ -66,7 +67,7 @@ def case_from_dict(package: str, data: dict) -> Case:
               for role, arg in data["inputs"].items()}
     return Case(data["id"], package, data["family"], inputs, profile_from_dict(data["profile"]),
                 dict(data.get("tunables") or {}), Recipe.from_dict(data["data"]), data["expect"],
-                bool(data.get("heavy", False)), tuple(data.get("markers", ())))
+                bool(data.get("heavy", False)), tuple(data.get("markers", ())), dict(data.get("attributes") or {}))
 
 
 def to_yaml(cases: list[Case]) -> str:
@@ -80,9 +81,9 @@ def load_golden(path: str | Path) -> list[Case]:
     return [case_from_dict(data["package"], c) for c in data.get("cases") or []]
 
 
-#: What names a call in a golden file: its arguments, profile, tunables and the kind of data (the id names the
-#: outcome, and the data's seed follows the id, so neither is part of it).
-CALL_FIELDS = ("inputs", "profile", "tunables")
+#: What names a call in a golden file: its arguments, profile, tunables, attributes and the kind of data (the id
+#: names the outcome, and the data's seed follows the id, so neither is part of it).
+CALL_FIELDS = ("inputs", "profile", "tunables", "attributes")
 
 
 @dataclass

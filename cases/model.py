@@ -8,7 +8,7 @@ from typing import Any
 from cases.calls import CallSpec, wgsl
 from cases.data import Recipe
 from cases.families import FAMILY_NAMES
-from cases.profiles import PROFILES
+from cases.profiles import profile_named
 from cases.shapes import fmt_shape
 from conformance.engine.profile import DeviceProfile
 
@@ -25,6 +25,11 @@ class Case:
     expect: dict[str, Any]
     heavy: bool = False
     markers: tuple[str, ...] = field(default=())
+    attributes: dict[str, Any] = field(default_factory=dict)   # the op attributes passed (others: the defaults)
+
+    def call_args(self) -> dict[str, Any]:
+        """The call as ``make_call`` and ``Kernel.plan`` take it: tensors by role, the attributes by name."""
+        return {**self.inputs, **self.attributes}
 
     @property
     def accepted(self) -> bool:
@@ -51,6 +56,7 @@ def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
     if spec.profile != "baseline":
         text += f"@{spec.profile}"
     text += "".join(f"~{k}={v}" for k, v in spec.tunables)
+    text += "".join(f"~{k}={v!r}" for k, v in spec.attributes)
     return text + (f"#{suffix}" if suffix else "")
 
 
@@ -66,5 +72,5 @@ def markers_for(short: str, families: list[str], spec: CallSpec, expect: dict) -
 
 def case_from(package: str, short: str, family: str, spec: CallSpec, expect: dict, case_id_: str,
               recipe: Recipe, families: list[str]) -> Case:
-    return Case(case_id_, package, family, spec.args(), PROFILES[spec.profile], dict(spec.tunables), recipe,
-                expect, spec.heavy, markers_for(short, families, spec, expect))
+    return Case(case_id_, package, family, spec.args(), profile_named(spec.profile), dict(spec.tunables), recipe,
+                expect, spec.heavy, markers_for(short, families, spec, expect), dict(spec.attributes))

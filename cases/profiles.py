@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
-from conformance.engine.profile import BASELINE, DeviceProfile
+from conformance.engine.profile import BASELINE, LIMIT_NAMES, DeviceProfile
 
 #: Small limits make limit cases run for real on little data (a 4 KiB storage binding, 4 workgroups per dimension).
 PROFILES: dict[str, DeviceProfile] = {
@@ -17,6 +18,23 @@ PROFILES: dict[str, DeviceProfile] = {
 }
 
 PROFILE_ORDER = {name: i for i, name in enumerate(PROFILES)}
+
+
+def limit_profile_name(limit: str, value: int) -> str:
+    """The name of the baseline profile with one limit set to ``value`` (a family derives these from the
+    manifest's comparisons with a device limit): ``<limit>=<value>``."""
+    return f"{limit}={value}"
+
+
+@lru_cache(maxsize=None)
+def profile_named(name: str) -> DeviceProfile:
+    """A named profile of PROFILES, or a derived one: ``<limit>=<value>`` (the baseline with that limit)."""
+    if name in PROFILES:
+        return PROFILES[name]
+    limit, sep, value = name.partition("=")
+    if sep and limit in LIMIT_NAMES and value.isdigit():
+        return BASELINE.restricted(name, limits={limit: int(value)})
+    raise KeyError(f"unknown profile {name!r} (known: {', '.join(PROFILES)}, or <limit>=<value>)")
 
 
 def profile_to_dict(profile: DeviceProfile) -> dict:

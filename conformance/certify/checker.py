@@ -115,7 +115,7 @@ class Checker:
     def contract(self, case, package: Package) -> tuple[bool, str | None]:
         """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
         try:
-            self._planner(package).plan(make_call(package.manifest, dict(case.inputs), self._unbounded, None))
+            self._planner(package).plan(make_call(package.manifest, _call_args(case), self._unbounded, None))
             return True, None
         except NoVariantError as err:
             first = next(iter(err.failures.items()), ("?", "?"))
@@ -293,6 +293,11 @@ class Checker:
                 verdict.worst_ratio = result.worst_ratio
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
         verdict.worst_ratio = worst
+
+
+def _call_args(case) -> dict:
+    """The case's call: tensors by role and its attributes by name (a case of another origin may have none)."""
+    return {**dict(case.inputs), **dict(getattr(case, "attributes", None) or {})}
 
 
 def stored_tolerance(t: dict, shape) -> Tolerance:

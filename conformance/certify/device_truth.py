@@ -20,7 +20,8 @@ def plan_for_device(case, planner: Planner, device_profile) -> tuple[object, str
     if not lacking:
         return case, None
     profile = case.profile.within(device_profile)
-    expect = outcome_on(planner, dict(case.inputs), profile, dict(case.tunables))
+    expect = outcome_on(planner, {**dict(case.inputs), **dict(getattr(case, "attributes", None) or {})}, profile,
+                         dict(case.tunables))
     moved = dataclasses.replace(case, profile=profile, expect=expect)
     return moved, describe_change(case.expect, expect, lacking)
 

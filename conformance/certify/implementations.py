@@ -159,13 +159,15 @@ class ManifestImplementation:
 
     def plan(self, case) -> str:
         try:
-            return self._kernels[case.package].plan(case.profile, case.tunables, **dict(case.inputs)).variant
+            return self._kernels[case.package].plan(case.profile, case.tunables, **dict(case.inputs),
+                                                    **dict(getattr(case, "attributes", None) or {})).variant
         except ContractError as err:
             raise _rejected(err) from None
 
     def run(self, case, inputs) -> ImplResult:
         try:
-            plan, run = self._kernels[case.package].run(case.profile, case.tunables, verify=True, **inputs)
+            plan, run = self._kernels[case.package].run(case.profile, case.tunables, verify=True, **inputs,
+                                                        **dict(getattr(case, "attributes", None) or {}))
         except ContractError as err:
             raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]

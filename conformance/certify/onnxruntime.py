@@ -22,9 +22,11 @@ def ort_ops() -> dict[str, str]:
     return {op: record_for(op).ort.op_type for op in known_ops() if record_for(op).ort is not None}
 
 
-def session_key(op: str, dtypes: dict) -> tuple:
-    """The session cache key for ``op`` with ``dtypes`` (role -> dtype, None or left out when absent)."""
-    return (op, tuple(sorted((r, d) for r, d in dtypes.items() if d is not None)))
+def session_key(op: str, dtypes: dict, attributes: dict | None = None) -> tuple:
+    """The session cache key for ``op`` with ``dtypes`` (role -> dtype, None or left out when absent) and the
+    call's attributes (a node attribute is part of the model)."""
+    key = (op, tuple(sorted((r, d) for r, d in dtypes.items() if d is not None)))
+    return key + (tuple(sorted(attributes.items())),) if attributes else key
 
 
 def _ort():
@@ -75,7 +77,7 @@ class _OrtBase:
             raise Rejected(f"{self.name}: {op} needs input {role} (an ONNX model cannot leave it out)",
                            reason="missing-input", argument=role)
         dtypes = {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
-        sess = self.session_for(session_key(case.package, dtypes))
+        sess = self.session_for(session_key(case.package, dtypes, dict(getattr(case, "attributes", None) or {})))
         try:
             ys = sess.run(None, {r: inputs[r] for r in present})
         except Exception as exc:  # onnxruntime's own errors: Fail, InvalidArgument, ...
@@ -88,10 +90,10 @@ class _OrtBase:
     def session_for(self, key):
         """The session for ``key`` (:func:`session_key`), made once; a model ORT refuses is a Rejected."""
         if key not in self._sessions:
-            op, dtypes = key
+            op, dtypes, *attributes = key
             dtypes = dict(dtypes)
             try:
-                model = mapped_model(record_for(op).ort, dtypes)
+                model = mapped_model(record_for(op).ort, dtypes, dict(attributes[0]) if attributes else None)
                 sess = session(model, providers=self._providers(), config=self.config)
                 self._check_provider(sess)
                 self._sessions[key] = sess

@@ -71,6 +71,8 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
             continue
         item = {"id": case.id, "family": case.family, "markers": list(case.markers),
                 "profile": case.profile.name, "tunables": dict(case.tunables), "expect": case.expect}
+        if case.attributes:
+            item["attributes"] = dict(case.attributes)
         profiles.setdefault(case.profile.name, profile_to_dict(case.profile))
         if numel <= max_elements:
             arrays = make_inputs(case)
@@ -96,16 +98,17 @@ def _expected(record, op: str, case, arrays) -> tuple[dict, dict]:
     if record is None and all(math.prod(o["shape"]) == 0 for o in outputs.values()):
         return {role: [] for role in outputs}, {}
     record = record or record_for(op)
-    expected = record.compute(arrays, None)
+    attributes = dict(case.attributes) or None
+    expected = record.compute(arrays, attributes)
     tolerance = {}
     for role, o in outputs.items():
-        tol = record.tolerance(o["dtype"], arrays, None)
+        tol = record.tolerance(o["dtype"], arrays, attributes)
         entry = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype, "reason": tol.reason}
         element = getattr(tol, "element_atol", None)
         if element is not None:
             entry["elementAtol"] = np.broadcast_to(element, tuple(o["shape"])).ravel().tolist()
         if record.tolerance_parameters is not None:
-            entry["parameters"] = record.tolerance_parameters(o["dtype"], arrays, None)
+            entry["parameters"] = record.tolerance_parameters(o["dtype"], arrays, attributes)
         tolerance[role] = entry
     return {role: _floats(expected[role]) for role in outputs}, tolerance
 
@@ -172,7 +175,8 @@ def _stored_case(package: Package, item: dict, profiles: dict, path: Path):
     stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
     return StoredCase(ID_PREFIX + item["id"], package.name, item.get("family", "stored"), inputs, profile,
                       dict(item.get("tunables", {})), Recipe(0), item["expect"], False,
-                      tuple(item.get("markers", ())) + ("test_json",), stored)
+                      tuple(item.get("markers", ())) + ("test_json",), attributes=dict(item.get("attributes", {})),
+                      stored=stored)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def packages(side: Side) -> dict[str, Package]:
 # -- the comparison ---------------------------------------------------------------------------------
 def call_key(case) -> tuple:
     inputs = tuple(sorted((r, None if a is None else (tuple(a[0]), a[1])) for r, a in case.inputs.items()))
-    return inputs, case.profile.name, tuple(sorted(case.tunables.items()))
+    return inputs, case.profile.name, tuple(sorted(case.tunables.items())), tuple(sorted(case.attributes.items()))
 
 
 def expect(planner, key: tuple) -> dict:
@@ -116,12 +116,12 @@ def expect(planner, key: tuple) -> dict:
     if planner is None:
         return {"outcome": "absent"}
     m = planner.manifest
-    inputs, profile, tunables = key
+    inputs, profile, tunables, attributes = key
     known = {s.role for s in m.inputs}
     unknown = [r for r, a in inputs if a is not None and r not in known]
     if unknown:
         return {"outcome": "rejected", "reason": "unknown-argument", "detail": unknown[0]}
-    return outcome(planner, CallSpec.of(m, dict(inputs), profile, dict(tunables)))
+    return outcome(planner, CallSpec.of(m, dict(inputs), profile, dict(tunables), dict(attributes)))
 
 
 def changed_fields(old: dict, new: dict) -> list[str]:
@@ -250,11 +250,13 @@ def table(diffs: list[PackageDiff], width: int = 60) -> str:
 
 
 def change_json(c: Change) -> dict:
-    inputs, profile, tunables = c.call
+    inputs, profile, tunables, attributes = c.call
+    call = {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
+            "profile": profile, "tunables": dict(tunables)}
+    if attributes:
+        call["attributes"] = dict(attributes)
     return {"case": c.case, "generated_by": c.source, "fields": [LABELS.get(f, f) for f in c.fields],
-            "old": c.old, "new": c.new,
-            "call": {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
-                     "profile": profile, "tunables": dict(tunables)}}
+            "old": c.old, "new": c.new, "call": call}
 
 
 def as_json(diffs: list[PackageDiff], old: Side, new: Side, gate: list[str] | None = None) -> dict:

@@ -77,7 +77,7 @@ def unreachable(package: Package, generated) -> list[Finding]:
         variant, takers, failing = m.variant(vid), set(), {}
         for case in generated:
             try:
-                scope = planner.scope(make_call(m, case.inputs, case.profile, case.tunables))
+                scope = planner.scope(make_call(m, case.call_args(), case.profile, case.tunables))
             except ConformanceError:
                 continue
             if not _holds(variant, scope):
@@ -107,7 +107,7 @@ def _selects(m, variant, scope) -> bool:
 def _plan_failure(planner: Planner, m, case) -> str:
     """The error planning ``case`` raises, first line: e.g. a binding whose length or element type fails."""
     try:
-        planner.plan(make_call(m, case.inputs, case.profile, case.tunables))
+        planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
     except ConformanceError as err:
         return str(err).splitlines()[0]
     return "no error when planned again"
@@ -171,7 +171,7 @@ def shaders(package: Package, generated, device) -> list[Finding]:
     for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if device and "float16" in dtypes and "shader-f16" not in device.profile.features:
             continue
-        plan = planner.plan(make_call(m, case.inputs, case.profile, case.tunables))
+        plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
         for pass_plan, spec in zip(plan.passes, m.variant(vid).passes):
             where = f"{'+'.join(WGSL_DTYPE[d] for d in dtypes)} (case {case.id}): pass {pass_plan.name}"
             try:

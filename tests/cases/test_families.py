@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import cases
-from cases.conditions import Analysis
+from cases.conditions import Analysis, dotted
 from cases.families import FAMILY_NAMES
 from cases.shapes import primary
+from conformance.engine.expressions import attribute_paths
 from conformance.ops.registry import find as find_record
 
 
@@ -27,6 +28,13 @@ def applicable(manifest) -> set[str]:
         out.discard("mixed-dtype")
     if not any("float16" in allowed for allowed in manifest.type_constraints.values()):
         out.discard("f16-availability")
+    if not manifest.attributes:
+        out.discard("attributes")
+    if not any((dotted(side) or ())[:2] == ("device", "limits") and len(dotted(side)) == 3
+               and not {p[0] for p in attribute_paths(other)} & {"shapes", "ranks", "attributes", "present"}
+               for _, side, other in Analysis(manifest).comparisons()):
+        out.discard("device-limits")
+    out.discard("size-steps")  # only where the variant or workgroup size changes with the last axis
     return out
 
 

@@ -262,7 +262,7 @@ def _plans(package) -> list:
     for case in case_generator.generate(package):
         if not case.accepted:
             continue
-        plan = planner.plan(make_call(package.manifest, dict(case.inputs), case.profile, case.tunables or None))
+        plan = planner.plan(make_call(package.manifest, case.call_args(), case.profile, case.tunables or None))
         for p in plan.passes:
             key = repr(sorted((k, repr(v)) for k, v in context(plan, p).items()))
             if key not in seen:
