@@ -110,14 +110,12 @@ def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
     out = []
     for row in selected_rows(result, max_elements):
         dtype = {"float32": torch.float32, "float16": torch.float16}[row["dtype"]]
-        x = torch.randn(row["shape"], device="cuda", dtype=dtype)
-        b = torch.randn(row["shape"][-1], device="cuda", dtype=dtype)
         record = find(row["package"])  # the op record's PyTorch peer (None: no peer)
         if record is None or record.torch_peer is None:
             continue
-        tensors = {r: torch.randn(s, device="cuda", dtype=dtype) for r, s in (row.get("inputs") or {}).items()}
-        x = tensors.get(record.roles[0], x)
-        fn, name = record.torch_peer(tensors or {"X": x, "bias": b if row["bias"] else None})
+        tensors = {r: torch.randn(s, device="cuda", dtype=dtype) for r, s in row_inputs(row).items()}
+        x = tensors[record.roles[0]]
+        fn, name = record.torch_peer(tensors)
         copy = _cuda_time(lambda: x.clone())
         t = _cuda_time(fn)
         copy_gbps = 2 * x.numel() * x.element_size() / copy / 1e9
@@ -184,12 +182,20 @@ def time_bound_runs(run, fence, *, warmup: int = 3, readback_reps: int = 5, targ
     return per_run_seconds(total, readback, reps), reps, readback
 
 
-def ort_peer_name(op: str, bias: bool) -> str:
-    return f"onnxruntime-webgpu {op}(x, bias)" if bias else f"onnxruntime-webgpu {op}(x)"
+def ort_peer_name(op: str, roles) -> str:
+    return f"onnxruntime-webgpu {op}({', '.join(roles)})"
+
+
+def row_inputs(row: dict) -> dict[str, list[int]]:
+    """role -> shape of every input a bench row fed (rows written before they carried ``inputs``: X, bias)."""
+    if row.get("inputs"):
+        return dict(row["inputs"])
+    return {"X": row["shape"], **({"bias": row["shape"][-1:]} if row["bias"] else {})}
 
 
 def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: float = 0.2) -> list[dict]:
-    """ONNX Runtime's WebGPU FastGelu/Gelu, one-node models, on the rows ``selected_rows`` picks.
+    """ONNX Runtime's WebGPU kernels of the ops whose records map to ONNX, as one-node models, on the rows
+    ``selected_rows`` picks, fed every input the bench row fed.
 
     Python cannot create a WebGPU-resident OrtValue, but an IOBinding can: the inputs are uploaded once
     at bind time (``bind_cpu_input``) and the output stays on the GPU (``bind_output(.., "webgpu", 0)``),
@@ -210,29 +216,29 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
     reason = impl.available()  # not installed, no WebGPU EP in this build, or Dawn rejects the adapter
     if reason:
         return [note(f"{reason}: no onnxruntime-webgpu peers timed")]
-    try:  # the fence: a CPU-output run of a tiny session on the same device (see below)
-        fence_session = impl.session_for(session_key("com.microsoft.Gelu", {"X": "float32"}))
+    try:  # the fence: a CPU-output run of a tiny session of the first row's op on the same device (see below)
+        first = rows[0]
+        fence_session = impl.session_for(session_key(first["package"], {r: "float32" for r in row_inputs(first)}))
     except Exception as exc:
         return [note(f"onnxruntime-webgpu: no fence session: {short_error(exc)}: no onnxruntime-webgpu peers timed")]
-    tiny = np.ones(4, np.float32)
+    tiny = {r: np.ones(4, np.float32) for r in row_inputs(first)}   # every role as one row of 4
 
     def fence():
-        fence_session.run(None, {"X": tiny})
+        fence_session.run(None, tiny)
 
     rng = np.random.default_rng(0)
     out = []
     for row in rows:
-        op, n = OPS[row["package"]], math.prod(row["shape"])
-        name = ort_peer_name(op, row["bias"])
+        op, n, inputs = OPS[row["package"]], math.prod(row["shape"]), row_inputs(row)
+        name = ort_peer_name(op, inputs)
         binding = None
         try:
-            sess = impl.session_for(session_key(row["package"], {"X": row["dtype"], "bias": row["dtype"] if row["bias"]
-                                                                 else None}))  # cached per key
+            sess = impl.session_for(session_key(row["package"], {r: row["dtype"] for r in inputs}))  # cached per key
             binding = sess.io_binding()
-            binding.bind_cpu_input("X", rng.standard_normal(row["shape"], np.float32).astype(row["dtype"]))
-            if row["bias"]:
-                binding.bind_cpu_input("bias", rng.standard_normal(row["shape"][-1:], np.float32).astype(row["dtype"]))
-            binding.bind_output("Y", "webgpu", 0)
+            for role, shape in inputs.items():
+                binding.bind_cpu_input(role, rng.standard_normal(shape, np.float32).astype(row["dtype"]))
+            for output in sess.get_outputs():
+                binding.bind_output(output.name, "webgpu", 0)
             seconds, reps, readback = time_bound_runs(lambda: sess.run_with_iobinding(binding), fence,
                                                       target_seconds=target_seconds)
         except Exception as exc:  # a Rejected session, or ORT failing at this size: said, not raised

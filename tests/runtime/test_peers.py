@@ -6,6 +6,7 @@ Runtime wiring against a fake session; the note tests use the onnxruntime instal
 
 import math
 import sys
+import types
 
 import pytest
 
@@ -109,11 +110,11 @@ def test_peer_row_reports_the_time_ratio_peer_over_ours_and_keeps_the_extras():
 def test_format_peers_prints_torch_rows_ort_rows_and_notes():
     torch_row = peers.peer_row(bench_row(), "torch gelu(x + b, tanh)", 2e-3, cuda_copy_gbps=4000.0,
                                ours_vs_cuda_copy=0.8)
-    ort_row = peers.peer_row(bench_row(), peers.ort_peer_name("FastGelu", True), 5e-4, method=peers.ORT_METHOD)
+    ort_row = peers.peer_row(bench_row(), peers.ort_peer_name("FastGelu", ["X", "bias"]), 5e-4, method=peers.ORT_METHOD)
     text = peers.format_peers([torch_row, ort_row, peers.note("torch is not installed: no torch peers timed")])
     lines = text.splitlines()
     assert "ratio 2.000  CUDA copy 4000 GB/s  ours/CUDA-copy 0.800" in lines[1]
-    assert "onnxruntime-webgpu FastGelu(x, bias)" in lines[2]
+    assert "onnxruntime-webgpu FastGelu(X, bias)" in lines[2]
     assert lines[2].endswith(f"ratio 0.500  ({peers.ORT_METHOD})")
     assert lines[3] == "torch is not installed: no torch peers timed"
 
@@ -182,6 +183,7 @@ class FakeSession:
     def __init__(self, model, log):
         self.inputs = [i.name for i in model.graph.input]
         self.op = model.graph.node[0].op_type
+        self.model = model
         self.log = log
 
     def get_providers(self):
@@ -193,8 +195,11 @@ class FakeSession:
     def run_with_iobinding(self, binding):
         self.log.append(("run", self.op))
 
+    def get_outputs(self):
+        return [types.SimpleNamespace(name=o.name) for o in self.model.graph.output]
+
     def run(self, outputs, feeds):
-        self.log.append(("fence", self.op, feeds["X"].shape))
+        self.log.append(("fence", self.op, feeds[self.inputs[0]].shape))
 
 
 def test_ort_peers_bind_device_resident_once_per_row_and_build_one_session_per_op_dtype_bias(monkeypatch):
@@ -218,16 +223,16 @@ def test_ort_peers_bind_device_resident_once_per_row_and_build_one_session_per_o
             bench_row(bias=False), bench_row("com.microsoft.Gelu", bias=False, seconds=2.5e-4),
             bench_row("com.microsoft.Unknown")]
     out = peers.run_ort_webgpu_peers({"rows": rows}, max_elements=4 * MI)
-    # the fence's Gelu f32 first (the Gelu row reuses it); the two f32 biased rows share one
+    # the fence is the first row's op in f32 (that row and the next, f32 with bias too, reuse it)
     assert [(m.graph.node[0].op_type, len(m.graph.input)) for m in built] == [
-        ("Gelu", 1), ("FastGelu", 2), ("FastGelu", 2), ("FastGelu", 1)]
-    assert [r["peer"] for r in out] == ["onnxruntime-webgpu FastGelu(x, bias)"] * 3 + [
-        "onnxruntime-webgpu FastGelu(x)", "onnxruntime-webgpu Gelu(x)"]
+        ("FastGelu", 2), ("FastGelu", 2), ("FastGelu", 1), ("Gelu", 1)]
+    assert [r["peer"] for r in out] == ["onnxruntime-webgpu FastGelu(X, bias)"] * 3 + [
+        "onnxruntime-webgpu FastGelu(X)", "onnxruntime-webgpu Gelu(X)"]
     assert out[-1]["time_ratio_peer_over_ours"] == pytest.approx(2.0)
     assert all(r["method"] == peers.ORT_METHOD and r["reps"] == 400 and r["readback_seconds"] == 2e-3
                for r in out)
     assert log[:5] == [("input", "X", (1024, 1024), "float32"), ("input", "bias", (1024,), "float32"),
-                       ("output", "Y", "webgpu", 0), ("run", "FastGelu"), ("fence", "Gelu", (4,))]
+                       ("output", "Y", "webgpu", 0), ("run", "FastGelu"), ("fence", "FastGelu", (4,))]
     assert ("read-back",) not in log  # the output itself never crosses the bus
     assert ("input", "X", (1024, 1024), "float16") in log
 
@@ -244,11 +249,11 @@ def test_ort_peers_note_a_row_that_fails_and_go_on(monkeypatch):
     monkeypatch.setattr(ort_impl.OrtWebGpu, "available", lambda self: None)
     monkeypatch.setattr(ort_impl, "session", session_failing_for_fast_gelu)
     monkeypatch.setattr(peers, "time_bound_runs", lambda run, fence, *, target_seconds: (5e-4, 400, 2e-3))
-    out = peers.run_ort_webgpu_peers({"rows": [bench_row(), bench_row("com.microsoft.Gelu", bias=False)]},
+    out = peers.run_ort_webgpu_peers({"rows": [bench_row("com.microsoft.Gelu", bias=False), bench_row()]},
                                      max_elements=MI)
-    assert out[0]["note"].split(":")[0] == "onnxruntime-webgpu FastGelu(x, bias) float32 1048576 elements"
-    assert "out of memory" in out[0]["note"]
-    assert out[1]["peer"] == "onnxruntime-webgpu Gelu(x)"
+    assert out[0]["peer"] == "onnxruntime-webgpu Gelu(X)"
+    assert out[1]["note"].split(":")[0] == "onnxruntime-webgpu FastGelu(X, bias) float32 1048576 elements"
+    assert "out of memory" in out[1]["note"]
 
 
 def test_ort_peers_without_a_fence_session_say_so_once(monkeypatch):
