@@ -19,6 +19,10 @@ import numpy as np
 
 from conformance.ops import record_for
 
+#: The most input elements of a case whose data ships in test.json (conformance.certify.testjson); families
+#: that want a case in every stored suite (mutation runs them) stay within it.
+MAX_CASE_ELEMENTS = 4096
+
 DISTRIBUTIONS = ("normal", "uniform")
 
 #: Magnitudes where exp/tanh (or x**3 inside them) overflow or saturate, per dtype.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from cases.calls import CallSpec, accepted, scope_of
 from cases.conditions import Analysis, around, dotted
-from cases.data import NONFINITE, special_values
+from cases.data import MAX_CASE_ELEMENTS, NONFINITE, special_values
 from cases.pool import _first_change
 from cases.profiles import limit_profile_name, profile_named
 from cases.shapes import companions, primary
@@ -321,11 +321,12 @@ def values_nonfinite(ctx: Ctx):
 
 def values_op(ctx: Ctx):
     """The op record's own input data (LayerNorm rows with |mean| / sigma up to 1e4, Softmax rows far from 0),
-    on multi-row shapes (for row ops also rows of 1025, past the cached-row limits), every dtype, optional
-    inputs absent and present."""
+    on multi-row shapes (for row ops also rows at each length where the selected variant changes, such as the
+    first looped row, as many as fit MAX_CASE_ELEMENTS), every dtype, optional inputs absent and present."""
     if ctx.record is None:
         return []
-    shapes = ((8, 64), (5, 33)) + (((3, 1025),) if ctx.rows else ())
+    shapes = ((8, 64), (5, 33)) + tuple((max(1, min(3, MAX_CASE_ELEMENTS // n)), n)
+                                         for _, n in (_steps(ctx, "variant") if ctx.rows else ()))
     return [Item("values-op", ctx.call(s, d, optional=o), f"{r.name}{scale:g}", r.name, scale)
             for r in ctx.record.data for scale in r.scales for d in ctx.dtypes for s in shapes
             for o in ctx.states()]
@@ -463,24 +464,34 @@ def size_steps(ctx: Ctx):
     ops, in three rows [3, n]; both states of the optional inputs. (A workgroup size of 32 * ceilDiv(n / 4, 32) first steps at
     n = 132; a cached vec4 row ends at n = 4 * 4 * workgroup size.)"""
     out = []
-    step = ctx.modulus()
     d = ctx.dtypes[0]
     makers = [lambda n: (3, n)] if ctx.rows else [lambda n: (n,)]
+    for what in ("variant", "workgroup"):
+        for step in _steps(ctx, what):
+            for n in step:
+                out += [Item("size-steps", ctx.call(make(n), d, optional=o)) for make in makers for o in ctx.states()]
+    return out
 
-    def planned(n, what):
+
+def _steps(ctx: Ctx, what: str) -> list[tuple[int, int]]:
+    """(last length before, first length at) the first change of the selected variant (``what`` "variant") or of
+    the planned workgroup sizes ("workgroup") along the primary's last axis, per residue class of the modulus."""
+    step = ctx.modulus()
+    d = ctx.dtypes[0]
+
+    def planned(n):
         plan = ctx.plan(ctx.call((n,), d, optional=False))
         if plan is None:
             return None
         return plan.variant if what == "variant" else tuple(p.dispatch.workgroup_size for p in plan.passes)
 
-    for what in ("variant", "workgroup"):
-        for r in dict.fromkeys(r % step for r in (0, 1)):
-            m = _first_change(lambda k: planned(step * k + r, what), 2**16 // step)
-            if m is None:
-                continue
-            for n in (step * (m - 1) + r, step * m + r):
-                out += [Item("size-steps", ctx.call(make(n), d, optional=o)) for make in makers for o in ctx.states()]
+    out = []
+    for r in dict.fromkeys(r % step for r in (0, 1)):
+        m = _first_change(lambda k: planned(step * k + r), 2**16 // step)
+        if m is not None:
+            out.append((step * (m - 1) + r, step * m + r))
     return out
+
 
 FAMILIES = {
     "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,

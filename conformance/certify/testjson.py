@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import cases as case_generator
-from cases.data import Recipe, make_inputs
+from cases.data import MAX_CASE_ELEMENTS, Recipe, make_inputs
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
 from conformance.engine.package import Package
@@ -29,7 +29,7 @@ from conformance.ops.registry import find
 TEST_FORMAT = "webgpu-kernel-conformance/test@1"
 TEST_FILE = "test.json"
 #: Accepted cases with more input elements than this are not shipped (their data would dominate the file).
-MAX_ELEMENTS = 4096
+MAX_ELEMENTS = MAX_CASE_ELEMENTS
 #: Prefix of the ids of stored cases, so that they never collide with the generated ones.
 ID_PREFIX = "test.json/"
 

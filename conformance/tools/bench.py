@@ -50,7 +50,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 """
 
 
+def copy2_shader() -> str:
+    """A copy of two inputs into one output (``dst = a ^ b``, one vec4<u32> of each per invocation): the
+    baseline for a kernel that reads two tensors of its output's size, whose mix of two reads to one write
+    the memory serves faster than a plain copy's one to one."""
+    return """
+@group(0) @binding(0) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 256u + lid;
+  if (i < arrayLength(&dst)) { dst[i] = a[i] ^ b[i]; }
+}
+"""
+
+
 COPY_SHADER = copy_shader(1)
+#: The two-input copy's name in ``copies_gbps``; its GB/s counts three streams (two read, one written).
+COPY2 = "copy shader 2 inputs vec4<u32>"
 #: The copy shaders behind ``best_copy``: vec4<u32> (16 bytes) per invocation, and wider (2 and 4 of them).
 WIDE_COPIES = (2, 4)
 
@@ -130,19 +149,23 @@ class Baselines:
             "module": dev.create_shader_module(code=copy_shader(per)), "entry_point": "main"})
             for per in (1, *WIDE_COPIES)}
         self._pipeline = self._pipelines[1]
+        self._pipeline2 = dev.create_compute_pipeline(layout="auto", compute={
+            "module": dev.create_shader_module(code=copy2_shader()), "entry_point": "main"})
 
     @staticmethod
     def copy_bytes(nbytes: int) -> int:
         """What the copies move for ``nbytes``: whole vec4<u32>, at least one."""
         return max(16, nbytes // 16 * 16)
 
-    def shader_pass(self, src, dst, nbytes: int, per_thread: int = 1):
-        """A pass recorder for the copy shader of ``per_thread`` vec4 moving ``copy_bytes(nbytes)`` src -> dst."""
+    def shader_pass(self, src, dst, nbytes: int, per_thread: int = 1, src2=None):
+        """A pass recorder for the copy shader of ``per_thread`` vec4 moving ``copy_bytes(nbytes)`` src -> dst
+        (with ``src2``: the two-input copy, src ^ src2 -> dst)."""
         nbytes = self.copy_bytes(nbytes)
-        pipeline = self._pipelines[per_thread]
+        pipeline = self._pipelines[per_thread] if src2 is None else self._pipeline2
+        buffers = [src, dst] if src2 is None else [src, src2, dst]
         group = self.device.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-            {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": nbytes}},
-            {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": nbytes}}])
+            {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": nbytes}}
+            for i, buf in enumerate(buffers)])
         counts = split_workgroups(-(-nbytes // 16 // (256 * per_thread)),
                                   self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
 
@@ -152,12 +175,16 @@ class Baselines:
             cpass.dispatch_workgroups(*counts)
         return shader
 
-    def measure(self, kernel_pass, src, dst, nbytes: int) -> tuple[Timing, dict[str, Timing]]:
-        """The kernel's timing and every copy's: the copy shaders (vec4<u32>, 2x and 4x vec4<u32> per invocation)
-        interleaved with the kernel in every repetition, then ``copy_buffer_to_buffer`` right after."""
+    def measure(self, kernel_pass, src, dst, nbytes: int, src2=None) -> tuple[Timing, dict[str, Timing]]:
+        """The kernel's timing and every copy's: the copy shaders (vec4<u32>, 2x and 4x vec4<u32> per invocation,
+        and with ``src2``, a second input of the same size, the two-input copy) interleaved with the kernel in
+        every repetition, then ``copy_buffer_to_buffer`` right after."""
         names = ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in WIDE_COPIES]
-        timings = self.timer.time_passes([kernel_pass] + [self.shader_pass(src, dst, nbytes, p)
-                                                          for p in (1, *WIDE_COPIES)])
+        passes = [self.shader_pass(src, dst, nbytes, p) for p in (1, *WIDE_COPIES)]
+        if src2 is not None:
+            names.append(COPY2)
+            passes.append(self.shader_pass(src, dst, nbytes, src2=src2))
+        timings = self.timer.time_passes([kernel_pass] + passes)
         copied = self.copy_bytes(nbytes)
         copies = dict(zip(names, timings[1:]))
         copies["copy_buffer_to_buffer"] = self.timer.time_encoder(
@@ -194,14 +221,17 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     x = next(b for b in first if b.buffer_type == "read-only-storage")
     y = next(b for b in first if b.buffer_type == "storage")
     x_bytes = arrays[x.arg].nbytes   # the whole tensor, even where x binds part of it (a split variant)
+    second = next((bound.buffers[r] for r, a in arrays.items()   # another input as large: two read streams
+                   if r != x.arg and a is not None and a.nbytes == x_bytes and r in bound.buffers), None)
     try:
-        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x_bytes)
+        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x_bytes,
+                                           src2=second)
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
     dtype = next(iter(args.values()))[1]
     main_shape = next(iter(args.values()))[0]
-    gbps = {name: 2 * x_bytes / t.median / 1e9 for name, t in copies.items()}
+    gbps = {name: (3 if name == COPY2 else 2) * x_bytes / t.median / 1e9 for name, t in copies.items()}
     spreads = {name: t.spread for name, t in copies.items()}
     if baselines.cuda_copy is not None:
         cuda = baselines.cuda_copy(2 * x_bytes)
