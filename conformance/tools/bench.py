@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from conformance.engine.layout import split_workgroups
-from conformance.errors import ContractError
+from conformance.errors import ConformanceError, ContractError
 from conformance.gpu import tuning
 from conformance.gpu.device import Device
 from conformance.gpu.kernel import Kernel
@@ -208,6 +208,10 @@ def bench_calls(kernel: Kernel, sizes, dtypes):
                     yield make(manifest, shape, dtype, with_optional), with_optional
 
 
+def _call_text(args) -> str:
+    return ", ".join(f"{role}{list(a[0])} {a[1]}" for role, a in args.items() if a is not None)
+
+
 def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunables=None) -> Row | None:
     try:
         plan = kernel.plan(tunables=tunables, **args)
@@ -291,13 +295,18 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     sizes = [n for n in SIZES if min_elements <= n <= max_elements and (n + 1) * 4 <= limit]
     dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
     work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
-    rows, skipped = [], 0
+    rows, skipped, failed = [], 0, []
     for i, (kernel, args) in enumerate(work, 1):
         if deadline is not None and time.perf_counter() > deadline:
             skipped += 1
             continue
         _progress(i, len(work), f"{device.webgpu} {kernel.package.name} {args}")
-        row = measure_call(kernel, args, timer, baselines)
+        try:
+            row = measure_call(kernel, args, timer, baselines)
+        except ConformanceError as exc:  # a kernel that fails at this size is a finding, not the end of the run
+            failed.append(f"{kernel.package.name} {_call_text(args)}: {str(exc).splitlines()[0]}"
+                          + "".join(f" / {line.strip()}" for line in str(exc).splitlines()[1:] if "error" in line))
+            continue
         if row:
             rows.append(row)
     best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep and sizes else []
@@ -315,6 +324,8 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
               "tuning": best}
     if skipped:
         result["truncated"] = f"{skipped} of {len(work)} calls not timed: the time budget ran out"
+    if failed:
+        result["failed_calls"] = failed
     if write_tuning and best:
         path = tuning.write(device, best, None if write_tuning is True else Path(write_tuning))
         result["tuning_table"] = str(path)
@@ -457,6 +468,7 @@ def format_table(result: dict) -> str:
                          + (f" ({entry['best_gbps'] / peak:.3f} of spec peak)" if peak else "") + f" [{copies}]")
         if run.get("truncated"):
             lines.append(f"  TRUNCATED: {run['truncated']}")
+        lines += [f"  FAILED CALL: {f}" for f in run.get("failed_calls", [])]
     lines.append(f"{'package':<24}{'v':>2} {'webgpu':<7}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
                  f"{'GB/s':>9}{'spread':>8}{'/best-copy':>12}{'/copy-shader':>14}{'/copy-buffer':>14}")
     for r in result["rows"]:
