@@ -19,6 +19,7 @@ from cases.shapes import companions, primary
 from conformance.engine.call import make_call
 from conformance.engine.expressions import attribute_paths
 from conformance.engine.planner import Planner
+from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE
 from conformance.errors import ContractError, ExpressionError
 from conformance.ops.registry import find
 
@@ -493,6 +494,81 @@ def _steps(ctx: Ctx, what: str) -> list[tuple[int, int]]:
     return out
 
 
+#: Alignment limits (a smaller value is the stronger device) a manifest reads are also tried at these values
+#: (lavapipe and many desktop drivers report 32 where WebGPU's default is 256; one value keeps the count modest).
+ALIGNMENT_VALUES = (32,)
+#: A threshold above this many elements is left to the limit families (buffer-limit, dispatch-limit).
+THRESHOLD_MAX = 4096
+#: Primary shapes at a count n: [n], and [n / c, c] for the first c of these dividing n (a last axis that is
+#: not a multiple of 4, so a suffix companion of it is neither the primary's count nor vec4-sized).
+THRESHOLD_COLS = (3, 2, 5)
+
+
+def read_limits(ctx: Ctx) -> set[str]:
+    """Every device limit the manifest reads, in any rule (derive, constants) or predicate."""
+    trees = [a.tree for a in ctx.analysis.atoms]
+    trees += [rule.tree for v in ctx.m.variants for rule in v.evaluator.table.rules.values()]
+    return {p[2] for t in trees for p in attribute_paths(t) if len(p) == 3 and p[:2] == ("device", "limits")}
+
+
+def alignment_profiles(ctx: Ctx) -> list[str]:
+    """The baseline, and the baseline with each alignment limit the manifest reads lowered to ALIGNMENT_VALUES."""
+    return ["baseline"] + [limit_profile_name(limit, v) for limit in sorted(read_limits(ctx) & ALIGNMENT_LIMITS)
+                           for v in ALIGNMENT_VALUES if v < BASELINE.limits.get(limit, v + 1)]
+
+
+def _threshold_shapes(n: int) -> list[tuple[int, ...]]:
+    out = [(n,)]
+    c = next((c for c in THRESHOLD_COLS if n % c == 0 and n // c > 1), None)
+    if c is not None:
+        out.append((n // c, c))
+    return out
+
+
+def thresholds(ctx: Ctx):
+    """Each comparison of a shape quantity with a side that reads no shape, rank, attribute or presence but does
+    read the device or the dtypes (``numel(shapes.A) > max(8, device.limits.minStorageBufferOffsetAlignment //
+    dtypeBytes(dtypes.T))``): that side evaluated for the call, on the baseline and on the baseline with each
+    alignment limit the manifest reads lowered (so quantities derived from the alignment take other values, and
+    bindings offset by them are checked against it), per dtype; primaries [n] and [n / c, c] whose shape side is
+    the value or one either side (aligned and unaligned counts), each with its fitting companions and with each
+    rank-free companion as every proper suffix of the primary. Accepted calls carry data; rejected ones are checked
+    against the predicate that fails."""
+    out: list[Item] = []
+    sides = []
+    for _, side, other in ctx.analysis.comparisons():
+        roots = {p[0] for p in attribute_paths(side)}
+        other_roots = {p[0] for p in attribute_paths(other)}
+        if "shapes" in roots and other_roots and not other_roots & {"shapes", "ranks", "attributes", "present"} \
+                and other_roots & {"device", "dtypes"}:
+            sides.append((side, other))
+    if not sides:
+        return out
+    free = [s for s in ctx.others if s.rank is None]
+    seen = set()
+    for profile in alignment_profiles(ctx):
+        for d in ctx.dtypes:
+            probe = scope_of(ctx.planner, ctx.call((4, 8), d, profile=profile))
+            if probe is None:
+                continue
+            for side, other in sides:
+                k = ctx.analysis.evaluate(other, probe)
+                if not isinstance(k, int) or isinstance(k, bool) or not 0 < k <= THRESHOLD_MAX:
+                    continue
+                for n in around(k):
+                    for shape in _threshold_shapes(n) if n > 0 else ():
+                        specs = [ctx.call(shape, d, optional=o, profile=profile) for o in ctx.states()]
+                        specs += [ctx.call(shape, d, profile=profile, override={s.role: (shape[j:], d)})
+                                  for s in free for j in range(1, len(shape))]
+                        for spec in specs:
+                            scope = scope_of(ctx.planner, spec)
+                            if spec in seen or scope is None or ctx.analysis.evaluate(side, scope) not in around(k):
+                                continue
+                            seen.add(spec)
+                            out.append(Item("thresholds", spec))
+    return out
+
+
 FAMILIES = {
     "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,
     "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
@@ -500,7 +576,7 @@ FAMILIES = {
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
     "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
     "values-partial-nonfinite": values_partial_nonfinite, "broadcast": broadcast, "attributes": attributes,
-    "device-limits": device_limits, "size-steps": size_steps,
+    "device-limits": device_limits, "size-steps": size_steps, "thresholds": thresholds,
 }
 #: Families filled by the condition search (generate.py), after the ones above.
 SEARCH_FAMILIES = ("conditions", "residues", "reach")

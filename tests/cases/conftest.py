@@ -34,10 +34,8 @@ def report(package):
 
 #: Limits of the case generator that the row and broadcast packages (LayerNormalization, Softmax, Add) expose;
 #: reported, to be fixed in cases/. Strict xfails: a fix that closes one makes it fail here until it is removed.
-KNOWN_GAPS = {
-    "test_families.py::test_residue_classes_of_numel_and_last_dim[ai.onnx.Add]":
-        "Add's second modulus is numel(B) % 4, not the last dim's: the test reads any second modulus as the last dim",
-}
+#: (Add's residue pairs (numel % 4, last dim % 4), once a gap here, are now reached by the thresholds family.)
+KNOWN_GAPS: dict[str, str] = {}
 #: Non-strict xfails for timings: none now (generation is measured in CPU seconds against a budget, test_golden.py).
 SLOW: dict[str, str] = {}
 

@@ -9,6 +9,7 @@ from cases.conditions import Analysis, dotted
 from cases.families import FAMILY_NAMES
 from cases.shapes import primary
 from conformance.engine.expressions import attribute_paths
+from conformance.engine.profile import ALIGNMENT_LIMITS
 from conformance.ops.registry import find as find_record
 
 
@@ -34,8 +35,20 @@ def applicable(manifest) -> set[str]:
                and not {p[0] for p in attribute_paths(other)} & {"shapes", "ranks", "attributes", "present"}
                for _, side, other in Analysis(manifest).comparisons()):
         out.discard("device-limits")
+    if not any(_small_threshold(side, other) for _, side, other in Analysis(manifest).comparisons()):
+        out.discard("thresholds")
     out.discard("size-steps")  # only where the variant or workgroup size changes with the last axis
     return out
+
+
+def _small_threshold(side, other) -> bool:
+    """A shape quantity compared with a side that reads the dtypes or an alignment limit and nothing of the call's
+    shapes, ranks, attributes or presence (a few elements: a split threshold; sizes compared with a bare device
+    limit are the limit families')."""
+    paths = attribute_paths(other)
+    roots = {p[0] for p in paths}
+    return "shapes" in {p[0] for p in attribute_paths(side)} and not roots & {"shapes", "ranks", "attributes", "present"} \
+        and ("dtypes" in roots or any(p[:2] == ("device", "limits") and p[2:3] and p[2] in ALIGNMENT_LIMITS for p in paths))
 
 
 def test_every_applicable_family_present(package, generated):
