@@ -15,7 +15,7 @@ SMALL_DISPATCH = BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgr
 
 SHAPES = [  # (X shape, variant without bias)
     ((1, 1), "scalar"), ((3, 17), "scalar"), ((3, 2, 31), "scalar"), ((4, 8), "vec4"), ((3, 1000), "vec4"),
-    ((5, 4096), "vec4"), ((2, 4100), "vec4_looped"), ((2, 1025), "looped"), ((2, 5003), "looped"),
+    ((5, 4096), "vec4"), ((2, 4100), "vec4_looped"), ((2, 1025), "scalar"), ((2, 2049), "looped"), ((2, 5003), "looped"),
     ((2, 20000), "vec4_looped"), ((7,), "scalar"), ((0, 8), "vec4"), ((3, 0), "vec4"), ((0,), "vec4"),
 ]
 
@@ -63,7 +63,8 @@ def test_any_workgroup_size(layernorm, size):
     for n in (1000, 777, 5):
         plan, run, results = run_and_compare(layernorm, tunables={"WORKGROUP_SIZE": size},
                                              **inputs(rng, (3, n), "float32", True))
-        assert plan.passes[0].dispatch.workgroup_size == min(size, 32 * -(-max(1, n // 4 if n % 4 == 0 else n) // 32))
+        items, per = (n // 4, 4) if n % 4 == 0 else (n, 8)   # perThread vec4 or scalarPerThread scalars each
+        assert plan.passes[0].dispatch.workgroup_size == min(size, 32 * -(-max(1, items) // (32 * per)))
         assert results["Y"].passed, (size, n, plan.variant, results["Y"].message())
 
 

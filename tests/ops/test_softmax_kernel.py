@@ -15,7 +15,7 @@ SMALL_DISPATCH = BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgr
 
 SHAPES = [
     ((1, 1), "scalar"), ((3, 17), "scalar"), ((3, 2, 31), "scalar"), ((4, 8), "vec4"), ((3, 1000), "vec4"),
-    ((5, 4096), "vec4"), ((2, 4100), "vec4_looped"), ((2, 1025), "looped"), ((2, 5003), "looped"),
+    ((5, 4096), "vec4"), ((2, 4100), "vec4_looped"), ((2, 1025), "scalar"), ((2, 2049), "looped"), ((2, 5003), "looped"),
     ((2, 20000), "vec4_looped"), ((7,), "scalar"), ((0, 8), "vec4"), ((3, 0), "vec4"),
 ]
 
