@@ -126,14 +126,15 @@ def test_no_attributes_no_attribute_cases(generated, package):
 
 
 def test_device_limit_at_the_compared_value(gated_cases):
-    """4 * min(WORKGROUP_SIZE, cap) <= device.limits.maxComputeWorkgroupStorageSize: 1023, 1024, 1025."""
+    """8 * min(WORKGROUP_SIZE, cap) <= device.limits.maxComputeWorkgroupStorageSize (two f32 tree arrays per
+    invocation, WORKGROUP_SIZE 256): 2047, 2048, 2049."""
     seen = {}
     for c in _family(gated_cases, "device-limits"):
         value = c.profile.limits["maxComputeWorkgroupStorageSize"]
         seen[value] = c
-    assert set(seen) == {1023, 1024, 1025}
-    assert seen[1024].accepted and seen[1025].accepted and not seen[1023].accepted
-    assert all("workgroupOk is false" in why for why in seen[1023].expect["detail"].values())
+    assert set(seen) == {2047, 2048, 2049}
+    assert seen[2048].accepted and seen[2049].accepted and not seen[2047].accepted
+    assert all("workgroupOk is false" in why for why in seen[2047].expect["detail"].values())
 
 
 def test_size_steps_at_the_first_workgroup_step_and_the_last_cached_row(gated_cases):
