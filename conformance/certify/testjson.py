@@ -84,7 +84,7 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
         if case.accepted:
             item["outputs"], item["tolerance"] = _expected(record, m.op_id, case, arrays)
         out_cases.append(item)
-    return {"format": TEST_FORMAT, "package": m.op_id,
+    return {"format": TEST_FORMAT, "package": package.name,   # with @N for a version beyond 1
             "manifest": {"file": "manifest.json", "sha256": m.sha256},
             "generator": {"suite": "webgpu-kernel-conformance", "maxElements": max_elements,
                           "leftOut": left_out},
