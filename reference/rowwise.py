@@ -79,8 +79,10 @@ __all__ = ["EPS32", "SAFETY", "TINY32", "FLT_MAX", "ElementTolerance", "depth", 
 
 
 class RowReference:
-    """A row op's reference: a subclass's ``analyse(inputs, attributes[, dtype])`` gives (expected, the allowed error
-    per element, rtol, why); ``compute`` and ``tolerance`` follow from it the same way for every row op."""
+    """A row op's reference. A subclass gives ``_inputs(inputs, attributes) -> (X, params)`` (its checks) and
+    ``_bound(x, params, dtype, out_atol, out_rtol) -> (y, allowed, ok, why)`` (the float64 result, the allowed absolute error
+    per element, where it is constrained, and the model in words); ``analyse``, ``compute`` and ``tolerance``
+    follow from them the same way for every row op."""
 
     op = ""
     roles: tuple[str, ...] = ()
@@ -103,6 +105,18 @@ class RowReference:
         if axis not in (-1, x.ndim - 1):
             raise ValueError(f"{self.op}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
         return x
+
+    def analyse(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
+                dtype: str | None = None) -> tuple[np.ndarray, np.ndarray, float, str]:
+        """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``
+        (default: X's); the output's own rounding and flush (``output_terms``) come on top of the op's bound."""
+        x, params = self._inputs(inputs, attributes)
+        dtype = dtype or x.dtype.name
+        out_atol, out_rtol, out_why = output_terms(dtype)
+        if x.size == 0:
+            return np.zeros(x.shape), np.zeros(x.shape), out_rtol, out_why
+        y, allowed, ok, why = self._bound(x, params, dtype, out_atol, out_rtol)
+        return np.where(ok, y, np.nan), np.where(ok, allowed, 0.0), out_rtol, f"{why}; + {out_why}"
 
     def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
         return {"Y": self.analyse(inputs, attributes)[0]}
