@@ -315,7 +315,8 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
               ("timestamp (kernels), wall clock (copy_buffer_to_buffer)" if timer.passes_timed else "wall clock"),
               "timestamp_period_ns": timer.period,
               "best_copy": {"candidates": ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in
-                                                                          WIDE_COPIES] + ["copy_buffer_to_buffer"]
+                                                                          WIDE_COPIES]
+                            + [f"{COPY2} (kernels reading two tensors of their size)", "copy_buffer_to_buffer"]
                             + (["CUDA device-to-device copy"] if cuda else []),
                             "cuda_note": cuda_note, "spec_peak_gbps": spec_peak_gbps(adapter),
                             "by_size": best_copy_by_size(rows)},
