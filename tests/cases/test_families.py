@@ -6,9 +6,11 @@ import math
 
 import cases
 from cases.conditions import Analysis, dotted
+from cases.data import MAX_CASE_ELEMENTS
 from cases.families import FAMILY_NAMES
 from cases.shapes import primary
 from conformance.engine.expressions import attribute_paths
+from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.profile import ALIGNMENT_LIMITS
 from conformance.ops.registry import find as find_record
 
@@ -130,3 +132,17 @@ def test_residue_classes_of_numel_and_last_dim(package, generated):
     assert {p[0] for p in pairs} == {0, 1, 2, 3}
     if len(Analysis(package.manifest).moduli()) > 1 and package.version == 1:  # it tests the last dim's residue too
         assert {(0, 1), (0, 2), (0, 3), (0, 0), (1, 1), (2, 2), (3, 3)} <= pairs
+
+
+def test_row_op_data_runs_where_the_variant_changes():
+    """values-op puts the record's data on rows at the first length each residue class selects a new variant
+    (the looped variants, here), as many rows as the stored-case cap allows, not on a guessed length."""
+    generated = cases.generate(load_package(REPO_SPECS / "com.microsoft.LayerNormalization"))
+    by_length = {}
+    for c in generated:
+        if "values-op" in c.families and c.accepted:
+            by_length.setdefault(c.inputs["X"][0][-1], set()).add((c.inputs["X"][0], c.expect["variant"]))
+    # scalar rows are cached up to 8 x 256 = 2048, vec4 rows up to 4 x 4 x 256 = 4096 (specs/README.md)
+    assert {v for _, v in by_length[2049]} == {"looped", "looped_bias"}
+    assert {v for _, v in by_length[4100]} == {"vec4_looped", "vec4_looped_bias"}
+    assert all(math.prod(s) <= max(MAX_CASE_ELEMENTS, s[-1]) for s, _ in by_length[2049] | by_length[4100])

@@ -67,3 +67,14 @@ def test_row_ops_export_per_element_tolerances_and_every_required_input(publishe
     assert stored
     for case in stored:
         checker.check(case, package, verdict_for(case))
+
+
+def test_a_version_beyond_1_names_itself_in_test_json_and_loads_back(published):
+    """test.json names the versioned package (com.microsoft.Gelu@2), as loading it checks; naming the op made every
+    version beyond 1 unloadable, so mutate and --specs could not run its stored cases."""
+    name = "com.microsoft.Gelu@2"
+    root = published(name)
+    test, _ = export_package(root / name)
+    assert json.loads(test.read_text())["package"] == name
+    stored = load_test_cases(load_package(root / name))
+    assert stored and all(c.id.startswith("test.json/Gelu@2/") for c in stored)

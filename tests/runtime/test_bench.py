@@ -120,3 +120,27 @@ def test_a_kernel_reading_two_tensors_of_its_size_is_also_measured_against_the_t
     assert all(bench.COPY2 in r["copies_gbps"] for r in by_op["ai.onnx.Add"])
     assert not any(bench.COPY2 in r["copies_gbps"] for r in by_op["com.microsoft.Gelu"])
     assert "dst[i] = a[i] ^ b[i]" in bench.copy2_shader()
+
+
+def test_a_call_that_fails_is_listed_and_the_run_goes_on(device, package_copy):
+    """A kernel that fails at one size is a finding (failed_calls, a FAILED CALL line), not the end of the run."""
+    root = package_copy("com.microsoft.Gelu@2")
+    template = root / "elementwise-bias-gelu.wgsl.jinja"
+    text = template.read_text()
+    assert "yTail[e] = {{ scalar }}(gelu1(f32(xTail[e])));" in text
+    template.write_text(text.replace("yTail[e] = {{ scalar }}(gelu1(f32(xTail[e])));", "yTail[e] = no_such_name;"))
+    result = bench.run_bench([load_kernel(root, device=device)], max_elements=4096, reps=3, sweep=False,
+                             write_tuning=False, out=None, plot=None, warmup_seconds=0.05)
+    assert {r["variant"] for r in result["rows"]} >= {"vec4", "vec8_f16"}      # the aligned calls still ran
+    assert not any(r["variant"].startswith("split_") for r in result["rows"])
+    assert result["failed_calls"] and all("X[4097]" in f for f in result["failed_calls"])
+    assert "FAILED CALL: " in bench.format_table(result)
+
+
+def test_row_ops_are_benched_on_rows_not_one_long_row():
+    rows = load_kernel("com.microsoft.LayerNormalization")
+    gelu = load_kernel("com.microsoft.Gelu", version=2)
+    shapes = {tuple(args["X"][0]) for args, _ in bench.bench_calls(rows, [1 << 20], ["float32"])}
+    assert shapes == {(1024, 1024), (1024, 1023)}
+    assert {tuple(args["X"][0]) for args, _ in bench.bench_calls(gelu, [1 << 20], ["float32"])} == {
+        (1024, 1024), ((1 << 20) + 1,)}
