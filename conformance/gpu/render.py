@@ -4,12 +4,19 @@ The render context is documented in ``specs/README.md`` ("Template context").
 Templates are untrusted: they run in Jinja2's immutable sandbox with strict
 undefined, can include only files of their own package, and a failure names
 the template and line.
+
+Budgets are counted in work, not seconds, so a package gets the same verdict on every machine: each line of
+template code run, each intercepted operation (arithmetic, ``~``, comparisons, subscripts and slices, calls,
+filters) and each character or item it builds or scans is one unit (:data:`RENDER_WORK_LIMIT` per render,
+:data:`PACKAGE_RENDER_WORK` per loaded package, compiling charged per byte of template). The wall clock is only a
+backstop against a hang that no counted operation sees (:data:`RENDER_TIME_BACKSTOP`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import re
 import sys
 import time
@@ -30,17 +37,27 @@ from conformance.errors import TemplateError
 MAX_OUTPUT = 1 << 20
 MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build
 MAX_INT_BITS = 4096        # the largest integer '**' may build
-RENDER_TIME_LIMIT = 1.0    # seconds of template code per render (loops included, checked inside every operation)
-MAX_TEMPLATE = 64 << 10    # bytes of one template: compiling is outside the time limit, ~0.8 s at this size
-PACKAGE_RENDER_BUDGET = 30.0  # seconds of compiling and rendering per loaded package, all its renders together
-_SPENT: "weakref.WeakKeyDictionary[Package, float]" = weakref.WeakKeyDictionary()   # loaded package -> seconds
+RENDER_WORK_LIMIT = 1 << 24   # work units of one render (a shipped template's largest render uses under 1 %)
+MAX_TEMPLATE = 64 << 10    # bytes of one template
+COMPILE_WORK_PER_BYTE = 64    # what compiling one byte of template is charged to the package
+PACKAGE_RENDER_WORK = 1 << 31  # work units of compiling and rendering per loaded package, all its renders together
+RENDER_TIME_BACKSTOP = 60.0   # seconds: only against a hang no counted operation sees; never a verdict on speed
+_SPENT: "weakref.WeakKeyDictionary[Package, int]" = weakref.WeakKeyDictionary()   # loaded package -> work units
+_COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
+            "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
 _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or nested width/precision
 
 
+def _size(value) -> int:
+    """The characters or items of ``value`` an operation builds or scans (0 for a scalar)."""
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict)) else 0
+
+
 class _BoundedCodeGenerator(CodeGenerator):
-    """Compiles ``a ~ b`` to a length-checked join (Jinja's own str_join cannot be intercepted), and refuses a
-    non-finite number literal (``1e999``), which Jinja would compile to the undefined name ``inf``."""
+    """Compiles ``a ~ b``, comparisons and slices to calls the environment charges for (Jinja would compile them
+    to plain Python operators, which cannot be intercepted), and refuses a non-finite number literal
+    (``1e999``), which Jinja would compile to the undefined name ``inf``."""
 
     def visit_Const(self, node, frame):
         if isinstance(node.value, float) and not math.isfinite(node.value):
@@ -54,10 +71,36 @@ class _BoundedCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    def visit_Compare(self, node, frame):
+        self.write("environment.compare(")
+        self.visit(node.expr, frame)
+        self.write(", (")
+        for operand in node.ops:
+            self.write(f"({operand.op!r}, ")
+            self.visit(operand.expr, frame)
+            self.write("), ")
+        self.write("))")
 
-def _bounded_filter(name, fn):
-    """``fn`` refusing huge integer arguments, printf widths, replace blow-ups and over-long results."""
+    def visit_Getitem(self, node, frame):
+        if not isinstance(node.arg, nodes.Slice):
+            return super().visit_Getitem(node, frame)
+        self.write("environment.getitem(")
+        self.visit(node.node, frame)
+        self.write(", environment.make_slice(")
+        for part in (node.arg.start, node.arg.stop, node.arg.step):
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _bounded_filter(env, name, fn):
+    """``fn`` charged for what it scans and builds, refusing huge integer arguments, printf widths, replace
+    blow-ups and over-long results."""
     def run(*args, **kwargs):
+        env.charge(1 + sum(_size(a) for a in args))
         for arg in (*args[1:], *kwargs.values()):
             if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_VALUE:
                 raise SecurityError(f"filter {name}: argument {arg} is too large")
@@ -69,6 +112,7 @@ def _bounded_filter(name, fn):
         result = fn(*args, **kwargs)
         if isinstance(result, (str, list, tuple)) and len(result) > MAX_VALUE:
             raise SecurityError(f"filter {name}: result longer than {MAX_VALUE}")
+        env.charge(_size(result))
         return result
     if hasattr(fn, "jinja_pass_arg"):  # pass_context / pass_eval_context / pass_environment
         run.jinja_pass_arg = fn.jinja_pass_arg
@@ -87,14 +131,18 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
-        self.filters = {name: _bounded_filter(name, fn) for name, fn in self.filters.items()}
+        self.filters = {name: _bounded_filter(self, name, fn) for name, fn in self.filters.items()}
         self.package = package
+        self.work = 0                      # units this render has spent so far
+        self.work_limit = RENDER_WORK_LIMIT
+        self.deadline = math.inf
 
     def _load(self, name: str):
         text = self.package.read_template(name)
         if len(text.encode("utf-8")) > MAX_TEMPLATE:
             raise TemplateError(f"{self.package.root / name}: template is larger than {MAX_TEMPLATE} bytes")
         self.sources[name] = template_digest(text)
+        self.charge(len(text.encode("utf-8")) * COMPILE_WORK_PER_BYTE)   # compiling is linear in the bytes
         return text, str(self.package.template_path(name)), lambda: True
 
     def _parse(self, source, name, filename):
@@ -106,17 +154,45 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
                                           filename)
         return tree
 
-    deadline = math.inf
-
-    def check_time(self):
-        """The render's time limit, checked in every intercepted operation (a long line is many of them)."""
+    def charge(self, units: int) -> None:
+        """Spend ``units`` of the render's work budget (and check the hang backstop)."""
+        self.work += units
+        if self.work > self.work_limit:
+            budget = "RENDER_WORK_LIMIT" if self.work_limit == RENDER_WORK_LIMIT else \
+                "what is left of the package's PACKAGE_RENDER_WORK"
+            raise SecurityError(f"rendering needs more than {self.work_limit} units of work ({budget}: a unit "
+                                f"per line run, per operation and per character or item built or scanned)")
         if time.monotonic() > self.deadline:
-            raise SecurityError(f"rendering took longer than {RENDER_TIME_LIMIT:g} s")
+            raise SecurityError(f"rendering ran past the {RENDER_TIME_BACKSTOP:g} s backstop (RENDER_TIME_BACKSTOP)")
+
+    def compare(self, left, ops):
+        """``left op1 a op2 b ...`` as Python chains it, charged for the operands it scans."""
+        for op, right in ops:
+            self.charge(1 + (_size(right) if op in ("in", "notin") else min(_size(left), _size(right))))
+            if not _COMPARE[op](left, right):
+                return False
+            left = right
+        return True
+
+    @staticmethod
+    def make_slice(start, stop, step):
+        return slice(start, stop, step)
+
+    def getitem(self, obj, argument):
+        self.charge(1)
+        result = super().getitem(obj, argument)
+        self.charge(_size(result) if isinstance(argument, slice) else 0)
+        return result
+
+    def getattr(self, obj, attribute):
+        self.charge(1)
+        return super().getattr(obj, attribute)
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (Jinja's signature)
-        """Every call: the time limit, and string methods (center, ljust, replace, join...) held to MAX_VALUE."""
-        __self.check_time()
+        """Every call, charged for what it scans and builds; string methods (center, ljust, replace, join...)
+        held to MAX_VALUE before they run."""
         owner = getattr(__obj, "__self__", None)
+        __self.charge(1 + _size(owner) + sum(_size(a) for a in args))
         if isinstance(owner, str):
             for arg in (*args, *kwargs.values()):
                 if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_VALUE:
@@ -126,13 +202,15 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(result, (str, list, tuple)) and len(result) > MAX_VALUE:
             raise SecurityError(f"a call built a result longer than {MAX_VALUE}")
+        __self.charge(_size(result))
         return result
 
     def concat(self, parts):
-        self.check_time()
+        self.charge(1 + sum(_size(p) for p in parts))
         text = "".join(str(p) for p in parts)
         if len(text) > MAX_VALUE:
             raise SecurityError(f"'~' built a string longer than {MAX_VALUE}")
+        self.charge(len(text))
         return text
 
     def wrap_str_format(self, value):
@@ -144,7 +222,7 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return wrapped
 
     def call_binop(self, context, operator, left, right):
-        self.check_time()
+        self.charge(1 + _size(left) + _size(right))
         if isinstance(left, int) and isinstance(right, int) and operator in ("*", "+") and \
                 left.bit_length() + right.bit_length() > MAX_INT_BITS:
             raise SecurityError(f"'{operator}' would build an integer of more than {MAX_INT_BITS} bits")
@@ -161,7 +239,9 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)) \
                 and len(left) + len(right) > MAX_VALUE:
             raise SecurityError(f"'+' would build more than {MAX_VALUE} items")
-        return super().call_binop(context, operator, left, right)
+        result = super().call_binop(context, operator, left, right)
+        self.charge(_size(result) + (result.bit_length() >> 6 if isinstance(result, int) else 0))
+        return result
 
 
 def _str_call_bound(owner: str, method: str, args: tuple) -> int:
@@ -177,12 +257,12 @@ def _str_call_bound(owner: str, method: str, args: tuple) -> int:
 
 
 def _generate_bounded(env, template, ctx) -> str:
-    """Render with a time budget on the template's own code and a cap on the output while it streams."""
-    deadline = env.deadline = time.monotonic() + RENDER_TIME_LIMIT
+    """Render charging every line of the template's own code to the work budget, with a cap on the output while
+    it streams."""
+    env.deadline = time.monotonic() + RENDER_TIME_BACKSTOP
 
     def line(frame, event, arg):
-        if time.monotonic() > deadline:
-            raise SecurityError(f"rendering took longer than {RENDER_TIME_LIMIT:g} s")
+        env.charge(1)
         return line
 
     def call(frame, event, arg):  # trace only the template's compiled code
@@ -193,6 +273,7 @@ def _generate_bounded(env, template, ctx) -> str:
     try:
         chunks, size = [], 0
         for chunk in template.generate(ctx):
+            env.charge(len(chunk))
             size += len(chunk)
             if size > MAX_OUTPUT:
                 raise TemplateError(f"rendered shader is larger than {MAX_OUTPUT} bytes")
@@ -237,15 +318,20 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     return render_with_sources(package, plan, pass_plan)[0]
 
 
+def work_spent(package: Package) -> int:
+    """The work units ``package`` has spent on compiling and rendering so far in this process."""
+    return _SPENT.get(package, 0)
+
+
 def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
     env = _TemplateSandbox(package)
     name = pass_plan.shader
-    spent_key = package
-    if _SPENT.get(spent_key, 0.0) > PACKAGE_RENDER_BUDGET:
-        raise TemplateError(f"{package.root / name}: the package has spent its {PACKAGE_RENDER_BUDGET:g} s of "
-                            f"template compiling and rendering (PACKAGE_RENDER_BUDGET)")
-    start = time.monotonic()
+    spent = _SPENT.get(package, 0)
+    if spent > PACKAGE_RENDER_WORK:
+        raise TemplateError(f"{package.root / name}: the package has spent its {PACKAGE_RENDER_WORK} units of "
+                            f"template compiling and rendering (PACKAGE_RENDER_WORK)")
+    env.work_limit = min(RENDER_WORK_LIMIT, PACKAGE_RENDER_WORK - spent)
     try:
         template = env.get_template(name)
         text = _generate_bounded(env, template, context(plan, pass_plan))
@@ -268,5 +354,5 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
         raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
             from None
     finally:
-        _SPENT[spent_key] = _SPENT.get(spent_key, 0.0) + time.monotonic() - start
+        _SPENT[package] = _SPENT.get(package, 0) + env.work
     return text, dict(env.sources)

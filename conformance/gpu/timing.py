@@ -57,13 +57,15 @@ class Timer:
     raised it; one second of sustained warm-up did, hence the default. With timestamps the timer then
     *settles*: probe batches of ``probe_reps`` run back to back until two in a row agree within
     ``settle_tolerance`` (at most ``settle_seconds``), catching a ramp still under way. (A clock that
-    stays low looks settled too: the sustained warm-up is what prevents that.)
+    stays low looks settled too: the sustained warm-up is what prevents that.) ``clock`` reads seconds (tests give
+    one that advances by a fixed step, so what they check does not depend on the machine's speed);
+    ``warmup_runs`` holds how many warm-up runs the last measurement made.
     """
 
     def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 1.0,
                  settle_seconds: float = 3.0, settle_tolerance: float = 0.03, probe_reps: int = 5,
-                 force_wall: bool = False):
-        self.device = device
+                 force_wall: bool = False, clock: Callable[[], float] = time.perf_counter):
+        self.device, self.clock, self.warmup_runs = device, clock, 0
         self.reps, self.warmup, self.warmup_seconds = reps, warmup, warmup_seconds
         self.settle_seconds, self.settle_tolerance, self.probe_reps = settle_seconds, settle_tolerance, probe_reps
         features = device.profile.features
@@ -120,37 +122,38 @@ class Timer:
     def _time(self, encode, *, timed: bool, per_rep: int = 1, warm: bool = False) -> list[Timing]:
         """``per_rep`` Timings: ``encode`` writes that many timed spans per repetition."""
         dev = self.device.device
-        start, runs = time.perf_counter(), 0
+        start, runs = self.clock(), 0
         min_seconds = 0.0 if warm else self.warmup_seconds
-        while runs < self.warmup or time.perf_counter() - start < min_seconds:
+        while runs < self.warmup or self.clock() - start < min_seconds:
             encoder = dev.create_command_encoder()
             encode(encoder, None, 0)
             dev.queue.submit([encoder.finish()])
             runs += 1
             if runs % self.warmup == 0:
                 self._wait()  # keep the queue short: the warm-up is measured in wall time
+        self.warmup_runs = runs
         self._wait()
         if not timed:
             samples = []
             for _ in range(self.reps):
-                start = time.perf_counter()
+                start = self.clock()
                 encoder = dev.create_command_encoder()
                 encode(encoder, None, 0)
                 dev.queue.submit([encoder.finish()])
                 self._wait()
-                samples.append(time.perf_counter() - start)
+                samples.append(self.clock() - start)
             return [Timing(tuple(samples), "wall")]
         settled = self._settle(encode, per_rep)
         return [replace(t, settled=settled) for t in self._timestamps(encode, self.reps, per_rep)]
 
     def _settle(self, encode, per_rep: int) -> bool:
         """Probe batches back to back until the GPU's speed stops changing (clocks up); False if it never did."""
-        start, previous = time.perf_counter(), None
+        start, previous = self.clock(), None
         while True:
             current = sum(t.median for t in self._timestamps(encode, self.probe_reps, per_rep))
             if previous is not None and abs(current - previous) <= self.settle_tolerance * previous:
                 return True
-            if time.perf_counter() - start >= self.settle_seconds:
+            if self.clock() - start >= self.settle_seconds:
                 return False
             previous = current
 

@@ -2,11 +2,12 @@
 
 Each payload replaces the package's template (a copy of com.microsoft.Gelu in a scratch directory,
 beside a file ``outside/secret.wgsl.jinja`` that the template must never read). Rendering must end in
-a ``TemplateError`` naming the template, within LIMIT_S and MAX_MEMORY, and no file outside the
-package may be opened (a Python audit hook watches every ``open``).
+a ``TemplateError`` naming the template, within the render's work budget and MAX_MEMORY, and no file outside
+the package may be opened (a Python audit hook watches every ``open``).
 
-Payloads that could run away (time or memory bombs) are rendered in a child process with a time
-and address-space limit, so an open gap fails its test instead of stalling the suite.
+Payloads that could run away (work or memory bombs) are rendered in a child process with an address-space
+limit and a generous wall-clock backstop (BACKSTOP_S), so an open gap fails its test instead of stalling the suite;
+whether a bomb is refused in time is decided by the work it was charged, never by the seconds it took.
 """
 from __future__ import annotations
 
@@ -17,17 +18,16 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import tracemalloc
 
 import pytest
 
 from conformance import BASELINE, TemplateError, load_kernel
 from conformance.engine.package import REPO_SPECS
-from conformance.gpu.render import render
+from conformance.gpu.render import MAX_VALUE, RENDER_WORK_LIMIT, render
 from tests.hostile.conftest import ROOT, TEMPLATE
 
-LIMIT_S = 2.0
+BACKSTOP_S = 120      # only against a hang: an open gap fails instead of stalling the suite
 MAX_MEMORY = 64 << 20
 SECRET = "TOPSECRET-7f3a"
 
@@ -102,9 +102,9 @@ BOMBS = [
 
 
 def render_is_bounded() -> bool:
-    """Whether render.py bounds operators, filters, output and time (the patch in issue 10's report)."""
+    """Whether render.py bounds operators, filters, output and work (the patch in issue 10's report)."""
     from conformance.gpu import render as module
-    return hasattr(module, "RENDER_TIME_LIMIT")
+    return hasattr(module, "RENDER_WORK_LIMIT")
 
 
 @pytest.fixture
@@ -136,13 +136,11 @@ def test_template_payload_is_refused(hostile_package, text, tmp_path):
     _opened.clear()
     tracemalloc.start()
     _watching.on = True
-    start = time.perf_counter()
     try:
         with pytest.raises(TemplateError) as info:
             out = _render(pkg)
             pytest.fail(f"rendered {len(out)} characters: {out[:200]!r}")
     finally:
-        elapsed = time.perf_counter() - start
         _watching.on = False
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -151,7 +149,6 @@ def test_template_payload_is_refused(hostile_package, text, tmp_path):
     if render_is_bounded():  # unpatched, a refused include names the package and the include, not the includer
         assert TEMPLATE in message, message[:300]
     assert SECRET not in message and "root:" not in message, message[:300]
-    assert elapsed < LIMIT_S, f"took {elapsed:.2f} s"
     assert peak < MAX_MEMORY, f"peak {peak >> 20} MiB"
     outside = [p for p in _opened if p.startswith(str(tmp_path)) and not p.startswith(str(pkg))
                or p.startswith("/etc/")]
@@ -161,21 +158,20 @@ def test_template_payload_is_refused(hostile_package, text, tmp_path):
 
 
 _CHILD = textwrap.dedent("""
-    import json, resource, sys, time
+    import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
     from conformance import BASELINE, TemplateError, load_kernel
-    from conformance.gpu.render import render
+    from conformance.gpu.render import render, work_spent
     kernel = load_kernel(sys.argv[1])
     plan = kernel.plan(profile=BASELINE, X=((8,), "float32"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
     try:
         out = render(kernel.package, plan, plan.passes[0])
         outcome, message = "rendered", f"{len(out)} characters"
     except TemplateError as err:
         outcome, message = "refused", str(err)[:500]
     grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    print(json.dumps({"outcome": outcome, "seconds": time.perf_counter() - start, "message": message,
+    print(json.dumps({"outcome": outcome, "work": work_spent(kernel.package), "message": message,
                       "grown_mb": grown}), flush=True)
 """)
 
@@ -194,16 +190,17 @@ def _bomb_param(bomb_id, text):
 
 @pytest.mark.parametrize("text", [_bomb_param(i, p) for i, p in BOMBS])
 def test_template_bomb_is_refused_quickly(hostile_package, text):
-    """Refused in LIMIT_S, without growing the process by more than MAX_MEMORY, and not by a MemoryError."""
+    """Refused within the render's work budget, without growing the process by more than MAX_MEMORY, and not by a
+    MemoryError."""
     pkg = hostile_package(text)
     try:
         proc = subprocess.run([sys.executable, "-c", _CHILD, str(pkg)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=LIMIT_S + 4, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                              timeout=BACKSTOP_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     except subprocess.TimeoutExpired:
-        pytest.fail(f"rendering did not finish within {LIMIT_S + 4:.0f} s (the child was killed)")
+        pytest.fail(f"rendering did not finish within the {BACKSTOP_S} s backstop (the child was killed)")
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["outcome"] == "refused", result
     assert str(pkg) in result["message"] and "MemoryError" not in result["message"], result
-    assert result["seconds"] < LIMIT_S, result
+    assert result["work"] <= RENDER_WORK_LIMIT + 4 * MAX_VALUE, result
     assert result["grown_mb"] < MAX_MEMORY >> 20, result
