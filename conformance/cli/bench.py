@@ -53,10 +53,9 @@ def _bench(args) -> int:
         if args.per_thread > 1:
             dirs = [proposal.vec4_per_thread(d, args.per_thread, scratch) for d in dirs]
     packages = [load_package(d) for d in dirs]
-    deadline = time.perf_counter() + args.time_budget if args.time_budget else None
     options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
                    sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
-                   peers=args.peers, cuda_copy=not args.no_cuda_copy, deadline=deadline)
+                   peers=args.peers, cuda_copy=not args.no_cuda_copy, max_calls=args.max_calls)
     out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
     if len(args.webgpu) == 1:
         device = get_device(args.device, args.adapter, args.webgpu[0])
@@ -90,8 +89,9 @@ def register(sub) -> None:
                         "separated list (wgpu,dawn: side by side in one run and one JSON) or all")
     b.add_argument("--packages", default=None,
                    help="only these packages (op names such as Gelu, op ids, or op id@N; commas); default every one")
-    b.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                   help="start no timing after this many seconds (the JSON says what was left out)")
+    b.add_argument("--max-calls", type=int, default=None, metavar="N",
+                   help="time only the first N calls of each implementation's fixed list (the JSON says what was left "
+                        "out; a count, so the same calls are benched on every machine)")
     b.add_argument("--no-cuda-copy", action="store_true",
                    help="leave the CUDA device-to-device copy (torch) out of best_copy")
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")

@@ -282,11 +282,12 @@ def _progress(done: int, total: int, label: str) -> None:
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
               out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
-              cuda_copy: bool = True, deadline: float | None = None) -> dict:
+              cuda_copy: bool = True, max_calls: int | None = None) -> dict:
     """Rows for every reachable variant and size on the kernels' device (and the sweep, and with ``peers`` the
     peer rows), written to ``out`` and ``plot`` when given. ``cuda_copy``: a CUDA device-to-device copy joins
-    best_copy where torch has CUDA. ``deadline`` (time.perf_counter()): no row starts after it (said in the
-    result as ``truncated``)."""
+    best_copy where torch has CUDA. ``max_calls``: time only the first that many calls of the fixed work list (said
+    in the result as ``truncated``): a budget counted in calls, so which rows a run has does not depend on the
+    machine's speed."""
     device = kernels[0].device
     timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
     cuda, cuda_note = cuda_copy_baseline(warmup_seconds, reps) if cuda_copy else (None, "CUDA copy not asked for")
@@ -297,7 +298,7 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
     rows, skipped, failed = [], 0, []
     for i, (kernel, args) in enumerate(work, 1):
-        if deadline is not None and time.perf_counter() > deadline:
+        if max_calls is not None and i > max_calls:
             skipped += 1
             continue
         _progress(i, len(work), f"{device.webgpu} {kernel.package.name} {args}")
@@ -324,7 +325,7 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
               "bench_errors": [r.error for r in rows if r.error],
               "tuning": best}
     if skipped:
-        result["truncated"] = f"{skipped} of {len(work)} calls not timed: the time budget ran out"
+        result["truncated"] = f"{skipped} of {len(work)} calls not timed: past --max-calls {max_calls}"
     if failed:
         result["failed_calls"] = failed
     if write_tuning and best:

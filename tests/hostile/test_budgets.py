@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import itertools
+import re
 
 import pytest
 
@@ -45,11 +46,12 @@ BOMBS = {  # a template prefix -> what the refusal says
     "nested-bigint-one-line": ("{{ " + "*".join(["(2**2000)"] * 120) + " }}\n", "integer of more than"),
     "square-chain-one-line": ("{% set a = 3**1000 %}{{ " + "*".join(["a"] * 40) + " }}\n", "integer of more than"),
     "center": ("{{ 'x'.center(10**9) }}\n", "too large"),
-    "ljust-chain": ("{{ 'x'.ljust(1000000).ljust(1000000).ljust(1000000) ~ 'x'.ljust(1000000) }}\n", "longer than"),
+    "ljust-chain": ("{{ 'x'.ljust(1000000).ljust(1000000).ljust(1000000) ~ 'x'.ljust(1000000) }}\n",
+                    "longer than|RENDER_WORK_LIMIT"),   # whichever bound it reaches first
     "replace": ("{{ ('ab' * 1000).replace('a', 'x' * 1000) }}\n", "longer than"),
     "join": ("{{ ('a' * 1000000).join(['b'] * 1000) }}\n", "longer than"),
     "expandtabs": ("{{ ('\\t' * 100000).expandtabs(1000000) }}\n", "longer than"),
-    # about 1.5e9 units of work on one line, 90 times the render budget
+    # about 1.5e9 units of work on one line, over 300 times the render budget
     "one-long-line-of-work": ("{% set s = 'a' * 1000000 %}{{ [" + ", ".join(["s.replace('a', 'b') | length"] * 1500)
                               + "] | sum }}\n", "RENDER_WORK_LIMIT"),
     "comparisons-on-one-line": ("{% set s = 'a' * 1000000 %}{% set t = 'a' * 1000000 %}{{ [" +
@@ -67,7 +69,7 @@ BOMBS = {  # a template prefix -> what the refusal says
 def test_template_bombs_are_refused_within_the_budget(make_specs, kind, clock):
     prefix, fragment = BOMBS[kind]
     message, spent = _render(make_specs(**{GELU: GELU}), prefix)
-    assert fragment in message, message[-300:]
+    assert re.search(fragment, message), message[-300:]
     assert spent <= RENDER_WORK_LIMIT + 4 * MAX_VALUE, spent   # stopped at the budget, not after the work
 
 

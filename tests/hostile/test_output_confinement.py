@@ -6,11 +6,11 @@ message naming it, before any work, never followed, read or written through.
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from conformance.__main__ import main
+from conformance.tools import export
 from tests.hostile.conftest import run_cli, run_conformance, victim
 
 GELU = "com.microsoft.Gelu"
@@ -18,13 +18,14 @@ GELU = "com.microsoft.Gelu"
 
 # -- writes ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["test.json", "bench.json"])
-def test_export_refuses_a_symlinked_output_before_any_work(tmp_path, make_specs, capsys, name):
+def test_export_refuses_a_symlinked_output_before_any_work(tmp_path, make_specs, capsys, name, monkeypatch):
     specs = make_specs(**{GELU: GELU})
     outside = victim(tmp_path)
     (specs / GELU / name).symlink_to(outside)
-    start = time.monotonic()
+    built = []
+    monkeypatch.setattr(export, "build_test", lambda *a, **k: built.append(a) or {})
     assert main(["export", str(specs / GELU)]) == 2
-    assert time.monotonic() - start < 5                 # refused before the cases were generated
+    assert not built                                    # refused before the cases were generated
     assert "symlink" in capsys.readouterr().err
     assert outside.read_text() == "precious\n"
     assert not (specs / GELU / ("bench.json" if name == "test.json" else "test.json")).exists()
@@ -61,9 +62,8 @@ def test_conformance_report_to_a_bad_path_fails_at_configure_time(tmp_path, make
         target = tmp_path / "file" / "report.json"
     else:
         target.symlink_to(victim(tmp_path))
-    start = time.monotonic()
     proc = run_conformance(specs, f"--conformance-report={target}", timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4, out[-2000:]                 # a usage error, before collection
     assert "--conformance-report" in out and "Traceback" not in out, out[-2000:]
-    assert " passed" not in out and time.monotonic() - start < 30
+    assert " passed" not in out and "collected" not in out

@@ -7,7 +7,6 @@ import dataclasses
 import resource
 import shutil
 import sys
-import time
 
 import pytest
 
@@ -99,15 +98,13 @@ def test_five_inputs_keep_the_pool_and_generation_small(tmp_path):
     package = load_package(write_package(tmp_path, "MulAdd5", 5))
     m = package.manifest
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.process_time()
     pool = build_pool(m, Planner(m), Analysis(m))
     generated = cases.generate(package)
-    seconds = time.process_time() - start
     grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     # one companion varied at a time: ~ (1 + 4 x 7 + 7) calls per primary shape, not 8^4
     per_shape = len(pool) / len({c.arg("A") for c in pool})
     assert per_shape < 40, per_shape
-    assert generated and seconds < 30, seconds
+    assert generated and len(generated) < 40 * len({c.arg("A") for c in pool}), len(generated)
     assert grown < 200, grown
     accepted = [c for c in generated if c.accepted]
     assert {c.expect["variant"] for c in accepted} == {"vec4", "scalar"}

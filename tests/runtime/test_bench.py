@@ -95,13 +95,14 @@ def test_webgpu_option_takes_a_list_or_all():
         webgpu_list("wgpu,naga")
 
 
-def test_a_spent_time_budget_times_nothing_more_and_says_so(device, tmp_path):
+def test_a_call_budget_times_only_that_many_calls_and_says_so(device, tmp_path):
     kernel = load_kernel("com.microsoft.Gelu", device=device)
     result = bench.run_implementations(["wgpu"], lambda webgpu: [kernel], out=tmp_path / "b.json", plot=None,
                                        max_elements=4096, reps=3, sweep=False, write_tuning=False,
-                                       warmup_seconds=0.05, deadline=0.0)
+                                       warmup_seconds=0.05, max_calls=1)
     (run,) = result["runs"]
-    assert run["rows"] == [] and "not timed: the time budget ran out" in run["truncated"]
+    assert len({(r["variant"], r["dtype"], tuple(r["shape"])) for r in run["rows"]}) == 1, run["rows"]
+    assert "not timed: past --max-calls 1" in run["truncated"]
     assert json.loads((tmp_path / "b.json").read_text())["implementations"] == {"wgpu": "benched"}
     assert "TRUNCATED" in bench.format_table(result)
 
