@@ -42,6 +42,10 @@ class Comparison:
     unconstrained: int = 0
     error: str | None = None  # shape/dtype problem; nothing was compared
     unconstrained_as: str = "non-finite inputs"  # why elements are unconstrained, in the op's words
+    #: err/allowed over the output in element order, at most PROFILE_BUCKETS values (each its bucket's largest;
+    #: None where a bucket holds a non-finite error, -1.0 where it holds only unconstrained elements): a picture
+    #: of where the output goes wrong
+    profile: tuple = ()
 
     def message(self) -> str:
         tol = self.tolerance
@@ -82,6 +86,19 @@ def ulp(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     _, exp = np.frexp(np.where(np.isfinite(mag), mag, 0.0))  # mag = m * 2**exp, m in [0.5, 1)
     spacing = np.ldexp(1.0, exp - 1 - info.nmant)
     return np.where(mag < float(info.tiny), float(info.smallest_subnormal), spacing)
+
+
+PROFILE_BUCKETS = 96
+
+
+def _profile(ratio: np.ndarray) -> tuple:
+    """The largest ratio of each of at most PROFILE_BUCKETS equal runs of the flattened output."""
+    flat = ratio.reshape(-1)
+    if flat.size == 0:
+        return ()
+    edges = np.linspace(0, flat.size, min(PROFILE_BUCKETS, flat.size) + 1).astype(np.int64)
+    peaks = np.maximum.reduceat(flat, edges[:-1])
+    return tuple(None if not np.isfinite(v) else float(v) for v in peaks)
 
 
 def _failed(tolerance: Tolerance, error: str) -> Comparison:
@@ -136,4 +153,5 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
         tolerance=tolerance,
         unconstrained=int(expected.size - checked),
         unconstrained_as=unconstrained_as,
+        profile=_profile(ratio),
     )

@@ -291,6 +291,7 @@ class Checker:
             worst = max(worst or 0.0, result.worst_ratio)
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
+                verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
         verdict.worst_ratio = worst
 

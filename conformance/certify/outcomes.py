@@ -50,6 +50,12 @@ class Verdict:
     replanned: str | None = None
     #: The column (WebGPU implementation, backend, adapter) of a run over several (--device=all, --webgpu=all).
     column: str | None = None
+    #: A value failure's picture: {"role", "shape", "profile"} (reference.compare.Comparison.profile).
+    error_profile: dict | None = None
+    #: The command that reruns this case alone (failures only).
+    rerun: str | None = None
+    #: Where a standalone reproduction of this failure was written (implementations that write one).
+    repro: str | None = None
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -63,6 +69,9 @@ class Verdict:
             out["replanned"] = self.replanned
         if self.column:
             out["column"] = self.column
+        for key in ("error_profile", "repro") + (("rerun",) if self.status in ("failed", "xfailed") else ()):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         return out
 
 

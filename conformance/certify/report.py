@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
+from conformance.certify import report_html
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
 from conformance.files import check_output, write_output
 
@@ -189,21 +190,26 @@ def _outside_sections(data: dict) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def write_files(path: Path, data: dict, markdown_text: str) -> tuple[Path, Path]:
-    """``path`` as JSON and ``path.with_suffix('.md')`` as Markdown: the one writer of every report."""
-    path, md = check_paths(path)
+def write_files(path: Path, data: dict, markdown_text: str, html_text: str | None = None) -> tuple[Path, ...]:
+    """``path`` as JSON, ``path.with_suffix('.md')`` as Markdown and, when given, ``.html`` as a page: the one
+    writer of every report."""
+    path, md, page = check_paths(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
     write_output(md, markdown_text)
-    return path, md
+    if html_text is None:
+        return path, md
+    write_output(page, html_text)
+    return path, md, page
 
 
-def check_paths(path: Path) -> tuple[Path, Path]:
-    """The JSON and Markdown paths of a report at ``path``, refused (ConformanceError) unless both can be
-    written as regular files: call before running anything."""
+def check_paths(path: Path) -> tuple[Path, Path, Path]:
+    """The JSON, Markdown and HTML paths of a report at ``path``, refused (ConformanceError) unless each can be
+    written as a regular file: call before running anything."""
     path = Path(path)
-    return check_output(path), check_output(path.with_suffix(".md"))
+    return check_output(path), check_output(path.with_suffix(".md")), check_output(path.with_suffix(".html"))
 
 
-def write(report: dict, path: Path) -> tuple[Path, Path]:
-    return write_files(path, report, markdown(report))
+def write(report: dict, path: Path) -> tuple[Path, Path, Path]:
+    return write_files(path, report, markdown(report),
+                       report_html.page([report], title=f"Conformance report: {report['implementation']}"))

@@ -1,22 +1,28 @@
-"""``merge REPORT... --out matrix.md``: reports of several machines as one matrix (``--json`` for machines)."""
+"""``merge REPORT... --out matrix.md``: reports of several machines as one matrix (``--json`` for machines,
+``--html`` for a page with the colour grid and every column's failures)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from conformance.certify.matrix import load, markdown, merge
+from conformance.certify import report_html
+from conformance.certify.matrix import flatten, load, markdown, merge
+from conformance.files import check_output, write_output
 
 
 def _merge(args) -> int:
     reports = [(Path(p), load(Path(p))) for p in args.reports]
+    page = check_output(Path(args.html)) if args.html else None
     matrix = merge(reports, allow_different_packages=args.allow_different_packages)
     text = markdown(matrix)
+    if page:
+        write_output(page, report_html.page([col for _, col in flatten(reports)], matrix, title="Conformance matrix"))
     if args.out:
         Path(args.out).write_text(text)
     if args.json:
         Path(args.json).write_text(json.dumps(matrix, indent=2) + "\n")
-    if not args.out and not args.json:
+    if not args.out and not args.json and not args.html:
         print(text, end="")
     print(f"merged {len(reports)} report(s): {len(matrix['rows'])} rows x {len(matrix['columns'])} columns")
     return 0
@@ -27,6 +33,8 @@ def register(sub) -> None:
     p.add_argument("reports", nargs="+", help="JSON reports written by --conformance-report")
     p.add_argument("--out", default=None, help="write the Markdown matrix here (default: print it)")
     p.add_argument("--json", default=None, help="write the matrix as JSON here")
+    p.add_argument("--html", default=None, help="write the matrix as one self-contained HTML page here (colour grid, "
+                                                "devices, every failure with its plot and rerun command)")
     p.add_argument("--allow-different-packages", action="store_true",
                    help="merge reports whose package files differ (sha256)")
     p.set_defaults(func=_merge)

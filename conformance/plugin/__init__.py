@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, report
+from conformance.certify import matrix, report, report_html
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations
@@ -351,7 +351,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       f"(over {len(state.compilations)} process(es))")
     path = config.getoption("conformance_report")
     if path:
-        tr.write_line(f"report: {path} and {Path(path).with_suffix('.md')}")
+        tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -389,6 +389,7 @@ def pytest_sessionfinish(session, exitstatus):
             text = report.markdown(r)
             if "## Failures" in text:
                 failures.append(f"\n## Failures, {r['column']}" + text.split("## Failures", 1)[1])
-        report.write_files(Path(path), data, matrix.markdown(grid) + "".join(failures))
+        report.write_files(Path(path), data, matrix.markdown(grid) + "".join(failures),
+                           report_html.page(reports, grid, title="Conformance matrix"))
     if not data["conforms"] and session.exitstatus == 0:
         session.exitstatus = 1

@@ -165,7 +165,8 @@ class CaseRunner:
         if column is not None and len(self.columns()) > 1:
             verdict.column = column.slug
         props = request.node.user_properties
-        rerun = f"\n\nrerun: {self.state.rerun_command(request.node)}"
+        verdict.rerun = self.state.rerun_command(request.node)
+        rerun = f"\n\nrerun: {verdict.rerun}"
         checker = self.checker(column)
         try:
             error = self.column_error(column)
