@@ -24,6 +24,7 @@ import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
 from conformance.certify import matrix, report, report_html
+from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations
@@ -59,6 +60,9 @@ def pytest_addoption(parser):
     group.addoption("--divergences", choices=("fail", "xfail"), default="fail",
                     help="cases where an implementation rejects what the manifest accepts, or accepts what it "
                          "rejects: failures (default) or xfails (listed in the report either way)")
+    group.addoption("--conformance-progress", choices=("auto", "on", "off"), default="auto",
+                    help="per-column progress lines (done / total, failures, time left): auto = with --run-heavy "
+                         "or a browser column")
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
@@ -75,6 +79,7 @@ class RunState:
         self.impl_name = config.getoption("impl") or "manifest"
         self.verdicts: list[dict] = []
         self.expected_ids: set[str] = set()
+        self.progress = None      # a ColumnProgress once the cases are known, where progress is wanted
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
         #: Filled by the case runner (or the workers' runners): package identities, the columns (slug -> device
@@ -304,6 +309,11 @@ def pytest_runtest_logreport(report):
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.verdicts.append(verdict)
+    if state.progress is None and state.expected_ids and progress.wanted(config):
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        state.progress = reporter and progress.ColumnProgress(reporter, state.expected_ids, state.webgpu)
+    if state.progress:
+        state.progress.step(report.nodeid, verdict)
     xml = config.stash.get(xml_key, None)
     if xml is not None:  # JUnit classname "<package>.<dtype>": dashboards group by package, then dtype
         xml.node_reporter(report).add_attribute("classname", f"{verdict['package']}.{verdict['dtype']}")

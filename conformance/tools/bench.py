@@ -26,6 +26,7 @@ from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer, Timing
 from conformance.ops.record import manifest_bench_inputs
 from conformance.ops.registry import find
+from conformance.progress import Progress
 from conformance.tools.peers import cuda_copy_baseline, run_peers
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
@@ -269,17 +270,6 @@ def _all_settled(*timings: Timing) -> bool | None:
     return all(known) if known else None
 
 
-def _progress(done: int, total: int, label: str) -> None:
-    if not sys.stderr.isatty():
-        return
-    width = 30
-    filled = int(width * done / max(total, 1))
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")
-    sys.stderr.flush()
-    if done == total:
-        sys.stderr.write("\n")
-
-
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
               out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
               cuda_copy: bool = True, max_calls: int | None = None) -> dict:
@@ -297,17 +287,19 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
     work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
     rows, skipped, failed = [], 0, []
+    progress = Progress(f"bench {device.webgpu}", min(len(work), max_calls if max_calls is not None else len(work)))
     for i, (kernel, args) in enumerate(work, 1):
         if max_calls is not None and i > max_calls:
             skipped += 1
             continue
-        _progress(i, len(work), f"{device.webgpu} {kernel.package.name} {args}")
         try:
             row = measure_call(kernel, args, timer, baselines)
         except ConformanceError as exc:  # a kernel that fails at this size is a finding, not the end of the run
             failed.append(f"{kernel.package.name} {_call_text(args)}: {str(exc).splitlines()[0]}"
                           + "".join(f" / {line.strip()}" for line in str(exc).splitlines()[1:] if "error" in line))
+            progress.step(f"{kernel.package.name} {_call_text(args)}", failed=True)
             continue
+        progress.step(f"{kernel.package.name} {_call_text(args)}")
         if row:
             rows.append(row)
     best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep and sizes else []

@@ -19,6 +19,7 @@ PACKAGES = ("conformance", "cases", "reference")
 #: (layer rank, group). Same rank, other group: not allowed (plugin and tools are peers that do not import each other).
 LAYERS = [
     ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"), ("conformance.files", 0, "foundation"),
+    ("conformance.progress", 0, "foundation"),
     ("conformance.engine", 1, "engine"),
     ("conformance.ops", 1.5, "ops"),   # op records: reference + foundation only; read by cases, certify, tools
     ("cases", 2, "cases"),

@@ -95,7 +95,7 @@ def test_webgpu_option_takes_a_list_or_all():
         webgpu_list("wgpu,naga")
 
 
-def test_a_call_budget_times_only_that_many_calls_and_says_so(device, tmp_path):
+def test_a_call_budget_times_only_that_many_calls_and_says_so(device, tmp_path, capsys):
     kernel = load_kernel("com.microsoft.Gelu", device=device)
     result = bench.run_implementations(["wgpu"], lambda webgpu: [kernel], out=tmp_path / "b.json", plot=None,
                                        max_elements=4096, reps=3, sweep=False, write_tuning=False,
@@ -103,6 +103,7 @@ def test_a_call_budget_times_only_that_many_calls_and_says_so(device, tmp_path):
     (run,) = result["runs"]
     assert len({(r["variant"], r["dtype"], tuple(r["shape"])) for r in run["rows"]}) == 1, run["rows"]
     assert "not timed: past --max-calls 1" in run["truncated"]
+    assert "bench wgpu: 1/1 (100%): com.microsoft.Gelu" in capsys.readouterr().err   # progress, as in a CI log
     assert json.loads((tmp_path / "b.json").read_text())["implementations"] == {"wgpu": "benched"}
     assert "TRUNCATED" in bench.format_table(result)
 

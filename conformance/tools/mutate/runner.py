@@ -22,6 +22,7 @@ from conformance.config import default_backend
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 from conformance.files import copy_package
+from conformance.progress import Progress
 from conformance.tools.mutate.equivalence import argue
 from conformance.tools.mutate.mutants import Mutant, mark_unrendered, package_mutants
 from conformance.tools.mutate.report import summarize, write
@@ -105,8 +106,10 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str) 
         impl.device.clear_pipelines()
 
 
-def _progress(done: int, total: int, m: Mutant) -> str:
-    return (f"[{done}/{total}] {m.status:8} {m.id}" + (f"  <- {m.killed_by}" if m.killed_by else "")
+def _progress(progress: Progress, m: Mutant) -> str:
+    """One line per mutant (what happened to it), with done / total, survivors so far and the time left."""
+    progress.step(m.id, failed=m.status == "survived")
+    return (f"[{progress.line()}] {m.status:8} {m.id}" + (f"  <- {m.killed_by}" if m.killed_by else "")
             + f" ({m.seconds:.1f}s)")
 
 
@@ -146,11 +149,12 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
             f"({sum(m.status == 'equivalent' for m in mutants)} equivalent), baseline passes")
         all_mutants += mutants
         tasks += [(m, root, test_json) for m in mutants if m.status == "pending"]
+    progress = Progress("mutants", len(tasks), echo=False)   # the log prints its lines
     if via_pytest:
         with futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             pending = {pool.submit(run_mutant, m, root, tj, scratch, timeout): m for m, root, tj in tasks}
-            for done, fut in enumerate(futures.as_completed(pending), 1):
-                log(_progress(done, len(tasks), fut.result()))
+            for fut in futures.as_completed(pending):
+                log(_progress(progress, fut.result()))
     else:
         by_id, jobs_args = {}, []
         for m, root, tj in tasks:
@@ -160,11 +164,11 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         ctx = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             pending = [pool.submit(_worker_check, *a) for a in jobs_args]
-            for done, fut in enumerate(futures.as_completed(pending), 1):
+            for fut in futures.as_completed(pending):
                 mid, status, killer, detail, seconds = fut.result()
                 m = by_id[mid]
                 m.status, m.killed_by, m.detail, m.seconds = status, killer, detail, round(seconds, 2)
-                log(_progress(done, len(tasks), m))
+                log(_progress(progress, m))
     shutil.rmtree(scratch, ignore_errors=True)
     result = summarize(all_mutants, baselines, time.monotonic() - started, jobs)
     if out:
