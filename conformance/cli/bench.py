@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conformance.config import BACKENDS, WEBGPU
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
+from conformance.errors import ConformanceError
 from conformance.gpu.device import get_device
 from conformance.gpu.kernel import Kernel
 from conformance.tools import bench, proposal
@@ -42,6 +43,8 @@ def _selected(dirs: list[Path], packages: str | None) -> list[Path]:
 
 
 def _bench(args) -> int:
+    if args.plot:
+        bench.pyplot()   # before the run, not after it
     dirs = _selected(find_package_dirs(Path(args.specs)), args.packages)
     if args.per_thread > 1 or args.proposal:
         if args.write_tuning:
@@ -73,8 +76,13 @@ def _bench(args) -> int:
 
 
 def _plot(args) -> int:
-    result = json.loads(Path(args.json).read_text())
-    bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
+    bench.pyplot()   # before reading anything: without matplotlib, one line saying what to install
+    try:
+        result = json.loads(Path(args.json).read_text())
+        rows, adapter = result["rows"], result["device"].get("adapter", "device")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConformanceError(f"{args.json}: not a bench JSON file (bench --json writes one): {exc}") from None
+    bench.plot_rows(rows, Path(args.png), adapter)
     print(f"wrote {args.png}")
     return 0
 
