@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.certify.matrix import load, markdown, merge
+from conformance.certify.matrix import load, markdown, merge, missing_lines
 
 
 def _merge(args) -> int:
@@ -18,6 +18,8 @@ def _merge(args) -> int:
         Path(args.json).write_text(json.dumps(matrix, indent=2) + "\n")
     if not args.out and not args.json:
         print(text, end="")
+    for line in missing_lines(matrix):
+        print(f"note: {line}")
     print(f"merged {len(reports)} report(s): {len(matrix['rows'])} rows x {len(matrix['columns'])} columns")
     return 0
 
