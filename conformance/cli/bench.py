@@ -8,13 +8,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.config import BACKENDS, WEBGPU
-from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
+from conformance.cli.lazy import on_use
+from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 from conformance.errors import ConformanceError
-from conformance.gpu.device import get_device
-from conformance.gpu.kernel import Kernel
-from conformance.tools import bench, proposal
-from conformance.tools.peers import format_peers
+
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+load_package = on_use("conformance.engine.package", "load_package")
+get_device = on_use("conformance.gpu.device", "get_device")
+Kernel = on_use("conformance.gpu.kernel", "Kernel")
+bench = on_use("conformance.tools.bench")
+proposal = on_use("conformance.tools.proposal")
+format_peers = on_use("conformance.tools.peers", "format_peers")
 
 
 def webgpu_list(text: str) -> list[str]:

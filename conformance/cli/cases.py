@@ -10,16 +10,29 @@ import sys
 import time
 from pathlib import Path
 
-from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
-from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
+from conformance.cli.lazy import on_use
+from conformance.config import REPO_SPECS
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
+
+coverage = on_use("cases", "coverage")
+generate = on_use("cases", "generate")
+golden_path = on_use("cases", "golden_path")
+to_yaml = on_use("cases", "to_yaml")
+golden = on_use("cases.golden")
+compare = on_use("cases.golden", "compare")
+diff = on_use("cases.golden", "diff")
+digest_path = on_use("cases.golden", "digest_path")
+golden_digest = on_use("cases.golden", "golden_digest")
+regenerate_command = on_use("cases.golden", "regenerate_command")
+duplicate_names = on_use("conformance.engine.package", "duplicate_names")
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+load_package = on_use("conformance.engine.package", "load_package")
 
 
 def add_arguments(ap) -> None:
     ap.add_argument("--specs", type=Path, default=REPO_SPECS, help="package directory (default: the repo's specs/)")
-    ap.add_argument("--out", type=Path, default=CASES_DIR, help="where golden files live (default: cases/)")
+    ap.add_argument("--out", type=Path, default=None, help="where golden files live (default: cases/)")
     ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
     ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
 
@@ -37,6 +50,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    args.out = golden.CASES_DIR if args.out is None else args.out
     dirs = find_package_dirs(args.specs)
     if not dirs:
         print(f"no kernel packages under {args.specs}", file=sys.stderr)

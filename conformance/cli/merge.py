@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.certify.matrix import load, markdown, merge, missing_lines
+from conformance.cli.lazy import on_use
+
+load = on_use("conformance.certify.matrix", "load")
+markdown = on_use("conformance.certify.matrix", "markdown")
+merge = on_use("conformance.certify.matrix", "merge")
+missing_lines = on_use("conformance.certify.matrix", "missing_lines")
 
 
 def _merge(args) -> int:

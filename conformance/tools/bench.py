@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conformance.config import install_hint
 from conformance.engine.layout import split_workgroups
 from conformance.errors import ConformanceError, ContractError, MissingDependency
 from conformance.gpu import tuning
@@ -514,10 +515,6 @@ def format_side_by_side(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-#: What ``plot`` and ``bench --plot`` need, and where it comes from.
-PLOT_INSTALL = "pip install 'webgpu-kernel-conformance[bench]'"
-
-
 def pyplot():
     """matplotlib's pyplot on the file-only Agg backend; MissingDependency (one line: what to install) without it."""
     try:
@@ -525,7 +522,8 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # (see above)
     except ImportError:
-        raise MissingDependency(f"plotting needs matplotlib, which is not installed: {PLOT_INSTALL}") from None
+        raise MissingDependency(f"plotting needs matplotlib, which is not installed: {install_hint('matplotlib')}") \
+            from None
     return plt
 
 
