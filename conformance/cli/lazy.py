@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 
 
-class on_use:  # noqa: N801  (used like an import statement)
-    """``module`` (or its attribute ``name``), imported at its first use."""
+class Deferred:
+    """Stands for ``module`` (or its attribute ``name``) and imports it at the first call or attribute read."""
 
     __slots__ = ("_module", "_name")
 
@@ -32,3 +32,8 @@ class on_use:  # noqa: N801  (used like an import statement)
 
     def __repr__(self) -> str:
         return f"on_use({self._module!r}{f', {self._name!r}' if self._name else ''})"
+
+
+def on_use(module: str, name: str | None = None) -> Deferred:
+    """``import module`` (or ``from module import name``), made when the command first uses it."""
+    return Deferred(module, name)
