@@ -70,6 +70,9 @@ def test_wheel_ships_specs_and_golden_files(installed, tmp_path):
     assert out[1] == os.path.join(site, "conformance", "specs")
     golden, digests = json.loads(out[2])
     assert set(golden) == shipped_packages() and digests == golden, out  # each golden file with its digest
+    usage = subprocess.run([str(python), "-m", "conformance", "--help"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, check=True).stdout
+    assert "merge" in usage and "plot" in usage, usage
 
 
 @pytest.mark.packaging
