@@ -13,7 +13,8 @@ README = (ROOT / "README.md").read_text()
 
 def test_the_readme_case_table_is_what_the_golden_files_hold():
     table = numbers.case_table(numbers.case_counts())
-    assert table in README, f"README.md's case table is out of date; paste what scripts/readme_numbers.py prints:\n{table}"
+    assert table in README, f"README.md's case table is out of date; paste what scripts/readme_numbers.py " \
+                            f"prints:\n{table}"
 
 
 def test_every_case_total_the_readme_states_is_the_golden_files_total():
