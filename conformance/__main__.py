@@ -14,7 +14,11 @@ if sys.path and Path(sys.path[0] or ".").resolve() != Path(__file__).resolve().p
     del sys.path[0]
 
 from conformance.cli import COMMANDS  # noqa: E402  (after the sys.path fix above)
+from conformance.config import install_hint  # noqa: E402
 from conformance.errors import ConformanceError  # noqa: E402
+
+#: Our own top-level packages: one of them missing is a broken install, shown as the traceback it is.
+OWN = {"conformance", "cases", "reference"}
 
 
 def main(argv=None) -> int:
@@ -27,6 +31,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except ConformanceError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        missing = (err.name or "").split(".")[0]
+        if not missing or missing in OWN:
+            raise
+        print(f"error: {args.command} needs the Python package {missing!r}, which is not installed: "
+              f"{install_hint(missing)}", file=sys.stderr)
         return 2
 
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Callable
+
+#: The kernel packages this suite ships and certifies by default: in a plain (non-editable) install the copy of
+#: the repository's ``specs/`` built into the package (setup.py), in a checkout or an editable install the
+#: checkout's ``specs/``. Here, not in the engine, so that a command's ``--help`` loads nothing heavy.
+INSTALLED_SPECS = Path(__file__).resolve().parent / "specs"
+SOURCE_SPECS = Path(__file__).resolve().parents[1] / "specs"
+REPO_SPECS = INSTALLED_SPECS if INSTALLED_SPECS.is_dir() else SOURCE_SPECS
 
 #: ``--device`` values: the WebGPU backend names of wgpu-py, ``auto`` for the best adapter of any backend.
 BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}
@@ -46,3 +54,21 @@ def user_cache_dir() -> str:
     """Where the suite may write for the user (the tuning tables): ``$XDG_CACHE_HOME`` or ``~/.cache``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "webgpu-kernel-conformance")
+
+
+#: What to install for a Python package a command needs and does not find (``python -m conformance`` says it in
+#: one line); the rest come with the suite itself.
+INSTALL_HINTS = {
+    "wgpu": "pip install 'wgpu==0.32.0'",
+    "pydawn": "pip install dawn-python",
+    "matplotlib": "pip install 'webgpu-kernel-conformance[bench]'",
+    "playwright": "pip install 'webgpu-kernel-conformance[browser]'",
+    "onnx": "pip install 'webgpu-kernel-conformance[test]'",
+    "onnxruntime": "pip install 'webgpu-kernel-conformance[test]'",
+    "torch": "pip install torch",
+}
+
+
+def install_hint(module: str) -> str:
+    """The command that installs the top-level ``module``: its own line, else the suite with its dependencies."""
+    return INSTALL_HINTS.get(module, "pip install webgpu-kernel-conformance (its dependencies include it)")

@@ -78,3 +78,7 @@ class KernelRuntimeError(ConformanceError, RuntimeError):
 
 class DeviceError(ConformanceError, RuntimeError):
     """No adapter/device matching the request could be obtained."""
+
+
+class MissingDependency(ConformanceError, ImportError):
+    """A package the command needs is not installed; the message is one line that says what to install."""

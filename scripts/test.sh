@@ -8,6 +8,8 @@ echo "== lint: schema, reachable variants, every variant renders and compiles, b
 python3 -m conformance lint specs --device vulkan
 echo "== cases: golden files match the manifests"
 python3 -m cases --check
+echo "== the plain-install promise: pip install . into a scratch venv, then --pyargs conformance from an empty directory"
+python3 -m pytest tests/certify/test_wheel.py --run-packaging -q -p no:cacheprovider
 echo "== the suite's own tests"
 python3 -m pytest tests -q -p no:cacheprovider -n 2
 echo "== conformance on $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null)"

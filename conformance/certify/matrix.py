@@ -52,14 +52,31 @@ def flatten(reports: list[tuple[Path, dict]]) -> list[tuple[Path, dict]]:
     return [(path, col) for path, data in reports for col in (data.get("columns") or [data])]
 
 
+def source_name(path: Path, data: dict) -> str:
+    """A report as messages name it: its file, and the column for a report of several (``--device=all``)."""
+    return f"{path} (column {data['column']})" if data.get("column") else str(path)
+
+
+def missing_packages(reports: list[tuple[Path, dict]]) -> dict[str, list[str]]:
+    """For each report that lacks some of the packages the others certify: those packages."""
+    everything = sorted(set().union(*(digests(d) for _, d in reports)))
+    missing = {source_name(p, d): [pkg for pkg in everything if pkg not in digests(d)] for p, d in reports}
+    return {source: pkgs for source, pkgs in missing.items() if pkgs}
+
+
 def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = False) -> dict:
+    """One matrix of the reports' columns. The package files (sha256) are compared only for the packages two
+    reports share; a package that some reports lack is listed under ``missing_packages``, its cells there empty."""
     reports = flatten(reports)
     first_path, first = reports[0]
     for path, data in reports[1:]:
-        if digests(data) != digests(first) and not allow_different_packages:
-            raise ConformanceError(f"{path} certifies other package files than {first_path} (sha256 digests differ): "
-                                   f"the matrix would compare different kernels; pass --allow-different-packages "
-                                   f"to merge anyway")
+        shared = sorted(set(digests(data)) & set(digests(first)))
+        changed = [pkg for pkg in shared if digests(data)[pkg] != digests(first)[pkg]]
+        if changed and not allow_different_packages:
+            raise ConformanceError(f"{source_name(path, data)} certifies other package files than "
+                                   f"{source_name(first_path, first)} (sha256 digests differ) for "
+                                   f"{', '.join(changed)}: the matrix would compare different kernels; pass "
+                                   f"--allow-different-packages to merge anyway")
     columns = [column(d) for _, d in reports]
     rows: dict = {}
     for i, (_, data) in enumerate(reports):
@@ -67,7 +84,7 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
             for variant, dtypes in variants.items():
                 for dtype, cell in dtypes.items():
                     rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
-    return {"columns": columns, "sources": [str(p) for p, _ in reports],
+    return {"columns": columns, "sources": [str(p) for p, _ in reports], "missing_packages": missing_packages(reports),
             "disagreements": disagreements([d for _, d in reports]),
             "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
                      for (p, v, d), cells in sorted(rows.items())]}
@@ -100,6 +117,12 @@ def cell_text(cell: dict | None) -> str:
     return ", ".join(parts) or "0"
 
 
+def missing_lines(matrix: dict) -> list[str]:
+    """One line per report that lacks packages others certify."""
+    return [f"{source} has no cases of {', '.join(pkgs)} (its cells for them are empty)"
+            for source, pkgs in (matrix.get("missing_packages") or {}).items()]
+
+
 def markdown(matrix: dict) -> str:
     cols = matrix["columns"]
     lines = ["# Conformance matrix", ""]
@@ -107,6 +130,7 @@ def markdown(matrix: dict) -> str:
         lines.append(f"{i}. **{label(col)}**, driver {col['driver']}, features "
                      f"{', '.join(col.get('features') or []) or 'none'}: {col['result']} "
                      f"(from `{matrix['sources'][i - 1]}`)")
+    lines += [""] * bool(matrix.get("missing_packages")) + [f"- {line}" for line in missing_lines(matrix)]
     lines += ["", "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
               "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
     for row in matrix["rows"]:

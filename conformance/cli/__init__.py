@@ -1,10 +1,10 @@
 """Subcommands of ``python -m conformance``: each module here has ``register(subparsers)``.
 
-A subcommand's function takes the parsed arguments and returns the exit code.
+A subcommand's function takes the parsed arguments and returns the exit code. What a command runs is imported
+when it runs (:mod:`conformance.cli.lazy`): ``--help`` works without NumPy or a WebGPU implementation installed.
 """
 
-from conformance.config import BACKENDS, WEBGPU
-from conformance.engine.package import REPO_SPECS
+from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 
 COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge")
 

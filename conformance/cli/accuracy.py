@@ -6,15 +6,17 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
-import cases
-from cases.data import make_inputs
 from conformance.cli import add_packages_and_device
-from conformance.engine.package import find_package_dirs, load_package
-from conformance.gpu.device import get_device
-from conformance.gpu.kernel import Kernel
-from conformance.ops import record_for
+from conformance.cli.lazy import on_use
+
+np = on_use("numpy")
+cases = on_use("cases")
+make_inputs = on_use("cases.data", "make_inputs")
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+load_package = on_use("conformance.engine.package", "load_package")
+get_device = on_use("conformance.gpu.device", "get_device")
+Kernel = on_use("conformance.gpu.kernel", "Kernel")
+record_for = on_use("conformance.ops", "record_for")
 
 #: Relative error is taken where |expected| is at least this (below it the absolute error is the measure).
 REL_FLOOR = 1e-3

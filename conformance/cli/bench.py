@@ -8,12 +8,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.config import BACKENDS, WEBGPU
-from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
-from conformance.gpu.device import get_device
-from conformance.gpu.kernel import Kernel
-from conformance.tools import bench, proposal
-from conformance.tools.peers import format_peers
+from conformance.cli.lazy import on_use
+from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
+from conformance.errors import ConformanceError
+
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+load_package = on_use("conformance.engine.package", "load_package")
+get_device = on_use("conformance.gpu.device", "get_device")
+Kernel = on_use("conformance.gpu.kernel", "Kernel")
+bench = on_use("conformance.tools.bench")
+proposal = on_use("conformance.tools.proposal")
+format_peers = on_use("conformance.tools.peers", "format_peers")
 
 
 def webgpu_list(text: str) -> list[str]:
@@ -42,6 +47,8 @@ def _selected(dirs: list[Path], packages: str | None) -> list[Path]:
 
 
 def _bench(args) -> int:
+    if args.plot:
+        bench.pyplot()   # before the run, not after it
     dirs = _selected(find_package_dirs(Path(args.specs)), args.packages)
     if args.per_thread > 1 or args.proposal:
         if args.write_tuning:
@@ -73,8 +80,13 @@ def _bench(args) -> int:
 
 
 def _plot(args) -> int:
-    result = json.loads(Path(args.json).read_text())
-    bench.plot_rows(result["rows"], Path(args.png), result["device"].get("adapter", "device"))
+    bench.pyplot()   # before reading anything: without matplotlib, one line saying what to install
+    try:
+        result = json.loads(Path(args.json).read_text())
+        rows, adapter = result["rows"], result["device"].get("adapter", "device")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConformanceError(f"{args.json}: not a bench JSON file (bench --json writes one): {exc}") from None
+    bench.plot_rows(rows, Path(args.png), adapter)
     print(f"wrote {args.png}")
     return 0
 

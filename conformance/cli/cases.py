@@ -10,16 +10,19 @@ import sys
 import time
 from pathlib import Path
 
-from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
-from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
+from conformance.cli.lazy import on_use
+from conformance.config import REPO_SPECS
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
+
+cases = on_use("cases")
+golden = on_use("cases.golden")
+kernel_packages = on_use("conformance.engine.package")
 
 
 def add_arguments(ap) -> None:
     ap.add_argument("--specs", type=Path, default=REPO_SPECS, help="package directory (default: the repo's specs/)")
-    ap.add_argument("--out", type=Path, default=CASES_DIR, help="where golden files live (default: cases/)")
+    ap.add_argument("--out", type=Path, default=None, help="where golden files live (default: cases/)")
     ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
     ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
 
@@ -37,7 +40,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    dirs = find_package_dirs(args.specs)
+    args.out = golden.CASES_DIR if args.out is None else args.out
+    dirs = kernel_packages.find_package_dirs(args.specs)
     if not dirs:
         print(f"no kernel packages under {args.specs}", file=sys.stderr)
         return 2
@@ -45,7 +49,7 @@ def run(args) -> int:
     if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
         try:
             for package in packages:
-                check_output(golden_path(args.out, package.name))
+                check_output(cases.golden_path(args.out, package.name))
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -57,7 +61,7 @@ def run(args) -> int:
             print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
             failed += 1
     if checked:
-        stale += report_check(checked, regenerate_command(args.specs, args.out))
+        stale += report_check(checked, golden.regenerate_command(args.specs, args.out))
     return 2 if failed else 1 if stale else 0
 
 
@@ -66,14 +70,14 @@ def load_all(dirs) -> tuple[list, int]:
     packages, failed = [], 0
     for directory in dirs:
         try:
-            packages.append(load_package(directory))
+            packages.append(kernel_packages.load_package(directory))
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
         except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
             print(f"error: {directory}: cannot load the package: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed += 1
-    for name, roots in duplicate_names(packages).items():
+    for name, roots in kernel_packages.duplicate_names(packages).items():
         print(f"error: {len(roots)} packages have the op id {name!r}: {', '.join(map(str, roots))}", file=sys.stderr)
         failed += len(roots)
         packages = [p for p in packages if p.name != name]
@@ -84,25 +88,25 @@ def one_package(args, package, checked: list) -> int:
     """Write, or collect in ``checked`` for the check, or report the coverage of one package's golden file;
     1 when its coverage is incomplete."""
     if args.coverage:
-        report = coverage(package)
+        report = cases.coverage(package)
         print(report.report())
         return int(not report.complete)
     start = time.perf_counter()
-    generated = generate(package)
-    text = to_yaml(generated)
+    generated = cases.generate(package)
+    text = cases.to_yaml(generated)
     elapsed = time.perf_counter() - start
-    path = golden_path(args.out, package.name)
+    path = cases.golden_path(args.out, package.name)
     if args.check:
-        sidecar = digest_path(args.out, package.name)
-        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
+        sidecar = golden.digest_path(args.out, package.name)
+        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden.golden_digest(package):
             print(f"{path}: its digest file {sidecar.name} is out of date (run "
-                  f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
+                  f"`{golden.regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
                   f"loading them")
-        checked.append((package.name, path, compare(path, generated), diff(path, text)))
+        checked.append((package.name, path, golden.compare(path, generated), golden.diff(path, text)))
         return 0
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
-    write_output(digest_path(args.out, package.name), golden_digest(package) + "\n")
+    write_output(golden.digest_path(args.out, package.name), golden.golden_digest(package) + "\n")
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return 0
 

@@ -9,7 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.tools import diff as d
+from conformance.cli.lazy import on_use
+
+d = on_use("conformance.tools.diff")
 
 
 def _diff(args) -> int:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.engine.package import find_package_dirs
-from conformance.tools.export import MAX_ELEMENTS, export_package
+from conformance.cli.lazy import on_use
+
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+export = on_use("conformance.tools.export")
 
 
 def _export(args) -> int:
@@ -17,8 +19,9 @@ def _export(args) -> int:
         print("error: --out takes one package")
         return 2
     for directory in dirs:
-        test, bench = export_package(directory, Path(args.out) if args.out else None,
-                                     args.max_elements if args.max_elements is not None else MAX_ELEMENTS)
+        test, bench = export.export_package(directory, Path(args.out) if args.out else None,
+                                            args.max_elements if args.max_elements is not None else
+                                            export.MAX_ELEMENTS)
         print(f"wrote {test} ({test.stat().st_size} bytes) and {bench}")
     return 0
 

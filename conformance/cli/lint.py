@@ -7,11 +7,13 @@ import time
 from pathlib import Path
 
 from conformance.cli import add_webgpu
-from conformance.config import default_backend
-from conformance.engine.package import REPO_SPECS
+from conformance.cli.lazy import on_use
+from conformance.config import REPO_SPECS, default_backend
 from conformance.errors import DeviceError
-from conformance.gpu.device import get_device
-from conformance.tools.lint import Finding, lint
+
+get_device = on_use("conformance.gpu.device", "get_device")
+Finding = on_use("conformance.tools.lint", "Finding")
+lint = on_use("conformance.tools.lint", "lint")
 
 
 def _lint(args) -> int:

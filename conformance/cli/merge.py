@@ -6,9 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.certify import report_html
-from conformance.certify.matrix import flatten, load, markdown, merge
-from conformance.files import check_output, write_output
+from conformance.cli.lazy import on_use
+
+load = on_use("conformance.certify.matrix", "load")
+markdown = on_use("conformance.certify.matrix", "markdown")
+merge = on_use("conformance.certify.matrix", "merge")
+missing_lines = on_use("conformance.certify.matrix", "missing_lines")
+flatten = on_use("conformance.certify.matrix", "flatten")
+report_html = on_use("conformance.certify.report_html")
+check_output = on_use("conformance.files", "check_output")
+write_output = on_use("conformance.files", "write_output")
 
 
 def _merge(args) -> int:
@@ -24,6 +31,8 @@ def _merge(args) -> int:
         Path(args.json).write_text(json.dumps(matrix, indent=2) + "\n")
     if not args.out and not args.json and not args.html:
         print(text, end="")
+    for line in missing_lines(matrix):
+        print(f"note: {line}")
     print(f"merged {len(reports)} report(s): {len(matrix['rows'])} rows x {len(matrix['columns'])} columns")
     return 0
 

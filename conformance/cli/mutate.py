@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 
 from conformance.cli import add_webgpu
-from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
-from conformance.tools.mutate import mutate_packages, package_mutants
+from conformance.cli.lazy import on_use
+from conformance.config import REPO_SPECS
+
+find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
+load_package = on_use("conformance.engine.package", "load_package")
+mutate_packages = on_use("conformance.tools.mutate", "mutate_packages")
+package_mutants = on_use("conformance.tools.mutate", "package_mutants")
 
 
 def _mutate(args) -> int:

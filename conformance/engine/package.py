@@ -13,14 +13,10 @@ from functools import cached_property
 from pathlib import Path
 
 from conformance.engine.manifest import Manifest, load_manifest
+from conformance.config import REPO_SPECS
 from conformance.errors import ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, confined, read_confined
 
-#: The kernel packages this suite ships: in an installed wheel ``conformance/specs/`` (setup.py copies the
-#: repository's ``specs/`` there), in a source checkout or an editable install the checkout's ``specs/``.
-INSTALLED_SPECS = Path(__file__).resolve().parents[1] / "specs"
-SOURCE_SPECS = Path(__file__).resolve().parents[2] / "specs"
-REPO_SPECS = INSTALLED_SPECS if INSTALLED_SPECS.is_dir() else SOURCE_SPECS
 PUBLISHED = Path("build") / "webgpu"
 
 

@@ -60,7 +60,8 @@ class Kernel:
     def _tuned(self, plan: Plan) -> dict[str, int]:
         """The device's tuning-table entry for this plan's dtype and variant, if it differs from the defaults."""
         dtype = next(iter(plan.outputs.values())).dtype if plan.outputs else ""
-        tuned = tuning.lookup(self.device.summary, self.manifest.op_id, dtype, plan.variant)
+        tuned = tuning.lookup(self.device.summary, self.manifest.op_id, self.manifest.version, dtype,
+                              plan.variant)
         return tuned if any(self.manifest.tunables.get(k) != v for k, v in tuned.items()) else {}
 
     def run(self, profile: DeviceProfile | None = None, tunables: Mapping[str, int] | None = None, *,

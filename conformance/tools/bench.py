@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from conformance.config import install_hint
 from conformance.engine.layout import split_workgroups
-from conformance.errors import ConformanceError, ContractError
+from conformance.errors import ConformanceError, ContractError, MissingDependency
 from conformance.gpu import tuning
 from conformance.gpu.device import Device
 from conformance.gpu.kernel import Kernel
@@ -427,7 +428,8 @@ def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
                 default = kernel.manifest.tunables["WORKGROUP_SIZE"]
                 pick = choose({wg: r.gbps for wg, r in results.items()}, default)
                 top = results[pick]
-                best.append({"package": kernel.manifest.op_id, "dtype": top.dtype, "variant": top.variant,
+                best.append({"package": kernel.manifest.op_id, "version": kernel.manifest.version,
+                             "dtype": top.dtype, "variant": top.variant,
                              "WORKGROUP_SIZE": pick, "gbps": top.gbps,
                              "sweep": {wg: r.gbps for wg, r in results.items()}})
     return best
@@ -476,7 +478,8 @@ def format_table(result: dict) -> str:
                      f"{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
                      + ("  unsettled: GPU speed still changing" if r.get("settled") is False else ""))
     for t in result.get("tuning", []):
-        lines.append(f"tuning: {t['package']} {t['dtype']} {t['variant']}: WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
+        lines.append(f"tuning: {t['package']} v{t.get('version', 1)} {t['dtype']} {t['variant']}: "
+                     f"WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
                      f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")
     for webgpu, state in (result.get("implementations") or {}).items():
         if state != "benched":
@@ -504,19 +507,36 @@ def format_side_by_side(entries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_rows(rows: list[dict], path: Path, title: str) -> None:
-    """Bandwidth against bytes moved, one line per package/variant/dtype, copy baselines dashed."""
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend; MissingDependency (one line: what to install) without it."""
     try:
         import matplotlib  # optional (the bench extra): only plots need it
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # (see above)
     except ImportError:
-        print("plot skipped: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
-        return
+        raise MissingDependency(f"plotting needs matplotlib, which is not installed: {install_hint('matplotlib')}") \
+            from None
+    return plt
+
+
+def row_package(row: dict) -> str:
+    """The row's package as plots name it: the op name, with @version from version 2 on (``Gelu@2``)."""
+    return row["package"].split(".")[-1] + (f"@{row['version']}" if row.get("version", 1) != 1 else "")
+
+
+def plot_title(rows: list[dict], adapter: str) -> str:
+    """Names the packages plotted and the device."""
+    names = sorted({row_package(r) for r in rows})
+    return f"{', '.join(names) or 'no packages'} vs copy baselines: {adapter}"
+
+
+def plot_rows(rows: list[dict], path: Path, title: str) -> None:
+    """Bandwidth against bytes moved, one line per package/variant/dtype, copy baselines dashed."""
+    plt = pyplot()
     fig, (ax, ratio_ax) = plt.subplots(2, 1, figsize=(9, 9), sharex=True)
     series: dict = {}
     for r in rows:
-        series.setdefault((r["package"].split(".")[-1], r["variant"], r["dtype"], r["bias"]), []).append(r)
+        series.setdefault((row_package(r), r["variant"], r["dtype"], r["bias"]), []).append(r)
     for (pkg, variant, dtype, _), rs in sorted(series.items()):
         rs.sort(key=lambda r: r["bytes_moved"])
         label = f"{pkg} {variant} {dtype}"
@@ -531,7 +551,7 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> None:
     ratio_ax.set_xlabel("bytes moved per call")
     ax.set_ylabel("GB/s")
     ratio_ax.set_ylabel("kernel / copy shader on the same buffers")
-    ax.set_title(f"GELU kernels vs copy baselines: {title}")
+    ax.set_title(plot_title(rows, title))
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 import yaml
@@ -107,6 +108,15 @@ def work(origin, tmp_path_factory):
 def test_readme_job_and_tox_run_the_same_commands():
     assert ci_steps() == [c.replace("origin/main", "origin/main") for c in tox_commands()]
     assert any("--gate" in s for s in ci_steps()) and any(s.startswith("python -m pytest") for s in ci_steps())
+
+
+def test_readme_pre_commit_config_pins_this_release_and_names_real_hooks():
+    """A branch as ``rev`` makes pre-commit warn on every commit: the example pins the tag of this version."""
+    block = re.search(r"And before each commit, with \[pre-commit\].*?```yaml\n(.*?)```", README, re.S).group(1)
+    (repo,) = yaml.safe_load(block)["repos"]
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert repo["rev"] == f"v{version}", repo["rev"]
+    assert {h["id"] for h in repo["hooks"]} == set(hooks())
 
 
 def test_ci_job_gates_the_kernel_repository(work):

@@ -71,10 +71,23 @@ def imports(name: str, path: pathlib.Path):
                 for alias in child.names:
                     candidate = f"{base}.{alias.name}"
                     found.append((candidate if candidate in ALL else base, child.lineno, in_function))
+            elif isinstance(child, ast.Assign) and lazy_target(child.value):
+                target = lazy_target(child.value)
+                module = target if target in ALL else target.rpartition(".")[0]
+                found.append((module if module in ALL else target, child.lineno, in_function))
             visit(child, inner)
 
     visit(tree, False)
     return found
+
+
+def lazy_target(node) -> str | None:
+    """``on_use("pkg.mod")`` or ``on_use("pkg.mod", "name")`` (conformance.cli.lazy): an import made on first use,
+    counted here as the module-level import it stands for."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "on_use" and node.args
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)):
+        return ".".join(a.value for a in node.args)
+    return None
 
 
 ALL = modules()
@@ -126,6 +139,16 @@ def test_no_import_cycles_between_modules():
         if node not in state:
             walk(node, [node])
     assert not cycles, "\n".join(cycles)
+
+
+def test_imports_made_on_first_use_count_as_imports(tmp_path):
+    """A command's ``on_use`` names are imports to the layering, so a lazy one cannot point up unseen."""
+    source = tmp_path / "mod.py"
+    source.write_text('find = on_use("conformance.engine.package", "find_package_dirs")\nnp = on_use("numpy")\n'
+                      'def f():\n    x = on_use("cases")\n')
+    assert imports("conformance.gpu.mod", source) == [("conformance.engine.package", 1, False), ("numpy", 2, False),
+                                                      ("cases", 4, True)]   # inside a function: hidden, refused
+    assert "conformance.gpu.device" in {t for t, _, _ in imports("conformance.cli.bench", ALL["conformance.cli.bench"])}
 
 
 def test_imports_sit_at_module_level():

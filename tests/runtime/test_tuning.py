@@ -15,6 +15,8 @@ def test_plain_calls_use_the_device_table_and_explicit_calls_do_not(device, tmp_
     assert path.name == f"{tuning.device_key(device.summary)}.json"
     kernel = load_kernel("com.microsoft.Gelu", device=device, version=1)
     assert kernel.plan(X=((8,), "float32")).passes[0].dispatch.workgroup_size == 64
+    gelu2 = load_kernel("com.microsoft.Gelu", device=device, version=2)   # the v1 row is not version 2's
+    assert gelu2.plan(X=((8,), "float32")).passes[0].dispatch.workgroup_size == 256
     assert kernel.plan(X=((8,), "float16")).passes[0].dispatch.workgroup_size == 256   # no entry: default
     assert kernel.plan(X=((6,), "float32")).passes[0].dispatch.workgroup_size == 256   # other variant
     assert kernel.plan(BASELINE, X=((8,), "float32")).passes[0].dispatch.workgroup_size == 256

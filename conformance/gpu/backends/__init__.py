@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import importlib
 
+from conformance.config import install_hint
 from conformance.errors import DeviceError
 
 #: ``--webgpu`` name -> module offering ``enumerate_adapters()``.
 IMPLEMENTATIONS = {"wgpu": "conformance.gpu.backends.wgpu_native", "dawn": "conformance.gpu.backends.dawn",
                    "chromium": "conformance.gpu.backends.chromium"}
 #: What to install for each, said when it cannot load.
-INSTALL = {"wgpu": "pip install wgpu", "dawn": "pip install dawn-python",
+INSTALL = {"wgpu": install_hint("wgpu"), "dawn": install_hint("pydawn"),
            "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)"}
 
 
