@@ -1,11 +1,13 @@
-// The page side of browser_backend.py: an object table keyed by integer ids (allocated in Python)
-// and a batch runner, so one CDP Runtime.evaluate carries many WebGPU calls (round trips are the cost).
+// The page side of backends/page.py, the one runtime of every browser column: an object table keyed by
+// integer ids (allocated in Python) and a batch runner, so one round trip carries many WebGPU calls.
+// The transport is not its concern: Playwright hands batches to window.__wgpu.run over CDP (chromium.py),
+// a served page fetches them from the suite's server and posts the answers back (served_page.js).
 //
 // A command is [op, devId, ...args]. devId != 0 puts the command under error scopes of that
 // device; consecutive commands of one device share one set of scopes (a "segment"), and
 // CHECKED ops get a segment of their own, so their errors are attributed to them exactly.
 // Bytes travel as {b64: "..."} inline, or {blob: token} through the Python HTTP server
-// (GET /blob/<token> to upload, POST a Blob to download: both far faster than a big string).
+// (GET <blobBase><token> to upload, POST a Blob to download: both far faster than a big string).
 "use strict";
 
 (() => {
@@ -13,6 +15,7 @@
   const LOST = new Map();       // device id -> "reason: message"
   const UNCAPTURED = [];        // errors no scope caught (should stay empty)
   let INLINE_LIMIT = 128 * 1024;  // set by Python with each batch
+  let BLOB_BASE = "blob/";        // relative to the page: the server's blob store (per page on a served one)
   const CHECKED = new Set(["createShaderModule", "createComputePipeline", "mapAsync", "readBuffer",
                            "requestDevice", "probeEncoderTimestamps", "workDone"]);
   const get = (id) => {
@@ -24,7 +27,7 @@
   async function pack(u8) {
     if (u8.byteLength <= INLINE_LIMIT) return { b64: u8.toBase64() };
     const token = "d" + crypto.randomUUID();
-    const r = await fetch("/blob/" + token, { method: "POST", body: new Blob([u8]) });
+    const r = await fetch(BLOB_BASE + token, { method: "POST", body: new Blob([u8]) });
     if (!r.ok) throw new Error(`download of ${u8.byteLength} bytes failed: HTTP ${r.status}`);
     return { blob: token };
   }
@@ -89,6 +92,10 @@
       finally { qs.destroy(); res.destroy(); rb.destroy(); }
     },
     drop(_d, ids) { for (const id of ids) T.delete(id); },
+    reset() {  // a new session on a page that lived through the last one: nothing of it is reachable any more
+      for (const o of T.values()) if (o instanceof GPUDevice) o.destroy();
+      T.clear(); LOST.clear(); UNCAPTURED.length = 0;
+    },
     destroy(_d, id) { const o = T.get(id); if (o) o.destroy(); },
 
     createBuffer(d, id, label, size, usage, mappedAtCreation) {
@@ -184,7 +191,7 @@
   async function run(cmds, uploadTokens, inlineLimit) {
     INLINE_LIMIT = inlineLimit;
     const uploads = new Map(await Promise.all(uploadTokens.map(async (t) => {
-      const r = await fetch("/blob/" + t);
+      const r = await fetch(BLOB_BASE + t);
       if (!r.ok) throw new Error(`upload ${t} failed: HTTP ${r.status}`);
       return [t, new Uint8Array(await r.arrayBuffer())];
     })));
@@ -230,5 +237,5 @@
     return { results, errors, lost };
   }
 
-  window.__wgpu = { run, objects: () => T.size };
+  window.__wgpu = { run, objects: () => T.size, setBlobBase: (b) => { BLOB_BASE = b; } };
 })();
