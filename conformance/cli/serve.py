@@ -18,7 +18,7 @@ PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it e
 
 
 def _serve(args) -> int:
-    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy)
+    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy, args.cases)
     report_dir = Path(args.report) if args.report else None
     if report_dir is not None:   # refused now, not once the columns have run
         report.check_paths(report_dir / "column.json")
@@ -86,6 +86,8 @@ def register(sub) -> None:
     p.add_argument("--report", default=None, help="write each column's report here as <column>.json and .md")
     p.add_argument("--columns", type=int, default=0, help="exit once this many columns have finished (default: "
                                                           "serve until Ctrl-C)")
+    p.add_argument("--cases", action="append", default=None, metavar="GLOB",
+                   help="only the case ids matching GLOB (* and ? wildcards; repeat for more)")
     p.add_argument("--run-heavy", action="store_true", help="include the cases with hundreds of MB of buffers")
     p.add_argument("--timeout", type=float, default=25.0,
                    help="seconds a page may take to answer one batch before the case fails (default 25)")

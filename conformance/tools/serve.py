@@ -10,6 +10,7 @@ which ``python -m conformance merge`` takes.
 
 from __future__ import annotations
 
+import fnmatch
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,9 +31,10 @@ from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engi
 from conformance.gpu.device import devices, probe_compute
 
 
-def load_packages(specs: Path, run_heavy: bool = False) -> list[tuple[Package, list]]:
+def load_packages(specs: Path, run_heavy: bool = False, select: list[str] | None = None) -> list[tuple[Package, list]]:
     """[(package, its cases)] under ``specs``: golden cases where they match, else generated; heavy ones only with
-    ``run_heavy``. A package that does not load is an error naming it (serve certifies what it can load)."""
+    ``run_heavy``; only ids matching one of the ``select`` globs when given. A package that does not load is an
+    error naming it."""
     found = find_package_dirs(specs)
     if not found:
         raise ConformanceError(f"--specs {specs}: no kernel package found")
@@ -41,7 +43,8 @@ def load_packages(specs: Path, run_heavy: bool = False) -> list[tuple[Package, l
         package = Package(manifest_path(directory).parent, load_manifest(manifest_path(directory)))
         loaded, _ = load_matching_golden(CASES_DIR, package)
         generated = (loaded if loaded is not None else case_generator.generate(package)) + load_test_cases(package)
-        out.append((package, [c for c in generated if run_heavy or not c.heavy]))
+        out.append((package, [c for c in generated if (run_heavy or not c.heavy)
+                              and (not select or any(fnmatch.fnmatchcase(c.id, g) for g in select))]))
     return out
 
 

@@ -5,6 +5,7 @@ These drive the server with plain HTTP requests (what a hostile or buggy page ca
 """
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.error
@@ -48,9 +49,13 @@ def test_a_request_without_the_token_is_refused(server):
 def test_bodies_are_capped_and_checked(server):
     hello = json.loads(_request(server.url + "hello", {"userAgent": "test"})[1])
     client = hello["client"]
-    big = b"{" + b" " * (MAX_ANSWER_BYTES + 1) + b"}"
-    status, body = _request(server.url + "poll", big)
-    assert status == 413 and b"at most" in body
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)   # the headers only: refused unread
+    conn.putrequest("POST", f"/{server.token}/poll")
+    conn.putheader("Content-Length", str(MAX_ANSWER_BYTES + 1))
+    conn.endheaders()
+    reply = conn.getresponse()
+    assert reply.status == 413 and b"at most" in reply.read()
+    conn.close()
     assert _request(server.url + "poll", b"[1, 2")[0] == 400
     assert _request(server.url + "poll", {"client": "nobody"})[0] == 404
     assert _request(server.url + "poll", {"client": client, "seq": "one"})[0] == 400
@@ -62,7 +67,7 @@ def _session(server):
     """A session on a page that this test answers by hand: (session, client id, generation)."""
     hello = json.loads(_request(server.url + "hello", {"userAgent": "Mozilla/5.0 Firefox/150.0"})[1])
     backend = PageBackend(server.clients[hello["client"]], connect_timeout=5)
-    return Session(backend, backend.client), hello
+    return Session(backend, backend.client.channel(5)), hello
 
 
 def _answer_next(server, hello, answer, seq_shift=0):

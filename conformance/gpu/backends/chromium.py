@@ -33,7 +33,7 @@ import time
 from playwright.async_api import async_playwright
 
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, PageGone, Session, WebGPUError
-from conformance.gpu.backends.served import PageServer
+from conformance.gpu.backends.served import Channel, PageServer
 
 CHROMIUM = "/usr/bin/chromium"
 #: --enable-unsafe-webgpu: the one flag needed: without it requestAdapter() answers null on Linux.
@@ -46,11 +46,12 @@ FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan", "--enable-webgpu-
          "--disable-gpu-process-crash-limit")
 
 
-class CdpTransport:
+class CdpTransport(Channel):
     """A Playwright-driven page: batches through CDP's Runtime.evaluate, blobs through the page server."""
 
     def __init__(self, backend: "Backend", page, cdp, client):
-        self.backend, self.page, self.cdp, self.client = backend, page, cdp, client
+        super().__init__(client, backend.timeout)
+        self.backend, self.page, self.cdp = backend, page, cdp
 
     def send(self, cmds: list, uploads: list, inline_limit: int) -> dict:
         expression = f"window.__wgpu.run({json.dumps(cmds)}, {json.dumps(uploads)}, {inline_limit})"
@@ -68,15 +69,6 @@ class CdpTransport:
             details = reply["exceptionDetails"]
             raise WebGPUError("page runtime failed: " + details.get("exception", {}).get("description", details["text"]))
         return reply["result"].get("value")
-
-    def put_blob(self, data: bytes) -> str:
-        return self.client.put_blob(data)
-
-    def take_blob(self, name: str) -> bytes | None:
-        return self.client.take_blob(name)
-
-    def drop_blob(self, name: str) -> None:
-        self.client.drop_blob(name)
 
 
 class Backend:

@@ -55,8 +55,8 @@ DRIVEN_PAGE = _page_html("webgpu", "", "window.__wgpu.setBlobBase("
 class PageClient:
     """One page (one column): its batch channel, its blob store, its progress; survives reloads of the page.
 
-    Used as a ``page.Session`` transport: :meth:`send` hands a batch to the page's next poll and waits for the
-    poll that answers it.
+    Each ``page.Session`` on it talks through a :class:`Channel` (:meth:`channel`): :meth:`send` hands a batch to
+    the page's next poll and waits for the poll that answers it.
     """
 
     def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS):
@@ -69,31 +69,43 @@ class PageClient:
         self.polls = 0
         self._cond = threading.Condition()
         self._seq = 0
-        self._batch: tuple[int, bytes] | None = None   # (seq, JSON payload) waiting for the page
+        self._batch: list | None = None   # [seq, JSON payload, the page load that took it] of the batch in flight
         self._answers: dict[int, object] = {}
         self.uploads: dict[str, bytes] = {}
         self.downloads: dict[str, bytes] = {}
 
     # -- the session's side ----------------------------------------------------------------------
-    def send(self, cmds: list, uploads: list, inline_limit: int) -> dict:
+    def channel(self, connect_timeout: float) -> "Channel":
+        """A transport for one session: bound to the page load that takes its first batch."""
+        return Channel(self, connect_timeout)
+
+    def send(self, channel: "Channel", cmds: list, uploads: list, inline_limit: int) -> dict:
+        """Hand the batch to the page's next poll and wait for its answer: ``timeout`` seconds once the page took it,
+        ``channel.connect_timeout`` until it does (a page reloading after a hang). A reload after the page took
+        any batch of this session is :class:`PageGone` (its objects went with it)."""
         with self._cond:
-            generation = self.generation
             self._seq += 1
             seq = self._seq
-            self._batch = (seq, json.dumps({"seq": seq, "cmds": cmds, "uploads": uploads, "inline": inline_limit,
-                                            "timeout": self.timeout}).encode())
+            self._batch = [seq, json.dumps({"seq": seq, "cmds": cmds, "uploads": uploads, "inline": inline_limit,
+                                            "timeout": self.timeout}).encode(), None]
             self._cond.notify_all()
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + channel.connect_timeout
+            taken = None
             try:
                 while seq not in self._answers:
                     if self.closed:
                         raise PageGone(self.closed)
-                    if self.generation != generation:
+                    bound = channel.generation or self._batch[2]
+                    if bound is not None and bound != self.generation:
                         raise PageGone("the page was reloaded, or its tab crashed and was opened again")
+                    if self._batch[2] is not None and taken is None:
+                        taken = self._batch[2]
+                        deadline = time.monotonic() + self.timeout
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise TimeoutError
                     self._cond.wait(remaining)
+                channel.generation = channel.generation or self._batch[2]
             finally:
                 self._batch = None
             answer = self._answers.pop(seq)
@@ -148,9 +160,9 @@ class PageClient:
             self.polls += 1
             if generation != self.generation:
                 return self._reply({"stale": "another page took this column over (a reload or a copied tab)"})
-            if seq is not None and self._batch is not None and self._batch[0] == seq:
+            if seq is not None and self._batch is not None and self._batch[0] == seq and \
+                    self._batch[2] == generation:
                 self._answers[seq] = answer
-                self._batch = None
             self._cond.notify_all()
             deadline = time.monotonic() + self.poll_seconds
             while (self._batch is None or self._batch[0] in self._answers) and not self.closed:
@@ -159,7 +171,10 @@ class PageClient:
                     break
                 self._cond.wait(remaining)
                 self.last_seen = time.monotonic()
-            if self._batch is not None and generation == self.generation and not self.closed:
+            if self._batch is not None and self._batch[0] not in self._answers and \
+                    generation == self.generation and not self.closed:
+                self._batch[2] = generation
+                self._cond.notify_all()
                 return b'{"progress": ' + json.dumps(self.progress).encode() + b', "batch": ' + self._batch[1] + b"}"
             return self._reply({"idle": True, "closed": self.closed})
 
@@ -173,6 +188,26 @@ class PageClient:
             return f"too much posted and not claimed ({pending:,} bytes)"
         self.downloads[name] = body
         return None
+
+
+class Channel:
+    """A ``page.Session``'s transport over a :class:`PageClient`: the page load it is bound to, and the blobs."""
+
+    def __init__(self, client: PageClient, connect_timeout: float):
+        self.client, self.connect_timeout = client, connect_timeout
+        self.generation: int | None = None
+
+    def send(self, cmds: list, uploads: list, inline_limit: int) -> dict:
+        return self.client.send(self, cmds, uploads, inline_limit)
+
+    def put_blob(self, data: bytes) -> str:
+        return self.client.put_blob(data)
+
+    def take_blob(self, name: str) -> bytes | None:
+        return self.client.take_blob(name)
+
+    def drop_blob(self, name: str) -> None:
+        self.client.drop_blob(name)
 
 
 class PageServer:
@@ -217,6 +252,13 @@ class PageServer:
         self.httpd.server_close()
 
 
+def _quick_ack(sock) -> None:
+    """ACK at once: a browser that sends a POST's body after its headers (Firefox) waits for the ACK of the headers,
+    which Linux delays by up to 40 ms (measured: 45 ms a round trip without this)."""
+    if hasattr(socket, "TCP_QUICKACK"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
 def _handler(server: PageServer):
     prefix = f"/{server.token}/".encode()
 
@@ -235,6 +277,7 @@ def _handler(server: PageServer):
         def setup(self):
             super().setup()  # no Nagle: a small reply written after its headers waited ~40 ms for an ACK
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _quick_ack(self.connection)
 
         def _send(self, code, body=b"", ctype="application/octet-stream"):
             self.send_response(code)
@@ -267,6 +310,7 @@ def _handler(server: PageServer):
             if n < 0 or n > cap:
                 self._refuse(413, f"refused: a body of {n:,} bytes; at most {cap:,}")
                 return None
+            _quick_ack(self.connection)
             return self.rfile.read(n)
 
         def _client(self, cid) -> PageClient | None:
@@ -380,7 +424,7 @@ class PageBackend:
                 if not self.client.wait_alive(self.connect_timeout):
                     raise WebGPUError(f"no page polls for column {self.client.id} (waited {self.connect_timeout:g} s"
                                       f" for a browser to open {self.client.id}'s URL)")
-                self._session = Session(self, self.client)
+                self._session = Session(self, self.client.channel(self.connect_timeout))
                 self._session.call(["reset", 0])
             return self._session
 
