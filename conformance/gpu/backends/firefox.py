@@ -44,14 +44,17 @@ class Browser:
         if not shutil.which(executable):
             raise WebGPUError(f"{executable} not found: apt-get install -y firefox-esr")
         self.url, self.executable = url, executable
-        self.profile = tempfile.mkdtemp(prefix="conformance-firefox-")
-        with open(os.path.join(self.profile, "user.js"), "w") as f:
-            f.write(user_js())
+        self.profile: str | None = None
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self.start()
 
     def start(self) -> None:
+        """Start on a fresh profile: one that lived through a kill would restore its tab beside the URL's, and two
+        pages of one column would take it from each other."""
+        self.profile = tempfile.mkdtemp(prefix="conformance-firefox-")
+        with open(os.path.join(self.profile, "user.js"), "w") as f:
+            f.write(user_js())
         env = {**os.environ, "MOZ_HEADLESS": "1", "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
         self.proc = subprocess.Popen([self.executable, "--headless", "--no-remote", "--profile", self.profile,
                                       self.url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -64,6 +67,9 @@ class Browser:
             except ProcessLookupError:
                 pass
             self.proc.wait(10)
+        if self.profile:
+            shutil.rmtree(self.profile, ignore_errors=True)
+            self.profile = None
 
     def restart(self) -> None:
         self.stop()
@@ -72,7 +78,6 @@ class Browser:
 
     def close(self) -> None:
         self.stop()
-        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 class Backend(PageBackend):

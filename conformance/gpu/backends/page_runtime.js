@@ -14,6 +14,7 @@
   const T = new Map();          // id -> GPU object
   const LOST = new Map();       // device id -> "reason: message"
   const UNCAPTURED = [];        // errors no scope caught (should stay empty)
+  let EPOCH = 0;                // bumped by reset: the session the devices made since belong to
   let INLINE_LIMIT = 128 * 1024;  // set by Python with each batch
   let BLOB_BASE = "blob/";        // relative to the page: the server's blob store (per page on a served one)
   const CHECKED = new Set(["createShaderModule", "createComputePipeline", "mapAsync", "readBuffer",
@@ -64,8 +65,11 @@
       if (!a) throw new Error("navigator.gpu.requestAdapter() returned null");
       const dev = await a.requestDevice({ label, requiredFeatures, requiredLimits });
       T.set(id, dev);
-      dev.lost.then((i) => LOST.set(id, `${i.reason}: ${i.message}`));
-      dev.onuncapturederror = (e) => UNCAPTURED.push({ dev: id, message: `${e.error.constructor.name}: ${e.error.message}` });
+      const epoch = EPOCH;
+      dev.lost.then((i) => { if (epoch === EPOCH) LOST.set(id, `${i.reason}: ${i.message}`); });
+      dev.onuncapturederror = (e) => {
+        if (epoch === EPOCH) UNCAPTURED.push({ dev: id, message: `${e.error.constructor.name}: ${e.error.message}` });
+      };
       return { features: [...dev.features], limits: limitsOf(dev.limits) };
     },
     async probeEncoderTimestamps(d) {
@@ -93,6 +97,7 @@
     },
     drop(_d, ids) { for (const id of ids) T.delete(id); },
     reset() {  // a new session on a page that lived through the last one: nothing of it is reachable any more
+      EPOCH++;   // late losses and errors of the old devices must not land on the new session's ids
       for (const o of T.values()) if (o instanceof GPUDevice) o.destroy();
       T.clear(); LOST.clear(); UNCAPTURED.length = 0;
     },

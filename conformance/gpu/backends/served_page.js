@@ -23,11 +23,33 @@
     if (p.verdict) $("verdict").textContent = `verdict: ${p.verdict}`;
   }
 
+  // Wait until the GPU runs a dispatch: after a reload by the watchdog, a shader of the last page may still
+  // occupy it; the suite's next batch is handed over only once this page says hello, after this.
+  async function gpuReady() {
+    const a = navigator.gpu && await navigator.gpu.requestAdapter();
+    if (!a) return;
+    const d = await a.requestDevice();
+    const code = "@group(0) @binding(0) var<storage, read_write> v: array<u32>;\n" +
+                 "@compute @workgroup_size(1) fn main() { v[0] = 1u; }";
+    const p = d.createComputePipeline({ layout: "auto", compute: { module: d.createShaderModule({ code }) } });
+    const b = d.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE });
+    const e = d.createCommandEncoder(), pass = e.beginComputePass();
+    pass.setPipeline(p);
+    pass.setBindGroup(0, d.createBindGroup({ layout: p.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: b } }] }));
+    pass.dispatchWorkgroups(1);
+    pass.end();
+    d.queue.submit([e.finish()]);
+    await d.queue.onSubmittedWorkDone();
+    d.destroy();
+  }
+
   async function main() {
     if (!navigator.gpu) {
       $("status").textContent = "this browser offers no navigator.gpu (WebGPU off, or not a secure context: " +
         "use https, 127.0.0.1 or localhost)";
     }
+    $("status").textContent = "waiting for the GPU";
+    try { await gpuReady(); } catch (e) { log(`GPU check: ${e.message}`); }
     const hello = await post("hello", { client: params.get("client") || sessionStorage.getItem("wkc-client"),
                                         userAgent: navigator.userAgent });
     sessionStorage.setItem("wkc-client", hello.client);
