@@ -46,6 +46,16 @@ FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan", "--enable-webgpu-
          "--disable-gpu-process-crash-limit")
 
 
+def remote_launch_options(flags) -> dict:
+    """What a Playwright server is asked to launch: headless, with the WebGPU flags (a server honours ``args`` and
+    ``executablePath`` only when started with ``--unsafe``; a device farm's own set-up may enable WebGPU instead),
+    and ``CONFORMANCE_BROWSER_REMOTE_EXECUTABLE`` as the browser where set (a server without a bundled browser)."""
+    options = {"headless": True, "args": list(flags)}
+    if os.environ.get("CONFORMANCE_BROWSER_REMOTE_EXECUTABLE"):
+        options["executablePath"] = os.environ["CONFORMANCE_BROWSER_REMOTE_EXECUTABLE"]
+    return options
+
+
 class CdpTransport(Channel):
     """A Playwright-driven page: batches through CDP's Runtime.evaluate, blobs through the page server."""
 
@@ -131,7 +141,8 @@ class Backend:
     async def _launch(self):
         self._pw = await async_playwright().start()
         if self.endpoint:
-            self._browser = await self._pw.chromium.connect(self.endpoint)
+            self._browser = await self._pw.chromium.connect(self.endpoint, headers={
+                "x-playwright-launch-options": json.dumps(remote_launch_options(self.flags))})
         elif self.cdp_url:
             self._browser = await self._pw.chromium.connect_over_cdp(self.cdp_url)
         else:
