@@ -23,6 +23,7 @@ Modules load on selection (by name, :func:`enumerate_adapters`): each brings its
 from __future__ import annotations
 
 import importlib
+import os
 
 from conformance.errors import DeviceError
 
@@ -34,6 +35,16 @@ INSTALL = {"wgpu": "pip install wgpu", "dawn": "pip install dawn-python",
            "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)",
            "firefox": "apt-get install -y firefox-esr"}
 PAGE_PREFIX = "page:"
+#: The browser each browser implementation runs (Debian's packages; Playwright's own downloads are never used).
+EXECUTABLES = {"chromium": "/usr/bin/chromium", "firefox": "/usr/bin/firefox-esr"}
+
+
+def unavailable(webgpu: str) -> str | None:
+    """Why ``webgpu`` cannot run here, found without starting anything (its browser is not installed), or None."""
+    exe = EXECUTABLES.get(webgpu)
+    if exe and not os.access(exe, os.X_OK):
+        return f"{exe} is not installed ({INSTALL[webgpu]})"
+    return None
 
 
 def enumerate_adapters(webgpu: str) -> list:

@@ -32,10 +32,11 @@ import time
 
 from playwright.async_api import async_playwright
 
+from conformance.gpu.backends import EXECUTABLES
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, PageGone, Session, WebGPUError
 from conformance.gpu.backends.served import Channel, PageServer
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = EXECUTABLES["chromium"]
 #: --enable-unsafe-webgpu: the one flag needed: without it requestAdapter() answers null on Linux.
 #: --enable-features=Vulkan: Dawn's Vulkan backend; the SwiftShader adapter is offered without it too.
 #: --enable-webgpu-developer-features: the full adapter.info (description "SwiftShader Device (Subzero)",

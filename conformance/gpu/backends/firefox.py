@@ -17,10 +17,11 @@ import tempfile
 import threading
 import time
 
+from conformance.gpu.backends import EXECUTABLES
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, WebGPUError
 from conformance.gpu.backends.served import PageBackend, PageServer
 
-FIREFOX = "/usr/bin/firefox-esr"
+FIREFOX = EXECUTABLES["firefox"]
 #: WebGPU on (it is off in ESR), on Vulkan (Firefox fills in no adapter.info, so the column says which backend it
 #: pinned), on any adapter (lavapipe is on the blocklist), and no first-run noise.
 PREFS = {"dom.webgpu.enabled": True, "dom.webgpu.wgpu-backend": "vulkan", "gfx.webgpu.ignore-blocklist": True, "gfx.webgpu.force-enabled": True,
