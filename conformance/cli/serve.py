@@ -12,13 +12,16 @@ from conformance.errors import ConformanceError
 from conformance.engine.package import REPO_SPECS
 from conformance.gpu.backends.served import PageServer
 from conformance.gpu.device import devices
+from conformance.plugin.expectations import id_pattern
 from conformance.tools.serve import ColumnRun, load_packages
 
 PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it ends)
 
 
 def _serve(args) -> int:
-    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy, args.cases)
+    patterns = [id_pattern(g) for g in args.cases or ()]
+    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy,
+                             (lambda i: any(p.fullmatch(i) for p in patterns)) if patterns else None)
     report_dir = Path(args.report) if args.report else None
     if report_dir is not None:   # refused now, not once the columns have run
         report.check_paths(report_dir / "column.json")

@@ -28,14 +28,12 @@ from conformance.errors import ConformanceError
 from conformance.gpu.backends import PAGE_PREFIX
 from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engine_of
 from conformance.gpu.device import devices, probe_compute
-from conformance.plugin.expectations import id_pattern
 
 
-def load_packages(specs: Path, run_heavy: bool = False, select: list[str] | None = None) -> list[tuple[Package, list]]:
+def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple[Package, list]]:
     """[(package, its cases)] under ``specs``: golden cases where they match, else generated; heavy ones only with
-    ``run_heavy``; only ids matching one of the ``select`` globs when given. A package that does not load is an
-    error naming it."""
-    patterns = [id_pattern(g) for g in select or ()]
+    ``run_heavy``; only ids for which ``keep(id)`` is true when given. A package that does not load is an error
+    naming it."""
     found = find_package_dirs(specs)
     if not found:
         raise ConformanceError(f"--specs {specs}: no kernel package found")
@@ -45,7 +43,7 @@ def load_packages(specs: Path, run_heavy: bool = False, select: list[str] | None
         loaded, _ = load_matching_golden(CASES_DIR, package)
         generated = (loaded if loaded is not None else case_generator.generate(package)) + load_test_cases(package)
         out.append((package, [c for c in generated if (run_heavy or not c.heavy)
-                              and (not patterns or any(p.fullmatch(c.id) for p in patterns))]))
+                              and (keep is None or keep(c.id))]))
     return out
 
 

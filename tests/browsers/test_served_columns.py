@@ -12,6 +12,7 @@ import pytest
 
 from conformance.gpu.backends.served import PageServer
 from conformance.gpu.device import devices
+from conformance.plugin.expectations import id_pattern
 from conformance.tools.serve import ColumnRun, load_packages
 from tests.browsers.conftest import serve
 from tests.hostile.conftest import TEMPLATE, edit, make_specs, run_conformance  # noqa: F401 (a fixture)
@@ -63,7 +64,8 @@ def _column(tmp_path, specs, select, open_browser, *, timeout=4.0, during=None):
     """One Firefox page's column, run in this process: (its report, the browser)."""
     runs = []
     server = PageServer(timeout=timeout, on_page=lambda c: runs.append(
-        ColumnRun(c, load_packages(specs, select=select), tmp_path / "out", reconnect_timeout=120)))
+        ColumnRun(c, load_packages(specs, keep=lambda i: any(id_pattern(g).fullmatch(i) for g in select)),
+                  tmp_path / "out", reconnect_timeout=120)))
     try:
         browser = open_browser("firefox", f"{server.url}?client=ff")
         deadline = time.monotonic() + 120
