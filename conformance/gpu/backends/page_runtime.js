@@ -15,6 +15,12 @@
   const LOST = new Map();       // device id -> "reason: message"
   const UNCAPTURED = [];        // errors no scope caught (should stay empty)
   let EPOCH = 0;                // bumped by reset: the session the devices made since belong to
+  // Read-back buffers mapped ahead: when one is mapped, every other unmapped MAP_READ buffer of its device starts
+  // mapping too, so a run's several read-backs resolve together (Firefox resolves mappings on a ~100 ms timer:
+  // one round of it per read-back otherwise). A buffer mapped ahead is unmapped before any submit or write.
+  const AHEAD = new Map();      // buffer id -> [device, promise of true when mapped]
+  const OWNER = new WeakMap();  // buffer -> its device
+  const DESTROYED = new WeakSet();
   let INLINE_LIMIT = 128 * 1024;  // set by Python with each batch
   let BLOB_BASE = "blob/";        // relative to the page: the server's blob store (per page on a served one)
   const CHECKED = new Set(["createShaderModule", "createComputePipeline", "mapAsync", "readBuffer",
@@ -38,6 +44,24 @@
     const u8 = uploads.get(ref.blob);
     if (!u8) throw new Error(`upload ${ref.blob} missing`);
     return u8;
+  }
+
+  function mapAhead(d, except) {
+    for (const [id, b] of T) {
+      if (id === except || AHEAD.has(id) || !(b instanceof GPUBuffer) || OWNER.get(b) !== d || DESTROYED.has(b) ||
+          !(b.usage & GPUBufferUsage.MAP_READ) || b.mapState !== "unmapped") continue;
+      d.pushErrorScope("validation");   // nothing of a mapping ahead may land in the scopes of the batch
+      AHEAD.set(id, [d, b.mapAsync(GPUMapMode.READ).then(() => true, () => false)]);
+      d.popErrorScope().catch(() => null);
+    }
+  }
+
+  async function unmapAhead(d) {   // before a submit or a write: what was mapped ahead is unmapped
+    for (const [id, [dev, mapped]] of [...AHEAD]) {
+      if (dev !== d) continue;
+      AHEAD.delete(id);
+      if (await mapped) { const b = T.get(id); if (b && !DESTROYED.has(b)) b.unmap(); }
+    }
   }
 
   function infoOf(adapter) {
@@ -95,16 +119,18 @@
       } catch (x) { return `${x.name}: ${x.message}`; }
       finally { qs.destroy(); res.destroy(); rb.destroy(); }
     },
-    drop(_d, ids) { for (const id of ids) T.delete(id); },
+    drop(_d, ids) { for (const id of ids) { T.delete(id); AHEAD.delete(id); } },
     reset() {  // a new session on a page that lived through the last one: nothing of it is reachable any more
       EPOCH++;   // late losses and errors of the old devices must not land on the new session's ids
       for (const o of T.values()) if (o instanceof GPUDevice) o.destroy();
-      T.clear(); LOST.clear(); UNCAPTURED.length = 0;
+      T.clear(); LOST.clear(); AHEAD.clear(); UNCAPTURED.length = 0;
     },
-    destroy(_d, id) { const o = T.get(id); if (o) o.destroy(); },
+    destroy(_d, id) { const o = T.get(id); if (o) { DESTROYED.add(o); AHEAD.delete(id); o.destroy(); } },
 
     createBuffer(d, id, label, size, usage, mappedAtCreation) {
-      T.set(id, d.createBuffer({ label, size, usage, mappedAtCreation }));
+      const b = d.createBuffer({ label, size, usage, mappedAtCreation });
+      OWNER.set(b, d);
+      T.set(id, b);
     },
     createBufferWithData(d, id, label, size, usage, data, uploads) {
       const b = d.createBuffer({ label, size, usage, mappedAtCreation: true });
@@ -112,17 +138,24 @@
       b.unmap();
       T.set(id, b);
     },
-    writeBuffer(d, id, offset, data, uploads) { d.queue.writeBuffer(get(id), offset, unpack(data, uploads)); },
-    async mapAsync(_d, id, mode, offset, size) {
+    async writeBuffer(d, id, offset, data, uploads) {
+      await unmapAhead(d);
+      d.queue.writeBuffer(get(id), offset, unpack(data, uploads));
+    },
+    async mapAsync(d, id, mode, offset, size) {
       const b = get(id);
       size = size ?? undefined;  // null would mean 0 bytes to WebGPU; undefined means "to the end"
-      await b.mapAsync(mode, offset, size);
+      const ahead = AHEAD.get(id);
+      AHEAD.delete(id);
+      if (mode & GPUMapMode.READ) mapAhead(d, id);
+      if (!(ahead && await ahead[1])) await b.mapAsync(mode, offset, size);   // else: mapped whole, ahead
       if (mode & GPUMapMode.READ) return await pack(new Uint8Array(b.getMappedRange(offset, size)).slice());
       return null;
     },
     unmap(_d, id, range, writes, uploads) {
       // writes made with write_mapped are sent with the unmap: [bufferOffset, data], range = the mapped [offset, size]
       const b = get(id);
+      AHEAD.delete(id);
       if (writes.length) {
         const view = new Uint8Array(b.getMappedRange(range[0], range[1] ?? undefined));
         for (const [offset, data] of writes) view.set(unpack(data, uploads), offset - range[0]);
@@ -185,7 +218,7 @@
     resolveQuerySet(_d, enc, qs, first, count, dst, offset) { get(enc).resolveQuerySet(get(qs), first, count, get(dst), offset); },
     writeTimestamp(_d, enc, qs, index) { get(enc).writeTimestamp(get(qs), index); },
     finish(_d, enc, id, label) { T.set(id, get(enc).finish({ label })); T.delete(enc); },
-    submit(d, ids) { d.queue.submit(ids.map(get)); for (const id of ids) T.delete(id); },
+    async submit(d, ids) { await unmapAhead(d); d.queue.submit(ids.map(get)); for (const id of ids) T.delete(id); },
   };
 
   const pushScopes = (d) => { d.pushErrorScope("internal"); d.pushErrorScope("out-of-memory"); d.pushErrorScope("validation"); };
