@@ -73,7 +73,10 @@ def _progress(run: ColumnRun, shown: dict) -> None:
     last = shown.get(run.client.id)
     if last is None:
         print(f"{run.client.id}: connected: {run.client.user_agent}", flush=True)
-    elif done == last or (done // step == last // step and done < run.total):
+    if run.device and (run.client.id, "device") not in shown:
+        shown[(run.client.id, "device")] = True
+        print(f"{run.slug}: device: {run.device}", flush=True)
+    if last is not None and (done == last or (done // step == last // step and done < run.total)):
         return
     shown[run.client.id] = done
     if last is not None or done:

@@ -75,6 +75,7 @@ class ColumnRun:
     reconnect_timeout: float = 600.0
     verdicts: list = field(default_factory=list)
     error: str | None = None
+    device: str | None = None     # the adapter, once the page answered
     data: dict | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -106,6 +107,7 @@ class ColumnRun:
             self.error = probe_compute(devices.get("auto", None, webgpu))
         except ConformanceError as err:
             self.error = str(err)
+        self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
         for package, cases in self.packages:
             for case in cases:
                 if self.error or not self.client.wait_alive(self.reconnect_timeout):

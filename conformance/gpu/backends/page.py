@@ -209,6 +209,9 @@ class Session:
         except PageGone as exc:
             self.lose(f"device lost: the page is gone ({exc})")
             raise DeviceLostError(self.lost) from None
+        except MalformedAnswer as exc:   # the transport's own check (the page's runtime threw, say)
+            self.lose(f"device lost: {exc}")
+            raise DeviceLostError(self.lost) from None
         finally:
             for token in uploads:
                 self.transport.drop_blob(token)
