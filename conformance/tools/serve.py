@@ -27,7 +27,7 @@ from conformance.engine.package import Package, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import PAGE_PREFIX
 from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engine_of
-from conformance.gpu.device import devices, probe_compute
+from conformance.gpu.device import probe_compute
 
 
 def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple[Package, list]]:
@@ -104,7 +104,7 @@ class ColumnRun:
         checker = Checker(impl)
         self._show()
         try:
-            self.error = probe_compute(devices.get("auto", None, webgpu))
+            self.error = probe_compute(impl.device)   # the device the cases will run on: describe() names it
         except ConformanceError as err:
             self.error = str(err)
         self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
