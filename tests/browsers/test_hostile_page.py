@@ -34,7 +34,7 @@ def _hostile(url: str, seen: dict) -> None:
     hello = json.loads(_post(url, "hello", json.dumps({"userAgent": "Hostile/1.0"}).encode())[1])
     seen["oversized"] = _post(url, "poll", b"", length=1 << 40)
     seen["no token"] = _post(url.rsplit("/", 2)[0] + "/", "poll", b"{}")
-    base = {"client": hello["client"], "generation": hello["generation"]}
+    base = {"client": hello["client"], "key": hello["key"], "generation": hello["generation"]}
     message, n = dict(base), 0
     while n < 200:
         status, body = _post(url, "poll", json.dumps(message).encode())

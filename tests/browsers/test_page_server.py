@@ -48,7 +48,7 @@ def test_a_request_without_the_token_is_refused(server):
 
 def test_bodies_are_capped_and_checked(server):
     hello = json.loads(_request(server.url + "hello", {"userAgent": "test"})[1])
-    client = hello["client"]
+    client, key = hello["client"], hello["key"]
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)   # the headers only: refused unread
     conn.putrequest("POST", f"/{server.token}/poll")
     conn.putheader("Content-Length", str(MAX_ANSWER_BYTES + 1))
@@ -58,8 +58,8 @@ def test_bodies_are_capped_and_checked(server):
     conn.close()
     assert _request(server.url + "poll", b"[1, 2")[0] == 400
     assert _request(server.url + "poll", {"client": "nobody"})[0] == 404
-    assert _request(server.url + "poll", {"client": client, "seq": "one"})[0] == 400
-    assert _request(server.url + f"blob/{client}/../../etc", b"x")[0] in (400, 404)
+    assert _request(server.url + "poll", {"client": client, "key": key, "seq": "one"})[0] == 400
+    assert _request(server.url + f"blob/{client}/{key}/../../etc", b"x")[0] in (400, 404)
     assert _request(server.url + "hello", {"client": "../x"})[0] == 400
 
 
@@ -72,10 +72,10 @@ def _session(server):
 
 def _answer_next(server, hello, answer, seq_shift=0):
     """Poll once for the batch in flight, then answer it with ``answer``."""
-    reply = json.loads(_request(server.url + "poll", {"client": hello["client"], "generation": hello["generation"]})[1])
+    me = {"client": hello["client"], "key": hello["key"], "generation": hello["generation"]}
+    reply = json.loads(_request(server.url + "poll", me)[1])
     seq = reply["batch"]["seq"] + seq_shift
-    _request(server.url + "poll", {"client": hello["client"], "generation": hello["generation"], "seq": seq,
-                                   "answer": answer})
+    _request(server.url + "poll", {**me, "seq": seq, "answer": answer})
 
 
 @pytest.mark.parametrize("answer, why", [
@@ -105,11 +105,26 @@ def test_an_answer_to_another_batch_or_from_a_replaced_page_is_not_taken(server)
 
     def page():
         _answer_next(server, hello, {"results": {"0": "forged"}, "errors": [], "lost": {}}, seq_shift=1)
-        stale = {"client": hello["client"], "generation": hello["generation"] - 1, "seq": 1, "answer": good}
+        me = {"client": hello["client"], "key": hello["key"]}
+        stale = {**me, "generation": hello["generation"] - 1, "seq": 1, "answer": good}
         assert b"stale" in _request(server.url + "poll", stale)[1]
-        _request(server.url + "poll", {"client": hello["client"], "generation": hello["generation"], "seq": 1,
-                                       "answer": good})
+        _request(server.url + "poll", {**me, "generation": hello["generation"], "seq": 1, "answer": good})
     thread = threading.Thread(target=page)
     thread.start()
     assert session.call(["probeEncoderTimestamps", 0]) == "ok"
     thread.join()
+
+
+def test_a_page_cannot_speak_for_another_pages_column(server):
+    """The token lets a page in; only a page's own key (given at its hello) lets it answer, reload into or post
+    blobs for its column."""
+    victim = json.loads(_request(server.url + "hello", {"userAgent": "victim"})[1])
+    cid, key = victim["client"], victim["key"]
+    for path, body in (("hello", {"client": cid}), ("hello", {"client": cid, "key": "guess"}),
+                       ("poll", {"client": cid, "generation": 1}), (f"blob/{cid}/guess/dx", b"x")):
+        status, text = _request(server.url + path, body)
+        assert status == 403 and b"not this page's key" in text, (path, status, text)
+    assert _request(server.url + f"blob/{cid}/guess/u00")[0] == 403
+    assert server.clients[cid].generation == 1   # the victim's page load still holds its column
+    again = json.loads(_request(server.url + "hello", {"client": cid, "key": key, "userAgent": "victim"})[1])
+    assert again["client"] == cid and again["generation"] == 2   # its own reload comes back to it

@@ -67,7 +67,7 @@ def _column(tmp_path, specs, select, open_browser, *, timeout=4.0, during=None):
         ColumnRun(c, load_packages(specs, keep=lambda i: any(id_pattern(g).fullmatch(i) for g in select)),
                   tmp_path / "out", reconnect_timeout=120)))
     try:
-        browser = open_browser("firefox", f"{server.url}?client=ff")
+        browser = open_browser("firefox", server.url_of(server.client("ff")))
         deadline = time.monotonic() + 120
         while not runs and time.monotonic() < deadline:
             time.sleep(0.1)

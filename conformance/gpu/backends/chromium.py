@@ -157,7 +157,7 @@ class Backend:
         """A page on our server, and a raw CDP session to it (the command channel)."""
         context = self._browser.contexts[0] if self.cdp_url and self._browser.contexts else None
         page = await (context.new_page() if context else self._browser.new_page())
-        await page.goto(f"{self.server.url}driven?client={client.id}")
+        await page.goto(self.server.url_of(client, "driven"))
         await page.wait_for_function("window.__wgpu !== undefined")
         return page, await page.context.new_cdp_session(page)
 

@@ -92,7 +92,7 @@ class Backend(PageBackend):
         client = self.server.client("firefox")
         start = time.perf_counter()
         try:
-            self.browser = Browser(f"{self.server.url}?client={client.id}", executable)
+            self.browser = Browser(self.server.url_of(client), executable)
         except BaseException:
             self.server.close()
             raise

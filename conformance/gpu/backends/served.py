@@ -48,8 +48,8 @@ def _page_html(title: str, body: str, script: str) -> bytes:
 SERVED_PAGE = _page_html("webgpu-kernel-conformance", "<h1>webgpu-kernel-conformance</h1>"
                          "<p id=status>starting</p><progress id=bar value=0 max=1></progress>"
                          "<p id=verdict></p><pre id=log></pre>", SERVED_JS)
-DRIVEN_PAGE = _page_html("webgpu", "", "window.__wgpu.setBlobBase("
-                         "'blob/' + new URLSearchParams(location.search).get('client') + '/');")
+DRIVEN_PAGE = _page_html("webgpu", "", "const q = new URLSearchParams(location.search);"
+                         "window.__wgpu.setBlobBase(`blob/${q.get('client')}/${q.get('key')}/`);")
 
 
 class PageClient:
@@ -61,6 +61,7 @@ class PageClient:
 
     def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS):
         self.id, self.timeout, self.poll_seconds = cid, timeout, poll_seconds
+        self.key = secrets.token_urlsafe(16)   # what the page shows to speak for this column (hello, polls, blobs)
         self.generation = 0            # bumped by every hello: a reloaded page is a new generation
         self.user_agent = ""
         self.closed: str | None = None
@@ -151,7 +152,8 @@ class PageClient:
             self.last_seen = time.monotonic()
             self.downloads.clear()
             self._cond.notify_all()
-            return {"client": self.id, "generation": self.generation, "blobBase": f"blob/{self.id}/"}
+            return {"client": self.id, "key": self.key, "generation": self.generation,
+                    "blobBase": f"blob/{self.id}/{self.key}/"}
 
     def poll(self, generation, seq, answer) -> bytes:
         """Store the answer to batch ``seq`` (if it is the one in flight), then the next batch or an idle reply."""
@@ -232,7 +234,7 @@ class PageServer:
         return f"http://{host}:{self.port}/{self.token}/"
 
     def client(self, cid: str | None = None) -> PageClient:
-        """The page ``cid`` (made on first use), or a new one."""
+        """The page ``cid`` (made on first use: a launcher then opens ``url_of`` it), or a new one."""
         with self._lock:
             if cid is None:
                 self._ids += 1
@@ -244,6 +246,10 @@ class PageServer:
         if new and self.on_page is not None:
             self.on_page(client)
         return client
+
+    def url_of(self, client: PageClient, page: str = "") -> str:
+        """The URL of ``client``'s own page (``page``: "" served, "driven" for Playwright): it carries its key."""
+        return f"{self.url}{page}?client={client.id}&key={client.key}"
 
     def close(self) -> None:
         for client in list(self.clients.values()):
@@ -313,10 +319,15 @@ def _handler(server: PageServer):
             _quick_ack(self.connection)
             return self.rfile.read(n)
 
-        def _client(self, cid) -> PageClient | None:
+        def _client(self, cid, key) -> PageClient | None:
+            """The page ``cid`` when ``key`` is its key (given to it at hello), else refused: a page that has the
+            server's token still cannot speak for another page's column."""
             client = server.clients.get(cid) if isinstance(cid, str) else None
             if client is None:
                 self._refuse(404, "refused: no such page (say hello first)")
+            elif not (isinstance(key, str) and hmac.compare_digest(key.encode(), client.key.encode())):
+                client = None
+                self._refuse(403, "refused: that is not this page's key")
             return client
 
         def do_GET(self):
@@ -328,8 +339,8 @@ def _handler(server: PageServer):
                 self._send(200, SERVED_PAGE, "text/html; charset=utf-8")
             elif parts == ["driven"]:
                 self._send(200, DRIVEN_PAGE, "text/html; charset=utf-8")
-            elif len(parts) == 3 and parts[0] == "blob" and (client := self._client(parts[1])):
-                body = client.uploads.pop(parts[2], None)
+            elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
+                body = client.uploads.pop(parts[3], None)
                 self._send(404) if body is None else self._send(200, body)
             else:
                 self._refuse(404, "refused: no such path")
@@ -339,15 +350,15 @@ def _handler(server: PageServer):
             if route is None:
                 return
             parts, _ = route
-            if len(parts) == 3 and parts[0] == "blob":
-                client = self._client(parts[1])
+            if len(parts) == 4 and parts[0] == "blob":
+                client = self._client(parts[1], parts[2])
                 if client is None:
                     return
-                if not NAME.match(parts[2]):
+                if not NAME.match(parts[3]):
                     return self._refuse(400, "refused: a blob name is 1-64 letters, digits, - or _")
                 body = self._body(MAX_BLOB_BYTES)
                 if body is not None:
-                    why = client.store_download(parts[2], body)
+                    why = client.store_download(parts[3], body)
                     self._send(204) if why is None else self._refuse(413, f"refused: {why}")
                 return
             if parts not in (["hello"], ["poll"]):
@@ -362,13 +373,15 @@ def _handler(server: PageServer):
             if not isinstance(message, dict):
                 return self._refuse(400, "refused: the body must be a JSON object")
             if parts == ["hello"]:
-                cid = message.get("client")
+                cid = message.get("client")   # a reloaded page comes back to its column with its key
                 if cid is not None and not (isinstance(cid, str) and NAME.match(cid)):
                     return self._refuse(400, "refused: client must be 1-64 letters, digits, - or _")
-                client = server.client(cid)
+                client = self._client(cid, message.get("key")) if cid in server.clients else server.client()
+                if client is None:
+                    return
                 reply = client.hello(str(message.get("userAgent", ""))[:500])
                 return self._send(200, json.dumps(reply).encode(), "application/json")
-            client = self._client(message.get("client"))
+            client = self._client(message.get("client"), message.get("key"))
             if client is None:
                 return
             seq = message.get("seq")

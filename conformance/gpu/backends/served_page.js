@@ -1,7 +1,7 @@
 // The served page's transport (served.py): say hello, then poll the suite's server for batches, run each with
 // the one page runtime (page_runtime.js: window.__wgpu.run) and post the answer with the next poll. Shows the
-// column's progress and, at the end, its verdict. The column survives reloads: its id is kept in sessionStorage
-// (or given in the URL, ?client=ID, by a launcher such as the Firefox column).
+// column's progress and, at the end, its verdict. The column survives reloads: its id and key are kept in
+// sessionStorage (or given in the URL, ?client=ID&key=KEY, by a launcher such as the Firefox column).
 "use strict";
 
 (() => {
@@ -51,15 +51,17 @@
     $("status").textContent = "waiting for the GPU";
     try { await gpuReady(); } catch (e) { log(`GPU check: ${e.message}`); }
     const hello = await post("hello", { client: params.get("client") || sessionStorage.getItem("wkc-client"),
+                                        key: params.get("key") || sessionStorage.getItem("wkc-key"),
                                         userAgent: navigator.userAgent });
     sessionStorage.setItem("wkc-client", hello.client);
+    sessionStorage.setItem("wkc-key", hello.key);
     window.__wgpu.setBlobBase(hello.blobBase);
     log(`column ${hello.client} (connection ${hello.generation})`);
     let seq = null, answer = null, error;
     for (;;) {
       let reply;
       try {
-        const msg = { client: hello.client, generation: hello.generation, seq, answer };
+        const msg = { client: hello.client, key: hello.key, generation: hello.generation, seq, answer };
         if (error !== undefined) msg.error = error;
         reply = await post("poll", msg);
       } catch (e) {  // the server is busy or gone: try again, slowly
