@@ -5,6 +5,8 @@ Marked ``browsers`` (``--run-browsers``): each opens one or two headless browser
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -58,6 +60,11 @@ def test_served_chromium_and_firefox_judge_as_the_driven_columns(tmp_path, make_
     f16 = [c for c in firefox["cases"] if c["dtype"] == "float16" and c["variant"] != "rejected"]
     assert f16 and all(c["status"] == "passed" for c in f16)
     assert "chrome" in text and "firefox" in text and "/ 117 cases" in text   # the terminal's progress lines
+    merged = subprocess.run([sys.executable, "-m", "conformance", "merge", *map(str, sorted(out.glob("*.json"))),
+                             "--json", str(tmp_path / "matrix.json")], capture_output=True, text=True, timeout=120)
+    assert merged.returncode == 0, merged.stderr
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert len(matrix["columns"]) == 2 and matrix["disagreements"] == []
 
 
 def _column(tmp_path, specs, select, open_browser, *, timeout=4.0, during=None):
