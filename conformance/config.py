@@ -40,7 +40,7 @@ def env_float(name: str, default: float, error: Callable[[str], Exception], *, a
 
 
 #: ``--webgpu`` values: the WebGPU implementations a device can be opened on (conformance.gpu.backends).
-WEBGPU = ("wgpu", "dawn", "chromium")
+WEBGPU = ("wgpu", "dawn", "chromium", "firefox")
 
 
 def default_backend() -> tuple[str, str | None, str]:

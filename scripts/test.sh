@@ -18,5 +18,7 @@ echo "== conformance through Dawn (Tint), the same device"
 python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
 echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run)"
+python3 -m pytest conformance/ --webgpu=firefox -q -p no:cacheprovider
 echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16)"
 python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider

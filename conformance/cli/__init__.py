@@ -6,7 +6,7 @@ when it runs (:mod:`conformance.cli.lazy`): ``--help`` works without NumPy or a 
 
 from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve")
 
 
 def add_packages_and_device(parser) -> None:
@@ -19,5 +19,6 @@ def add_packages_and_device(parser) -> None:
 
 def add_webgpu(parser, default: str | None = "wgpu") -> None:
     parser.add_argument("--webgpu", default=default, choices=WEBGPU,
-                        help="the WebGPU implementation: wgpu (wgpu-native, naga), dawn (Dawn, Tint) or chromium "
+                        help="the WebGPU implementation: wgpu (wgpu-native, naga), dawn (Dawn, Tint), firefox (a "
+                             "headless firefox-esr at the served page) or chromium "
                              "(a headless Chromium page)" + (f"; default {default}" if default else ""))

@@ -43,7 +43,13 @@ def pytest_addoption(parser):
                          "every adapter, one column each)")
     group.addoption("--webgpu", choices=WEBGPU + ("all",), default="wgpu",
                     help="the WebGPU implementation: wgpu (wgpu-native, naga; default), dawn (Dawn, Tint), "
-                         "chromium (a headless Chromium page: Blink, Dawn's wire, Tint), or all (one column each)")
+                         "chromium (a Chromium page driven by Playwright: Blink, Dawn's wire, Tint), firefox (a "
+                         "headless firefox-esr at the served page: Gecko, wgpu, naga), or all (one column each)")
+    group.addoption("--browser-endpoint", default=None, metavar="WS_URL",
+                    help="the chromium column connects to this Playwright server (npx playwright run-server; a "
+                         "Playwright grid or device farm) instead of launching a local Chromium")
+    group.addoption("--browser-cdp", default=None, metavar="HTTP_URL",
+                    help="the chromium column connects to a Chrome already running with --remote-debugging-port")
     group.addoption("--adapter", default=None, metavar="SUBSTRING",
                     help="use the adapter whose name contains SUBSTRING (case-insensitive)")
     group.addoption("--specs", default=None, metavar="DIR",
@@ -196,8 +202,21 @@ def state_of(config) -> RunState:
     return config.stash[_STATE]
 
 
+#: Remote browser options -> (the environment variable the chromium backend reads, the URL schemes it takes).
+BROWSER_OPTIONS = {"browser_endpoint": ("CONFORMANCE_BROWSER_ENDPOINT", ("ws://", "wss://")),
+                   "browser_cdp": ("CONFORMANCE_BROWSER_CDP", ("http://", "https://", "ws://", "wss://"))}
+
+
 def pytest_configure(config):
     _CONFIG["config"] = config  # pytest_runtest_logreport is given no config; one configured run per process
+    for dest, (variable, schemes) in BROWSER_OPTIONS.items():
+        url = config.getoption(dest, None)
+        if url is None:
+            continue
+        if not url.startswith(schemes):
+            raise pytest.UsageError(f"--{dest.replace('_', '-')} {url!r}: expected a URL starting with "
+                                    f"{' or '.join(schemes)}")
+        os.environ[variable] = url   # read where the browser is opened: this process and xdist workers alike
     state_of(config)
     path = config.getoption("conformance_report", None)
     if path and not hasattr(config, "workerinput"):   # refused now, not after every case has run

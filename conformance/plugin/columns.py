@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import DeviceError
+from conformance.gpu.backends import unavailable
 from conformance.gpu.device import adapters_of, devices, probe_compute
 
 #: Adapter backend names (as reported) to --device names.
@@ -32,10 +33,13 @@ class Column:
 
 def expand(webgpu: str, backend: str, adapter: str | None) -> tuple[list[Column], list[str]]:
     """(the columns of ``--webgpu``/``--device``/``--adapter``, why implementations or adapters were left out)."""
-    implementations = list(WEBGPU) if webgpu == "all" else [webgpu]
+    implementations, notes = [webgpu], []
+    if webgpu == "all":   # every implementation that can run here; the others are left out, with why
+        implementations = [w for w in WEBGPU if not unavailable(w)]
+        notes = [f"{w}: {unavailable(w)}" for w in WEBGPU if unavailable(w)]
     if backend != "all":
-        return [Column(w, backend, adapter) for w in implementations], []
-    columns, notes = [], []
+        return [Column(w, backend, adapter) for w in implementations], notes
+    columns = []
     for w in implementations:
         try:
             found = adapters_of(w, "auto", adapter)

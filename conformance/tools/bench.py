@@ -465,11 +465,11 @@ def format_table(result: dict) -> str:
         if run.get("truncated"):
             lines.append(f"  TRUNCATED: {run['truncated']}")
         lines += [f"  FAILED CALL: {f}" for f in run.get("failed_calls", [])]
-    lines.append(f"{'package':<24}{'v':>2} {'webgpu':<7}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
+    lines.append(f"{'package':<24}{'v':>2} {'webgpu':<9}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
                  f"{'GB/s':>9}{'spread':>8}{'/best-copy':>12}{'/copy-shader':>14}{'/copy-buffer':>14}")
     for r in result["rows"]:
         n = int(np.prod(r["shape"]))
-        head = (f"{r['package']:<24}{r.get('version', 1):>2} {r.get('webgpu', 'wgpu'):<7}{r['variant']:<20}"
+        head = (f"{r['package']:<24}{r.get('version', 1):>2} {r.get('webgpu', 'wgpu'):<9}{r['variant']:<20}"
                 f"{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}")
         if r.get("error"):
             lines.append(head + f"  BENCH ERROR, not a result: {r['error']}")

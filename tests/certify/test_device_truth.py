@@ -96,10 +96,10 @@ def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
     slugs = sorted(c["column"] for c in data["columns"])
-    assert slugs == ["chromium-vulkan-swiftshader", "dawn-vulkan-llvmpipe", "wgpu-gl-llvmpipe",
-                     "wgpu-vulkan-llvmpipe"], slugs
+    assert slugs == ["chromium-vulkan-swiftshader", "dawn-vulkan-llvmpipe", "firefox-vulkan-fallback",
+                     "wgpu-gl-llvmpipe", "wgpu-vulkan-llvmpipe"], slugs
     assert all(c["conforms"] and c["totals"]["passed"] == 3 for c in data["columns"])
-    assert len(data["matrix"]["columns"]) == 4
+    assert len(data["matrix"]["columns"]) == 5
     assert report.with_suffix(".md").read_text().startswith("# Conformance matrix")
     assert "left out: dawn: llvmpipe" in proc.stdout  # Dawn's GL adapters are compatibility-mode only
 
@@ -110,7 +110,7 @@ def test_a_column_that_cannot_certify_is_one_clear_error_not_a_failure_per_case(
            "no:cacheprovider", "--device=metal", "--webgpu=all", "-k", "Gelu/f32/X[5]"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and " failed" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
-    for webgpu in ("wgpu", "dawn", "chromium"):
+    for webgpu in ("wgpu", "dawn", "chromium", "firefox"):
         assert f"column {webgpu}-metal: ERROR: no {webgpu} adapter for --device=metal" in proc.stdout
 
 

@@ -90,7 +90,7 @@ def test_webgpu_option_takes_a_list_or_all():
     import pytest
 
     from conformance.cli.bench import webgpu_list
-    assert webgpu_list("wgpu,dawn") == ["wgpu", "dawn"] and webgpu_list("all") == ["wgpu", "dawn", "chromium"]
+    assert webgpu_list("wgpu,dawn") == ["wgpu", "dawn"] and webgpu_list("all") == ["wgpu", "dawn", "chromium", "firefox"]
     with pytest.raises(argparse.ArgumentTypeError):
         webgpu_list("wgpu,naga")
 

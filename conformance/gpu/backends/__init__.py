@@ -10,8 +10,12 @@ Each module here offers ``enumerate_adapters()`` in that model:
 
 * ``wgpu``: wgpu-native through wgpu-py (naga compiles WGSL; Firefox's engine);
 * ``dawn``: Dawn through ``dawn-python`` (Tint compiles WGSL; Chrome's engine, native);
-* ``chromium``: a headless Chromium page through Playwright (Blink's validation, Dawn's wire, Tint's
-  robustness transforms: what a web page runs on).
+* ``chromium``: a Chromium page driven by Playwright (Blink's validation, Dawn's wire, Tint's
+  robustness transforms: what a web page runs on), local, on a Playwright server or over CDP;
+* ``firefox``: a headless Firefox at the suite's served page (Gecko's WebGPU: wgpu and naga behind its IPC);
+* ``page:<id>``: a page any browser opened at ``python -m conformance serve``'s URL (``served.PAGES``).
+
+The browser columns share one object model (``page.py``) and one page runtime (``page_runtime.js``).
 
 Modules load on selection (by name, :func:`enumerate_adapters`): each brings its own optional dependency.
 """
@@ -19,20 +23,39 @@ Modules load on selection (by name, :func:`enumerate_adapters`): each brings its
 from __future__ import annotations
 
 import importlib
+import os
 
 from conformance.config import install_hint
 from conformance.errors import DeviceError
 
 #: ``--webgpu`` name -> module offering ``enumerate_adapters()``.
 IMPLEMENTATIONS = {"wgpu": "conformance.gpu.backends.wgpu_native", "dawn": "conformance.gpu.backends.dawn",
-                   "chromium": "conformance.gpu.backends.chromium"}
+                   "chromium": "conformance.gpu.backends.chromium", "firefox": "conformance.gpu.backends.firefox"}
 #: What to install for each, said when it cannot load.
 INSTALL = {"wgpu": install_hint("wgpu"), "dawn": install_hint("pydawn"),
-           "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)"}
+           "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)",
+           "firefox": "apt-get install -y firefox-esr"}
+PAGE_PREFIX = "page:"
+#: The browser each browser implementation runs (Debian's packages; Playwright's own downloads are never used).
+EXECUTABLES = {"chromium": "/usr/bin/chromium", "firefox": "/usr/bin/firefox-esr"}
+
+
+def unavailable(webgpu: str) -> str | None:
+    """Why ``webgpu`` cannot run here, found without starting anything (its browser is not installed), or None."""
+    exe = EXECUTABLES.get(webgpu)
+    if exe and not os.access(exe, os.X_OK):
+        return f"{exe} is not installed ({INSTALL[webgpu]})"
+    return None
 
 
 def enumerate_adapters(webgpu: str) -> list:
     """Every adapter the WebGPU implementation ``webgpu`` offers on this machine."""
+    if webgpu.startswith(PAGE_PREFIX):
+        from_page = importlib.import_module("conformance.gpu.backends.served").enumerate_page_adapters
+        try:
+            return list(from_page(webgpu[len(PAGE_PREFIX):]))
+        except Exception as exc:  # the page's own errors (it may be gone)
+            raise DeviceError(f"cannot reach {webgpu}: {exc}") from None
     if webgpu not in IMPLEMENTATIONS:
         raise DeviceError(f"unknown WebGPU implementation {webgpu!r}; expected one of {', '.join(IMPLEMENTATIONS)}")
     try:

@@ -1,18 +1,28 @@
-// The page side of browser_backend.py: an object table keyed by integer ids (allocated in Python)
-// and a batch runner, so one CDP Runtime.evaluate carries many WebGPU calls (round trips are the cost).
+// The page side of backends/page.py, the one runtime of every browser column: an object table keyed by
+// integer ids (allocated in Python) and a batch runner, so one round trip carries many WebGPU calls.
+// The transport is not its concern: Playwright hands batches to window.__wgpu.run over CDP (chromium.py),
+// a served page fetches them from the suite's server and posts the answers back (served_page.js).
 //
 // A command is [op, devId, ...args]. devId != 0 puts the command under error scopes of that
 // device; consecutive commands of one device share one set of scopes (a "segment"), and
 // CHECKED ops get a segment of their own, so their errors are attributed to them exactly.
 // Bytes travel as {b64: "..."} inline, or {blob: token} through the Python HTTP server
-// (GET /blob/<token> to upload, POST a Blob to download: both far faster than a big string).
+// (GET <blobBase><token> to upload, POST a Blob to download: both far faster than a big string).
 "use strict";
 
 (() => {
   const T = new Map();          // id -> GPU object
   const LOST = new Map();       // device id -> "reason: message"
   const UNCAPTURED = [];        // errors no scope caught (should stay empty)
+  let EPOCH = 0;                // bumped by reset: the session the devices made since belong to
+  // Read-back buffers mapped ahead: when one is mapped, every other unmapped MAP_READ buffer of its device starts
+  // mapping too, so a run's several read-backs resolve together (Firefox resolves mappings on a ~100 ms timer:
+  // one round of it per read-back otherwise). A buffer mapped ahead is unmapped before any submit or write.
+  const AHEAD = new Map();      // buffer id -> [device, promise of true when mapped]
+  const OWNER = new WeakMap();  // buffer -> its device
+  const DESTROYED = new WeakSet();
   let INLINE_LIMIT = 128 * 1024;  // set by Python with each batch
+  let BLOB_BASE = "blob/";        // relative to the page: the server's blob store (per page on a served one)
   const CHECKED = new Set(["createShaderModule", "createComputePipeline", "mapAsync", "readBuffer",
                            "requestDevice", "probeEncoderTimestamps", "workDone"]);
   const get = (id) => {
@@ -24,7 +34,7 @@
   async function pack(u8) {
     if (u8.byteLength <= INLINE_LIMIT) return { b64: u8.toBase64() };
     const token = "d" + crypto.randomUUID();
-    const r = await fetch("/blob/" + token, { method: "POST", body: new Blob([u8]) });
+    const r = await fetch(BLOB_BASE + token, { method: "POST", body: new Blob([u8]) });
     if (!r.ok) throw new Error(`download of ${u8.byteLength} bytes failed: HTTP ${r.status}`);
     return { blob: token };
   }
@@ -34,6 +44,24 @@
     const u8 = uploads.get(ref.blob);
     if (!u8) throw new Error(`upload ${ref.blob} missing`);
     return u8;
+  }
+
+  function mapAhead(d, except) {
+    for (const [id, b] of T) {
+      if (id === except || AHEAD.has(id) || !(b instanceof GPUBuffer) || OWNER.get(b) !== d || DESTROYED.has(b) ||
+          !(b.usage & GPUBufferUsage.MAP_READ) || b.mapState !== "unmapped") continue;
+      d.pushErrorScope("validation");   // nothing of a mapping ahead may land in the scopes of the batch
+      AHEAD.set(id, [d, b.mapAsync(GPUMapMode.READ).then(() => true, () => false)]);
+      d.popErrorScope().catch(() => null);
+    }
+  }
+
+  async function unmapAhead(d) {   // before a submit or a write: what was mapped ahead is unmapped
+    for (const [id, [dev, mapped]] of [...AHEAD]) {
+      if (dev !== d) continue;
+      AHEAD.delete(id);
+      if (await mapped) { const b = T.get(id); if (b && !DESTROYED.has(b)) b.unmap(); }
+    }
   }
 
   function infoOf(adapter) {
@@ -61,8 +89,11 @@
       if (!a) throw new Error("navigator.gpu.requestAdapter() returned null");
       const dev = await a.requestDevice({ label, requiredFeatures, requiredLimits });
       T.set(id, dev);
-      dev.lost.then((i) => LOST.set(id, `${i.reason}: ${i.message}`));
-      dev.onuncapturederror = (e) => UNCAPTURED.push({ dev: id, message: `${e.error.constructor.name}: ${e.error.message}` });
+      const epoch = EPOCH;
+      dev.lost.then((i) => { if (epoch === EPOCH) LOST.set(id, `${i.reason}: ${i.message}`); });
+      dev.onuncapturederror = (e) => {
+        if (epoch === EPOCH) UNCAPTURED.push({ dev: id, message: `${e.error.constructor.name}: ${e.error.message}` });
+      };
       return { features: [...dev.features], limits: limitsOf(dev.limits) };
     },
     async probeEncoderTimestamps(d) {
@@ -88,11 +119,18 @@
       } catch (x) { return `${x.name}: ${x.message}`; }
       finally { qs.destroy(); res.destroy(); rb.destroy(); }
     },
-    drop(_d, ids) { for (const id of ids) T.delete(id); },
-    destroy(_d, id) { const o = T.get(id); if (o) o.destroy(); },
+    drop(_d, ids) { for (const id of ids) { T.delete(id); AHEAD.delete(id); } },
+    reset() {  // a new session on a page that lived through the last one: nothing of it is reachable any more
+      EPOCH++;   // late losses and errors of the old devices must not land on the new session's ids
+      for (const o of T.values()) if (o instanceof GPUDevice) o.destroy();
+      T.clear(); LOST.clear(); AHEAD.clear(); UNCAPTURED.length = 0;
+    },
+    destroy(_d, id) { const o = T.get(id); if (o) { DESTROYED.add(o); AHEAD.delete(id); o.destroy(); } },
 
     createBuffer(d, id, label, size, usage, mappedAtCreation) {
-      T.set(id, d.createBuffer({ label, size, usage, mappedAtCreation }));
+      const b = d.createBuffer({ label, size, usage, mappedAtCreation });
+      OWNER.set(b, d);
+      T.set(id, b);
     },
     createBufferWithData(d, id, label, size, usage, data, uploads) {
       const b = d.createBuffer({ label, size, usage, mappedAtCreation: true });
@@ -100,17 +138,24 @@
       b.unmap();
       T.set(id, b);
     },
-    writeBuffer(d, id, offset, data, uploads) { d.queue.writeBuffer(get(id), offset, unpack(data, uploads)); },
-    async mapAsync(_d, id, mode, offset, size) {
+    async writeBuffer(d, id, offset, data, uploads) {
+      await unmapAhead(d);
+      d.queue.writeBuffer(get(id), offset, unpack(data, uploads));
+    },
+    async mapAsync(d, id, mode, offset, size) {
       const b = get(id);
       size = size ?? undefined;  // null would mean 0 bytes to WebGPU; undefined means "to the end"
-      await b.mapAsync(mode, offset, size);
+      const ahead = AHEAD.get(id);
+      AHEAD.delete(id);
+      if (mode & GPUMapMode.READ) mapAhead(d, id);
+      if (!(ahead && await ahead[1])) await b.mapAsync(mode, offset, size);   // else: mapped whole, ahead
       if (mode & GPUMapMode.READ) return await pack(new Uint8Array(b.getMappedRange(offset, size)).slice());
       return null;
     },
     unmap(_d, id, range, writes, uploads) {
       // writes made with write_mapped are sent with the unmap: [bufferOffset, data], range = the mapped [offset, size]
       const b = get(id);
+      AHEAD.delete(id);
       if (writes.length) {
         const view = new Uint8Array(b.getMappedRange(range[0], range[1] ?? undefined));
         for (const [offset, data] of writes) view.set(unpack(data, uploads), offset - range[0]);
@@ -173,7 +218,7 @@
     resolveQuerySet(_d, enc, qs, first, count, dst, offset) { get(enc).resolveQuerySet(get(qs), first, count, get(dst), offset); },
     writeTimestamp(_d, enc, qs, index) { get(enc).writeTimestamp(get(qs), index); },
     finish(_d, enc, id, label) { T.set(id, get(enc).finish({ label })); T.delete(enc); },
-    submit(d, ids) { d.queue.submit(ids.map(get)); for (const id of ids) T.delete(id); },
+    async submit(d, ids) { await unmapAhead(d); d.queue.submit(ids.map(get)); for (const id of ids) T.delete(id); },
   };
 
   const pushScopes = (d) => { d.pushErrorScope("internal"); d.pushErrorScope("out-of-memory"); d.pushErrorScope("validation"); };
@@ -184,7 +229,7 @@
   async function run(cmds, uploadTokens, inlineLimit) {
     INLINE_LIMIT = inlineLimit;
     const uploads = new Map(await Promise.all(uploadTokens.map(async (t) => {
-      const r = await fetch("/blob/" + t);
+      const r = await fetch(BLOB_BASE + t);
       if (!r.ok) throw new Error(`upload ${t} failed: HTTP ${r.status}`);
       return [t, new Uint8Array(await r.arrayBuffer())];
     })));
@@ -230,5 +275,5 @@
     return { results, errors, lost };
   }
 
-  window.__wgpu = { run, objects: () => T.size };
+  window.__wgpu = { run, objects: () => T.size, setBlobBase: (b) => { BLOB_BASE = b; } };
 })();

@@ -1,0 +1,103 @@
+"""``serve [--specs DIR] [--host H] [--port N] [--report DIR]``: a URL that makes any browser that opens it a column."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conformance.certify import report
+from conformance.errors import ConformanceError
+from conformance.engine.package import REPO_SPECS
+from conformance.gpu.backends.served import PageServer
+from conformance.gpu.device import devices
+from conformance.plugin.expectations import id_pattern
+from conformance.tools.serve import ColumnRun, load_packages
+
+PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it ends)
+
+
+def _serve(args) -> int:
+    patterns = [id_pattern(g) for g in args.cases or ()]
+    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy,
+                             (lambda i: any(p.fullmatch(i) for p in patterns)) if patterns else None)
+    report_dir = Path(args.report) if args.report else None
+    if report_dir is not None:   # refused now, not once the columns have run
+        report.check_paths(report_dir / "column.json")
+    runs: list[ColumnRun] = []
+    lock = threading.Lock()
+
+    def on_page(client):
+        run = ColumnRun(client, packages, report_dir, reconnect_timeout=args.reconnect_timeout)
+        with lock:
+            runs.append(run)
+        threading.Thread(target=run.run, name=f"column-{client.id}", daemon=True).start()
+
+    try:
+        server = PageServer(args.host, args.port, timeout=args.timeout, on_page=on_page)
+    except OSError as err:
+        raise ConformanceError(f"--host {args.host} --port {args.port}: cannot listen there ({err})") from None
+    total = sum(len(c) for _, c in packages)
+    print(f"serving {len(packages)} package(s), {total} cases a column; open this URL in each browser to certify:\n"
+          f"  {server.url}\n(requests without its token are refused; Ctrl-C stops)", flush=True)
+    shown: dict[str, int] = {}
+    try:
+        while True:
+            with lock:
+                current = list(runs)
+            for run in current:
+                _progress(run, shown)
+            finished = [r for r in current if r.done.is_set()]
+            if args.columns and len(finished) >= args.columns:
+                break
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\ninterrupted: columns still running are not reported", file=sys.stderr)
+    finally:
+        server.close()
+        devices.release()
+    finished = [r for r in runs if r.done.is_set()]
+    for run in finished:
+        print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: {report.device_line(run.data['device'])}")
+        if report_dir is not None:
+            print(f"  report: {report_dir / (run.slug + '.json')}")
+    if server.refused:
+        print(f"refused {server.refused} request(s) without the token")
+    return 0 if finished and all(r.data["conforms"] for r in finished) else 1
+
+
+def _progress(run: ColumnRun, shown: dict) -> None:
+    """A line when a column connects, every 1/PROGRESS_STEPS of its cases, and when it ends."""
+    done, step = len(run.verdicts), max(1, run.total // PROGRESS_STEPS)
+    last = shown.get(run.client.id)
+    if last is None:
+        print(f"{run.client.id}: connected: {run.client.user_agent}", flush=True)
+    if run.device and (run.client.id, "device") not in shown:
+        shown[(run.client.id, "device")] = True
+        print(f"{run.slug}: device: {run.device}", flush=True)
+    if last is not None and (done == last or (done // step == last // step and done < run.total)):
+        return
+    shown[run.client.id] = done
+    if last is not None or done:
+        print(f"{run.slug}: {done} / {run.total} cases, {run.failed} failed so far", flush=True)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve a page: every browser that opens its URL runs the cases as one column")
+    p.add_argument("--specs", default=None, help="packages to certify (default: the shipped ones)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for other machines of the network)")
+    p.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    p.add_argument("--report", default=None, help="write each column's report here as <column>.json and .md")
+    p.add_argument("--columns", type=int, default=0, help="exit once this many columns have finished (default: "
+                                                          "serve until Ctrl-C)")
+    p.add_argument("--cases", action="append", default=None, metavar="GLOB",
+                   help="only the case ids matching GLOB (* and ? wildcards; repeat for more)")
+    p.add_argument("--run-heavy", action="store_true", help="include the cases with hundreds of MB of buffers")
+    p.add_argument("--timeout", type=float, default=25.0,
+                   help="seconds a page may take to answer one batch before the case fails (default 25)")
+    p.add_argument("--reconnect-timeout", type=float, default=600.0,
+                   help="seconds a column waits for its page to come back (a reload, a crashed tab) before its "
+                        "remaining cases are not run (default 600)")
+    p.set_defaults(func=_serve)

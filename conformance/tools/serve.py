@@ -1,0 +1,137 @@
+"""Certify on any browser that opens a URL: every page that says hello to the server is a column.
+
+Python plans, renders and generates inputs as for every column; the page runs the commands through its own
+``navigator.gpu`` (``conformance.gpu.backends.served``) and Python judges what it sends back with the same
+checker, device model (the page's adapter features and limits), guards and timeouts as the other columns. One
+thread per column runs its cases in order; a reload of the page (or a crashed tab opened again) resumes with the
+next case, the case in flight failing with why. Each column writes its report (``<column>.json`` + ``.md``),
+which ``python -m conformance merge`` takes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cases as case_generator
+from cases.golden import CASES_DIR, load_matching_golden
+from conformance.certify import report
+from conformance.certify.checker import Checker
+from conformance.certify.implementations import ManifestImplementation
+from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
+from conformance.certify.testjson import load_test_cases
+from conformance.engine.manifest import load_manifest
+from conformance.engine.package import Package, find_package_dirs, manifest_path
+from conformance.errors import ConformanceError
+from conformance.gpu.backends import PAGE_PREFIX
+from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engine_of
+from conformance.gpu.device import probe_compute
+
+
+def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple[Package, list]]:
+    """[(package, its cases)] under ``specs``: golden cases where they match, else generated; heavy ones only with
+    ``run_heavy``; only ids for which ``keep(id)`` is true when given. A package that does not load is an error
+    naming it."""
+    found = find_package_dirs(specs)
+    if not found:
+        raise ConformanceError(f"--specs {specs}: no kernel package found")
+    out = []
+    for directory in found:
+        package = Package(manifest_path(directory).parent, load_manifest(manifest_path(directory)))
+        loaded, _ = load_matching_golden(CASES_DIR, package)
+        generated = (loaded if loaded is not None else case_generator.generate(package)) + load_test_cases(package)
+        out.append((package, [c for c in generated if (run_heavy or not c.heavy)
+                              and (keep is None or keep(c.id))]))
+    return out
+
+
+def judge(checker: Checker, case, package: Package) -> dict:
+    """One case's verdict (as the report stores it): the checker's, with its exceptions turned into statuses."""
+    verdict = verdict_for(case)
+    try:
+        checker.check(case, package, verdict)
+    except CaseFailed as err:
+        verdict.status, verdict.detail, verdict.divergence = "failed", str(err), err.divergence
+    except CaseSkipped as err:
+        verdict.status, verdict.detail = "skipped", str(err)
+    except CaseNotApplicable as err:
+        verdict.status, verdict.detail = "not-applicable", str(err)
+    except ConformanceError as err:
+        verdict.status, verdict.detail = "failed", f"{type(err).__name__}: {err}"
+    except Exception as err:  # noqa: BLE001 -- a bug of the suite or a page's doing: this case's failure
+        verdict.status, verdict.detail = "failed", f"unexpected {type(err).__name__}: {err}"
+    return verdict.as_dict()
+
+
+@dataclass
+class ColumnRun:
+    """One page's column: its cases run in order, its progress, its report."""
+
+    client: PageClient
+    packages: list
+    report_dir: Path | None
+    reconnect_timeout: float = 600.0
+    verdicts: list = field(default_factory=list)
+    error: str | None = None
+    device: str | None = None     # the adapter, once the page answered
+    data: dict | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def total(self) -> int:
+        return sum(len(c) for _, c in self.packages)
+
+    @property
+    def slug(self) -> str:
+        engine = engine_of(self.client.user_agent).split()[0].lower()
+        return f"{engine}-{self.client.id}"
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for v in self.verdicts if v["status"] == "failed")
+
+    def _show(self, verdict: str | None = None) -> None:
+        self.client.progress = {"column": self.slug, "done": len(self.verdicts), "total": self.total,
+                                "failed": self.failed, **({"verdict": verdict} if verdict else {})}
+
+    def run(self) -> dict:
+        """Run every case on the page, write the report; the report's data."""
+        webgpu = PAGE_PREFIX + self.client.id
+        PAGES[self.client.id] = backend = PageBackend(self.client, connect_timeout=self.reconnect_timeout)
+        impl = ManifestImplementation(device="auto", webgpu=webgpu)
+        checker = Checker(impl)
+        self._show()
+        try:
+            self.error = probe_compute(impl.device)   # the device the cases will run on: describe() names it
+        except ConformanceError as err:
+            self.error = str(err)
+        self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
+        for package, cases in self.packages:
+            for case in cases:
+                if self.error or not self.client.wait_alive(self.reconnect_timeout):
+                    why = self.error or f"the page stopped polling (not back within {self.reconnect_timeout:g} s)"
+                    self.verdicts.append({**verdict_for(case).as_dict(), "status": "not-run", "detail": why})
+                else:
+                    self.verdicts.append(judge(checker, case, package))
+                self._show()
+        self.data = report.build(self.verdicts, identity=[p.identity for p, _ in self.packages],
+                                 device=impl.describe(), implementation="manifest-runtime",
+                                 skipped_reasons=dict(Counter(v["detail"] for v in self.verdicts
+                                                              if v["status"] == "skipped")),
+                                 deselected_heavy=0)
+        self.data["column"] = self.slug
+        self.data["user_agent"] = self.client.user_agent
+        if self.error:
+            self.data.update(error=self.error, conforms=False, result="does-not-conform")
+        if self.report_dir is not None:
+            report.write(self.data, self.report_dir / f"{self.slug}.json")
+        self._show(f"{self.data['result']} ({self.summary()})")
+        backend.close()
+        self.done.set()
+        return self.data
+
+    def summary(self) -> str:
+        counts = Counter(v["status"] for v in self.verdicts)
+        return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
