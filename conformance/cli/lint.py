@@ -11,6 +11,7 @@ from conformance.config import default_backend
 from conformance.engine.package import REPO_SPECS
 from conformance.errors import DeviceError
 from conformance.gpu.device import get_device
+from conformance.tools.jsjinja import EngineUnavailable, open_engine
 from conformance.tools.lint import Finding, lint
 
 
@@ -23,11 +24,26 @@ def _lint(args) -> int:
             device = get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu)
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
-    findings += lint(Path(args.dir), device)
+    engine, compared, js = None, {}, "JS check off (--no-js)"
+    if not args.no_js:
+        try:
+            engine = open_engine()
+            js = f"checked against {engine.label}"
+        except EngineUnavailable as err:
+            js = f"portable-subset check skipped: {err}"
+            print(f"lint: {js}", file=sys.stderr)
+    try:
+        findings += lint(Path(args.dir), device, engine, compared)
+    finally:
+        if engine is not None:
+            engine.close()
     for f in findings:
         print(f)
+    for name, stats in compared.items():
+        print(f"lint: {name}: {stats.contexts} template contexts and {stats.expressions} expression evaluations "
+              f"compared with {engine.label}", file=sys.stderr)
     where = f"{device.summary['adapter']} through {device.webgpu}" if device else "no device, not compiled"
-    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}, {time.perf_counter() - start:.1f}s)",
+    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}; {js}; {time.perf_counter() - start:.1f}s)",
           file=sys.stderr)
     return 1 if findings else 0
 
@@ -41,4 +57,6 @@ def register(sub) -> None:
     p.add_argument("--adapter", default=None)
     add_webgpu(p, default=None)
     p.add_argument("--no-compile", action="store_true", help="render and check bindings, but open no device")
+    p.add_argument("--no-js", action="store_true", help="skip the portable-subset check (templates and expressions "
+                                                        "against @huggingface/jinja in Node)")
     p.set_defaults(func=_lint)

@@ -83,7 +83,7 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         self.sources: dict[str, str] = {}   # every template this render loaded (includes too): name -> sha256
         # (source, filename, uptodate): the filename lets errors name the template's line
         super().__init__(loader=FunctionLoader(self._load),
-                         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False,
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
@@ -164,6 +164,40 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+class _ObservedSandbox(_TemplateSandbox):
+    """The sandbox telling ``observe(kind, value, line)`` each value a ``{{ }}`` writes (kind ``"output"``) and
+    each intercepted operation (``"binop"``: operator, left, right, result), with the template line (None for a
+    constant Jinja folds while compiling). The portable-subset check uses it to name what a JS engine renders
+    differently."""
+
+    def __init__(self, package: Package, observe):
+        super().__init__(package)
+        self._observe = observe
+        self.finalize = self._finalize
+
+    def _line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = self._by_file.get(frame.f_code.co_filename)
+            if name is not None:
+                return self.get_template(name).get_corresponding_lineno(frame.f_lineno)
+            frame = frame.f_back
+        return None
+
+    @property
+    def _by_file(self) -> dict[str, str]:
+        return {str(self.package.template_path(n)): n for n in self.sources}
+
+    def _finalize(self, value):
+        self._observe("output", value, self._line())
+        return value
+
+    def call_binop(self, context, operator, left, right):
+        result = super().call_binop(context, operator, left, right)
+        self._observe("binop", (operator, left, right, result), self._line())
+        return result
+
+
 def _str_call_bound(owner: str, method: str, args: tuple) -> int:
     """An upper bound on the length of ``owner.method(*args)`` for the methods that can grow a string."""
     ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
@@ -237,9 +271,15 @@ def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     return render_with_sources(package, plan, pass_plan)[0]
 
 
-def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
+def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) -> str:
+    """The WGSL, with ``observe(kind, value, line)`` told every output value and operation (``_ObservedSandbox``)."""
+    return render_with_sources(package, plan, pass_plan, observe)[0]
+
+
+def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan,
+                        observe=None) -> tuple[str, dict[str, str]]:
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
-    env = _TemplateSandbox(package)
+    env = _ObservedSandbox(package, observe) if observe else _TemplateSandbox(package)
     name = pass_plan.shader
     spent_key = package
     if _SPENT.get(spent_key, 0.0) > PACKAGE_RENDER_BUDGET:
