@@ -267,8 +267,14 @@ def template_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
-    return render_with_sources(package, plan, pass_plan)[0]
+def render(package: Package, plan: Plan, pass_plan: PassPlan, sandbox: "_TemplateSandbox | None" = None) -> str:
+    """The WGSL; renders that pass the same ``sandbox()`` compile each template once."""
+    return render_with_sources(package, plan, pass_plan, sandbox=sandbox)[0]
+
+
+def sandbox(package: Package) -> _TemplateSandbox:
+    """A template environment for many renders of one package (each still under every per-render limit)."""
+    return _TemplateSandbox(package)
 
 
 def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) -> str:
@@ -276,10 +282,10 @@ def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) 
     return render_with_sources(package, plan, pass_plan, observe)[0]
 
 
-def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan,
-                        observe=None) -> tuple[str, dict[str, str]]:
+def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan, observe=None,
+                        sandbox: _TemplateSandbox | None = None) -> tuple[str, dict[str, str]]:
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
-    env = _ObservedSandbox(package, observe) if observe else _TemplateSandbox(package)
+    env = _ObservedSandbox(package, observe) if observe else sandbox or _TemplateSandbox(package)
     name = pass_plan.shader
     spent_key = package
     if _SPENT.get(spent_key, 0.0) > PACKAGE_RENDER_BUDGET:

@@ -25,7 +25,7 @@ from conformance.engine.expressions import SANDBOX, Absent, Builtin, Compiled, E
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.gpu.render import context, render, render_observed
+from conformance.gpu.render import context, render, render_observed, sandbox
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
@@ -59,7 +59,7 @@ CONSTRUCTS = {
 @dataclass
 class Stats:
     contexts: int = 0      # distinct (template, context) pairs rendered by both engines
-    expressions: int = 0   # (expression, call) evaluations compared
+    expressions: int = 0   # evaluations compared: per expression, one per distinct value of the names it reads
 
 
 # -- the values both sides see ----------------------------------------------------------------------
@@ -208,17 +208,56 @@ class _Difference:
     used_by: set = field(default_factory=set)
 
 
+def reads(tree: nodes.Node) -> tuple[tuple[str, ...], ...]:
+    """The scope paths an inlined expression reads (``("shapes", "X")``, ``("device", "features")`` for f16Ok): two
+    calls that agree on them give it the same value, so it is compared once for both."""
+    found = set()
+
+    def walk(node):
+        path, base = [], node
+        while isinstance(base, nodes.Getattr):
+            path.insert(0, base.attr)
+            base = base.node
+        if isinstance(base, nodes.Name) and path:
+            found.add((base.name, *path))
+            return
+        if isinstance(node, nodes.Name):
+            found.add(("device", "features") if node.name == "f16Ok" else (node.name,))
+        for child in node.iter_child_nodes():
+            walk(child)
+
+    walk(tree)
+    return tuple(sorted(found))
+
+
+def _at(scope, path):
+    value = scope
+    for part in path:
+        if not isinstance(value, (Namespace, dict)) or part not in value:
+            return None
+        value = value[part]
+    return None if isinstance(value, Builtin) else to_json(value)
+
+
 def check_expressions(package: Package, generated, engine, stats: Stats) -> dict[tuple, _Difference]:
     exprs = _Expressions(package.manifest)
-    scopes, jobs, meta = [], [], []
+    paths = [reads(item.tree) for item in exprs.items]
+    scopes, jobs, meta, seen = [], [], [], set()
     for case, base, full in _scopes(package, generated):
         for which, scope in (("base", base), ("full", full)):
             if scope is None:
                 continue
-            index = None
+            index, values = None, {}
             for e, item in enumerate(exprs.items):
                 if item.on_outputs != (which == "base"):
                     continue
+                for p in paths[e]:
+                    if p not in values:
+                        values[p] = json.dumps(_at(scope, p))
+                key = (e, tuple(values[p] for p in paths[e]))
+                if key in seen:
+                    continue
+                seen.add(key)
                 try:
                     value = item.compiled(scope)
                 except ConformanceError:
@@ -269,7 +308,7 @@ def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, s
         if isinstance(result, int) and not isinstance(result, bool) and abs(result) > SAFE_INTEGER:
             out.append((item.pointer, "big-integer", f"`{unparse(node)}` = {result}"))
     if out:
-        return out[:1] if out[0][1] == "big-integer" else out
+        return list({construct: (p, construct, d) for p, construct, d in reversed(out)}.values())  # first of each
     theirs = js.get("error") or f"{js.get('kind')} {json.dumps(js.get('value'))}"
     return [(item.pointer, "other", f"Jinja2 gives {kind(value)} {shown(value)}, {ENGINE} {theirs} "
                                     f"(evaluating `{item.js[:300]}`)")]
@@ -319,10 +358,10 @@ def _contexts(package: Package, generated):
 
 
 def check_templates(package: Package, generated, engine, stats: Stats) -> dict[tuple, _Difference]:
-    rendered, jobs = [], []
+    rendered, jobs, env = [], [], sandbox(package)
     for case, plan, pass_plan, ctx in _contexts(package, generated):
         try:
-            text = render(package, plan, pass_plan)
+            text = render(package, plan, pass_plan, env)
         except ConformanceError:
             continue          # the render check reports it
         rendered.append((case, plan, pass_plan, text))
