@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.engine.package import find_package_dirs
-from conformance.tools.export import MAX_ELEMENTS, export_package
+from conformance.tools.export import MAX_ELEMENTS, METADATA_FILE, export_package
+from conformance.tools.jsjinja import EngineUnavailable, open_engine
 
 
 def _export(args) -> int:
@@ -16,15 +17,26 @@ def _export(args) -> int:
     if args.out and len(dirs) > 1:
         print("error: --out takes one package")
         return 2
-    for directory in dirs:
-        test, bench = export_package(directory, Path(args.out) if args.out else None,
-                                     args.max_elements if args.max_elements is not None else MAX_ELEMENTS)
-        print(f"wrote {test} ({test.stat().st_size} bytes) and {bench}")
+    try:
+        engine = open_engine()
+    except EngineUnavailable as err:
+        engine = None
+        print(f"export: portable-subset check skipped ({err}); metadata.json says so")
+    try:
+        for directory in dirs:
+            test, bench = export_package(directory, Path(args.out) if args.out else None,
+                                         args.max_elements if args.max_elements is not None else MAX_ELEMENTS,
+                                         engine)
+            print(f"wrote {test} ({test.stat().st_size} bytes), {bench} and {test.parent / METADATA_FILE}")
+    finally:
+        if engine is not None:
+            engine.close()
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write test.json and bench.json into a package directory (beside its manifest)")
+    p = sub.add_parser("export", help="write test.json, bench.json and metadata.json into a package directory "
+                                         "(beside its manifest)")
     p.add_argument("package", help="a package directory (either layout), or a directory of packages")
     p.add_argument("--out", default=None, help="write here instead of beside the manifest")
     p.add_argument("--max-elements", type=int, default=None,
