@@ -166,7 +166,8 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
 
 class _ObservedSandbox(_TemplateSandbox):
     """The sandbox telling ``observe(kind, value, line)`` each value a ``{{ }}`` writes (kind ``"output"``) and
-    each intercepted operation (``"binop"``: operator, left, right, result), with the template line (None for a
+    each intercepted operation (``"binop"``: operator, left, right, result; ``"concat"``: the parts ``~`` joins),
+    with the template line (None for a
     constant Jinja folds while compiling). The portable-subset check uses it to name what a JS engine renders
     differently."""
 
@@ -196,6 +197,11 @@ class _ObservedSandbox(_TemplateSandbox):
         result = super().call_binop(context, operator, left, right)
         self._observe("binop", (operator, left, right, result), self._line())
         return result
+
+    def concat(self, parts):
+        parts = list(parts)
+        self._observe("concat", parts, self._line())
+        return super().concat(parts)
 
 
 def _str_call_bound(owner: str, method: str, args: tuple) -> int:

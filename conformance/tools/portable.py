@@ -46,6 +46,12 @@ CONSTRUCTS = {
     "big-integer": ("an integer beyond 2^53", "JavaScript numbers are doubles and round it: keep intermediate "
                                               "values below 2^53, e.g. divide before multiplying (`a <= c // b` "
                                               "for `a * b <= c`)"),
+    "chained": ("a chained comparison", "@huggingface/jinja has no `a < b < c`: write `a < b and b < c`"),
+    "string-order": ("an ordering of strings", "@huggingface/jinja orders numbers only (`<` on strings is an "
+                                               "error): compare strings with `==`, `!=` or `in`"),
+    "concat": ("a boolean or None joined with `~`", "Jinja2 writes True/None, @huggingface/jinja true/null: join "
+                                                   "a string instead (`'true' if x else 'false'`)"),
+    "printf": ("printf-style `%` on a string", "@huggingface/jinja has no string formatting: join with `~`"),
     "boolean": ("a rendered boolean", "Jinja2 writes True/False, @huggingface/jinja true/false: test it "
                                       "(`{% if x %}`) or write `{{ 'true' if x else 'false' }}`"),
     "none": ("a rendered None", "Jinja2 writes None, @huggingface/jinja nothing: test it (`{% if x is none %}`) "
@@ -302,8 +308,16 @@ def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, s
                                                     f"{left % right}, JavaScript {math.fmod(left, right):g}"))
         elif isinstance(node, nodes.Compare):
             operands = [evaluate(node.expr)] + [evaluate(op.expr) for op in node.ops]
-            if any(isinstance(a, tuple) and isinstance(b, tuple) for a, b in zip(operands, operands[1:])):
+            pairs = list(zip(operands, operands[1:], node.ops))
+            if any(isinstance(a, tuple) and isinstance(b, tuple) for a, b, _ in pairs):
                 out.append((item.pointer, "list-equality", f"`{unparse(node)}`"))
+            if len(node.ops) > 1:
+                out.append((item.pointer, "chained", f"`{unparse(node)}`"))
+            if any(isinstance(a, str) and isinstance(b, str) and op.op in _ORDER for a, b, op in pairs):
+                out.append((item.pointer, "string-order", f"`{unparse(node)}`"))
+        elif isinstance(node, nodes.Concat):
+            if any(isinstance(evaluate(n), bool) or evaluate(n) is None for n in node.nodes):
+                out.append((item.pointer, "concat", f"`{unparse(node)}`"))
         result = evaluate(node) if not isinstance(node, (nodes.Const, nodes.Name)) else None
         if isinstance(result, int) and not isinstance(result, bool) and abs(result) > SAFE_INTEGER:
             out.append((item.pointer, "big-integer", f"`{unparse(node)}` = {result}"))
@@ -312,6 +326,9 @@ def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, s
     theirs = js.get("error") or f"{js.get('kind')} {json.dumps(js.get('value'))}"
     return [(item.pointer, "other", f"Jinja2 gives {kind(value)} {shown(value)}, {ENGINE} {theirs} "
                                     f"(evaluating `{item.js[:300]}`)")]
+
+
+_ORDER = ("lt", "lteq", "gt", "gteq")
 
 
 def _numbers(*values) -> bool:
@@ -403,6 +420,7 @@ def _unparsable(package, name: str, source: str, error: str) -> list[tuple]:
         out += [(n.lineno, "import", f"of {n.template.value!r}" if isinstance(n.template, nodes.Const) else "")
                 for n in tree.find_all((nodes.Import, nodes.FromImport))]
         out += [(n.lineno, "include", "") for n in tree.find_all(nodes.Include)]
+        out += [(n.lineno, "chained", "") for n in tree.find_all(nodes.Compare) if len(n.ops) > 1]
     return out or [(None, "other", f"{ENGINE} cannot render it: {error}")]
 
 
@@ -414,7 +432,10 @@ def _rendered_differently(package, plan, pass_plan, ours: str, theirs: str) -> l
         if what == "output":
             construct = _output_construct(value)
             if construct:
-                seen.append((line, construct, f"`{shown(value)}`"))
+                seen.append((line, construct, f"`{value}`"))
+        elif what == "concat":
+            if any(isinstance(p, bool) or p is None for p in value):
+                seen.append((line, "concat", f"of {', '.join(repr(p) for p in value)[:120]}"))
         else:
             operator, left, right, result = value
             if operator == "%" and _numbers(left, right) and right != 0 and left % right != math.fmod(left, right):
@@ -422,6 +443,8 @@ def _rendered_differently(package, plan, pass_plan, ours: str, theirs: str) -> l
                                              f"JavaScript {math.fmod(left, right):g}"))
             elif _numbers(result) and isinstance(result, int) and abs(result) > SAFE_INTEGER:
                 seen.append((line, "big-integer", f"{left} {operator} {right} = {result}"))
+            elif operator == "%" and isinstance(left, str):
+                seen.append((line, "printf", f"`{left[:40]!r} % ...`"))
 
     try:
         render_observed(package, plan, pass_plan, observe)

@@ -69,6 +69,9 @@ def only(found: list[str], where: str, *words: str) -> str:
     ("shapes.X == shapes.Y", "list equality", "`shapes.X == shapes.Y`", "compare the elements"),
     ("numel(shapes.X) * 2 ** 60 + 1 > numel(shapes.X) * 2 ** 60", "an integer beyond 2^53", "+ 1` = ",
      "divide before multiplying"),
+    ("0 <= numel(shapes.X) < 2 ** 40", "a chained comparison", "`0 <= numel(shapes.X) < 2 ** 40`",
+     "`a < b and b < c`"),
+    ('dtypes.T >= "f16"', "an ordering of strings", '`dtypes.T >= "f16"`', "`==`, `!=` or `in`"),
 ])
 def test_a_planted_expression_construct_is_named_with_its_rewrite(specs, engine, predicate, construct, detail,
                                                                   rewrite):
@@ -96,8 +99,14 @@ def test_an_import_is_named_at_its_template_line(specs, engine):
 def test_a_rendered_boolean_is_named_at_its_template_line(specs, engine):
     line = plant_template(specs, "// uses f16: {{ usesF16 }}")
     only(errors(specs, engine), f"{shown(specs / GELU / TEMPLATE)}:{line}: ",
-         "a rendered boolean `false`", "'true' if x else 'false'", "first differs at line",
+         "a rendered boolean `False`", "'true' if x else 'false'", "first differs at line",
          "Jinja2 `// uses f16: False`, @huggingface/jinja `// uses f16: false`")
+
+
+def test_a_boolean_joined_in_a_template_is_named_at_its_line(specs, engine):
+    line = plant_template(specs, '// {{ "uses f16: " ~ usesF16 }}')
+    only(errors(specs, engine), f"{shown(specs / GELU / TEMPLATE)}:{line}: ",
+         "a boolean or None joined with `~` of 'uses f16: ', False", "Jinja2 `// uses f16: False`")
 
 
 def test_shipped_packages_agree_final_newline_included(engine):
