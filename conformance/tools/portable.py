@@ -58,7 +58,8 @@ CONSTRUCTS = {
                                 "instead of writing it"),
     "float": ("a rendered float", "Jinja2 writes Python's repr (1e-05), @huggingface/jinja JavaScript's "
                                   "(0.00001): keep floats out of the text (a uniform), or write them from integers"),
-    "list": ("a rendered list", "Jinja2 writes Python's repr of a list: join it (`{{ xs | join(', ') }}`)"),
+    "list": ("a rendered list", "Jinja2 writes Python's repr (('a', 1.0)), @huggingface/jinja JSON ([\"a\", 1]): "
+                                "join it (`{{ xs | join(', ') }}`)"),
 }
 
 
@@ -471,9 +472,13 @@ def _output_construct(value) -> str | None:
         return "float"
     if isinstance(value, int) and abs(value) > SAFE_INTEGER:
         return "big-integer"
-    if isinstance(value, (list, tuple)):
-        return "list"
+    if isinstance(value, tuple) or isinstance(value, list) and not all(_integer(v) for v in value):
+        return "list"     # a list of integers renders alike: [1, 2]
     return None
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= SAFE_INTEGER
 
 
 # -- all of it --------------------------------------------------------------------------------------
