@@ -22,7 +22,7 @@ SCRIPT = Path(__file__).with_name("jinja_js.mjs")
 #: A directory holding @huggingface/jinja's package.json, for an installed suite with no checkout around it.
 OVERRIDE = "CONFORMANCE_JINJA_JS"
 #: A backstop against a hung engine (an answer for a whole package takes seconds), never a measurement.
-REPLY_TIMEOUT = 600.0
+REPLY_TIMEOUT = 300.0
 NODE_HEAP_MB = 2048
 
 
@@ -70,11 +70,18 @@ class JsJinja:
     def __init__(self, directory: Path, version: str, node: str):
         self.version = version
         self.label = f"{ENGINE} {version}"
-        self._proc = subprocess.Popen(
-            [node, f"--max-old-space-size={NODE_HEAP_MB}", str(SCRIPT), _entry(directory).as_uri()],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._command = [node, f"--max-old-space-size={NODE_HEAP_MB}", str(SCRIPT), _entry(directory).as_uri()]
+        self._start()
+
+    def _start(self) -> None:
+        self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
 
     def request(self, payload: dict) -> list:
+        """The answer's results; EngineFailed if the process dies or hangs (the next request starts a new one, so
+        one package that breaks the engine costs only its own check)."""
+        if self._proc.poll() is not None:
+            self._start()
         line = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             self._proc.stdin.write(line)
@@ -97,6 +104,7 @@ class JsJinja:
             while not out.endswith(b"\n"):
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
+                    self._proc.kill()
                     self.close()
                     raise EngineFailed(f"{ENGINE}: no answer within {REPLY_TIMEOUT:g} s")
                 chunk = os.read(fd, 1 << 20)

@@ -12,6 +12,7 @@ import cases
 from conformance.__main__ import main
 from conformance.engine.package import load_package
 from conformance.tools import portable
+from conformance.tools import jsjinja as portable_errors
 from conformance.tools.jsjinja import OVERRIDE, open_engine
 from conformance.tools.lint import lint
 from tests.gate.conftest import GELU, ROOT, edit_manifest, variant
@@ -141,3 +142,12 @@ def test_lint_reports_what_it_compared(specs, capsys):
     err = capsys.readouterr().err
     assert "lint: com.microsoft.Gelu: 9 template contexts and " in err
     assert "checked against @huggingface/jinja 0.5.11" in err
+
+
+def test_a_dead_engine_is_one_packages_error_and_the_next_request_starts_another(engine):
+    engine._proc.stdin.write(b"not JSON\n")     # what no request sends: the script dies on it
+    engine._proc.stdin.flush()
+    with pytest.raises(portable_errors.EngineFailed, match="(?s)the Node process has exited: .*SyntaxError"):
+        engine._read_line()
+    result = engine.request({"op": "eval", "bytes": {}, "scopes": [{}], "exprs": ["1 + 2"], "jobs": [[0, 0]]})
+    assert result == [{"kind": "number", "value": 3}]
