@@ -141,6 +141,7 @@ class _Expressions:
         self.m = manifest
         self.items: list[_Expression] = []
         self._js: dict[tuple[int, str], tuple[str, tuple[str, ...]]] = {}
+        self._seen: set[tuple[str, int]] = set()
         empty = RuleTable({}, file=manifest.file)
         for out in manifest.outputs:
             for expr in (out.shape, out.rank):
@@ -159,8 +160,9 @@ class _Expressions:
                     self._add(e.tree, e.pointer, table)
 
     def _add(self, tree, pointer, table, on_outputs=False):
-        if any(item.pointer == pointer for item in self.items):   # a binding set shared by variants: once
-            return
+        if (pointer, id(table)) in self._seen:   # a binding set twice in one variant: once (per variant, since
+            return                               # its fields may read the variant's constants)
+        self._seen.add((pointer, id(table)))
         compiled = Evaluator(table, self.m.compilations).compiled(tree, pointer)
         js, pointers = self._text(resolve(self.m.raw, pointer), table, pointer)
         self.items.append(_Expression(pointer, compiled, table.inline(tree, pointer), js, pointers, on_outputs))
