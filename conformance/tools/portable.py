@@ -21,7 +21,7 @@ from jinja2.exceptions import TemplateSyntaxError
 
 from conformance.engine.call import check_types, make_call
 from conformance.engine.dtypes import WGSL_BYTES
-from conformance.engine.expressions import SANDBOX, Absent, Builtin, Compiled, Evaluator, Namespace, RuleTable, unparse
+from conformance.engine.expressions import Absent, Builtin, Compiled, Evaluator, Namespace, RuleTable, unparse
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
@@ -30,6 +30,7 @@ from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
 SAFE_INTEGER = 2 ** 53
+_ORDER = ("lt", "lteq", "gt", "gteq")   # the comparisons @huggingface/jinja refuses on strings
 
 #: construct -> (what it is called in a finding, the rewrite that avoids it)
 CONSTRUCTS = {
@@ -115,11 +116,16 @@ def resolve(raw, pointer: str):
     return raw
 
 
-def exponent_literals(source) -> list[tuple[int, str]]:
-    """(line, text) of every float literal written with an exponent, in expression or template text."""
+#: Parses templates for the constructs a finding names (the render's own sandbox settings, no loader).
+_PARSER = Environment(trim_blocks=True, lstrip_blocks=True)
+
+
+def exponent_literals(source, state: str | None = "variable") -> list[tuple[int, str]]:
+    """(line, text) of every float literal written with an exponent: in an expression (``state="variable"``) or in
+    a template (None)."""
     if not isinstance(source, str):
         return []
-    tokens = SANDBOX.lexer.tokeniter(source, None, state="variable")
+    tokens = _PARSER.lexer.tokeniter(source, None, state=state)
     return [(line, text) for line, token, text in tokens if token == "float" and re.search("[eE]", text)]
 
 
@@ -173,7 +179,7 @@ class _Expressions:
         if not isinstance(source, str):
             return _literal(source), (pointer,)
         parts, pointers, after_dot = [], [pointer], False
-        for _, token, text in SANDBOX.lexer.tokeniter(source, None, state="variable"):
+        for _, token, text in _PARSER.lexer.tokeniter(source, None, state="variable"):
             if token == "name" and not after_dot and text in table.rules:
                 rule = table.rules[text]
                 key = (id(table), text)
@@ -282,10 +288,11 @@ def check_expressions(package: Package, generated, engine, stats: Stats) -> dict
                               "exprs": [i.js for i in exprs.items], "jobs": jobs})
     stats.expressions += len(jobs)
     found: dict[tuple, _Difference] = defaultdict(_Difference)
+    compiled: dict[str, Compiled] = {}
     for (case, scope, item, value), js in zip(meta, results):
         if "error" not in js and _same(value, js):
             continue
-        for pointer, construct, detail in _diagnose(package, item, scope, value, js):
+        for pointer, construct, detail in _diagnose(package, item, scope, value, js, compiled):
             diff = found[(package.manifest.file, pointer, construct)]
             diff.count += 1
             diff.first = diff.first or case.id
@@ -294,7 +301,7 @@ def check_expressions(package: Package, generated, engine, stats: Stats) -> dict
     return found
 
 
-def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, str, str]]:
+def _diagnose(package, item: _Expression, scope, value, js, compiled) -> list[tuple[str, str, str]]:
     """(pointer, construct, detail) for what makes the engines differ on this expression and call."""
     raw, out = package.manifest.raw, []
     for pointer in item.pointers:
@@ -302,7 +309,7 @@ def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, s
             out.append((pointer, "exponent", f"`{text}`"))
     if out:
         return out
-    evaluate = _SubEvaluator(item, scope)
+    evaluate = _SubEvaluator(item, scope, compiled)
     for node in [item.tree, *item.tree.find_all(nodes.Expr)]:
         if isinstance(node, nodes.Mod):
             left, right = evaluate(node.left), evaluate(node.right)
@@ -331,20 +338,16 @@ def _diagnose(package, item: _Expression, scope, value, js) -> list[tuple[str, s
                                     f"(evaluating `{item.js[:300]}`)")]
 
 
-_ORDER = ("lt", "lteq", "gt", "gteq")
-
-
 def _numbers(*values) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 class _SubEvaluator:
-    """Values of the parts of an inlined expression for one call (None where Jinja2 refuses the part alone)."""
+    """Values of the parts of an inlined expression for one call (None where Jinja2 refuses the part alone);
+    ``compiled`` (by text) is shared by the calls of one package: a construct in a predicate meets every call."""
 
-    compiled: dict[str, Compiled] = {}    # by text: a construct planted in a predicate meets it on every call
-
-    def __init__(self, item: _Expression, scope):
-        self.item, self.scope, self.values = item, scope, {}
+    def __init__(self, item: _Expression, scope, compiled: dict[str, Compiled]):
+        self.item, self.scope, self.values, self.compiled = item, scope, {}, compiled
 
     def __call__(self, node):
         text = unparse(node)
@@ -408,13 +411,9 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
     return found
 
 
-_PARSER = Environment(trim_blocks=True, lstrip_blocks=True)
-
-
 def _unparsable(package, name: str, source: str, error: str) -> list[tuple]:
     """Why @huggingface/jinja cannot parse or run a template Jinja2 renders: the constructs it lacks, by line."""
-    out = [(line, "exponent", f"`{text}`") for line, text in
-           ((ln, t) for ln, tok, t in _PARSER.lexer.tokeniter(source, name) if tok == "float" and re.search("[eE]", t))]
+    out = [(line, "exponent", f"`{text}`") for line, text in exponent_literals(source, state=None)]
     try:
         tree = _PARSER.parse(source)
     except TemplateSyntaxError:
