@@ -217,6 +217,7 @@ def _same(py, js: dict) -> bool:
 
 @dataclass
 class _Difference:
+    unit: str = "evaluation"   # what count counts: expression evaluations or template contexts
     count: int = 0
     first: str = ""
     detail: str = ""
@@ -314,7 +315,7 @@ def _diagnose(package, item: _Expression, scope, value, js, compiled) -> list[tu
         if isinstance(node, nodes.Mod):
             left, right = evaluate(node.left), evaluate(node.right)
             if _numbers(left, right) and right != 0 and left % right != math.fmod(left, right):
-                out.append((item.pointer, "modulo", f"`{unparse(node)}` = {left} % {right}: Jinja2 gives "
+                out.append((item.pointer, "modulo", f"`{unparse(node)}` with {left} % {right}: Jinja2 gives "
                                                     f"{left % right}, JavaScript {math.fmod(left, right):g}"))
         elif isinstance(node, nodes.Compare):
             operands = [evaluate(node.expr)] + [evaluate(op.expr) for op in node.ops]
@@ -405,6 +406,7 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
             causes = _rendered_differently(package, plan, pass_plan, text, js["text"])
         for line, construct, detail in causes:
             diff = found[(str(package.template_path(name)), str(line or ""), construct)]
+            diff.unit = "context"
             diff.count += 1
             diff.first = diff.first or f"{case.id}, pass {pass_plan.name}"
             diff.detail = diff.detail or detail
@@ -457,7 +459,24 @@ def _rendered_differently(package, plan, pass_plan, ours: str, theirs: str) -> l
               min(len(ours_lines), len(theirs_lines)))
     where = (f"the WGSL first differs at line {at + 1}: Jinja2 {_line_of(ours_lines, at)}, "
              f"{ENGINE} {_line_of(theirs_lines, at)}")
-    return [(line, c, f"{d}; {where}") for line, c, d in dict.fromkeys(seen)] or [(None, "other", where)]
+    constants = _constant_lines(package.read_template(pass_plan.shader))
+    return [(line or constants.get(d), c, f"{d}; {where}") for line, c, d in dict.fromkeys(seen)] \
+        or [(None, "other", where)]
+
+
+def _constant_lines(source: str) -> dict[str, int]:
+    """`{{ literal }}` outputs Jinja folds while compiling (so no render frame has their line): the backquoted
+    value, as the finding shows it, -> its first template line."""
+    try:
+        tree = _PARSER.parse(source)
+    except TemplateSyntaxError:
+        return {}
+    found = {}
+    for output in tree.find_all(nodes.Output):
+        for const in output.nodes:
+            if isinstance(const, nodes.Const) and not isinstance(const.value, str):
+                found.setdefault(f"`{const.value}`", const.lineno)
+    return found
 
 
 def _line_of(lines: list[str], i: int) -> str:
@@ -493,7 +512,7 @@ def messages(found: dict[tuple, _Difference]) -> list[tuple[str, str, str]]:
         detail = f" {diff.detail}" if diff.detail and construct != "other" else ""
         head = f"not portable to {ENGINE}: {name}{detail}" if construct != "other" else \
             f"{ENGINE} differs: {diff.detail}"
-        tail = f" ({diff.count}x; e.g. case {diff.first}{uses}): {rewrite}"
+        tail = f" ({diff.count} {diff.unit}{'s' if diff.count > 1 else ''}; e.g. case {diff.first}{uses}): {rewrite}"
         out.append((path, where, head + tail))
     return out
 

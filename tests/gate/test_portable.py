@@ -104,6 +104,12 @@ def test_a_rendered_boolean_is_named_at_its_template_line(specs, engine):
          "Jinja2 `// uses f16: False`, @huggingface/jinja `// uses f16: false`")
 
 
+def test_a_rendered_float_literal_is_named_at_its_line_though_jinja_folds_it(specs, engine):
+    line = plant_template(specs, "// epsilon {{ 0.00001 }}")
+    only(errors(specs, engine), f"{shown(specs / GELU / TEMPLATE)}:{line}: ", "a rendered float `1e-05`",
+         "Jinja2 `// epsilon 1e-05`, @huggingface/jinja `// epsilon 0.00001`", "keep floats out of the text")
+
+
 def test_a_boolean_joined_in_a_template_is_named_at_its_line(specs, engine):
     line = plant_template(specs, '// {{ "uses f16: " ~ usesF16 }}')
     only(errors(specs, engine), f"{shown(specs / GELU / TEMPLATE)}:{line}: ",
