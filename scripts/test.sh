@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
 echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
-python3 -m conformance lint specs --device vulkan
+python3 -m conformance lint specs --device vulkan --require-js
 echo "== cases: golden files match the manifests"
 python3 -m cases --check
 echo "== the suite's own tests"

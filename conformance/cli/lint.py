@@ -31,7 +31,10 @@ def _lint(args) -> int:
             js = f"checked against {engine.label}"
         except EngineUnavailable as err:
             js = f"portable-subset check skipped: {err}"
-            print(f"lint: {js}", file=sys.stderr)
+            if args.require_js:
+                findings.append(Finding("<node>", "", f"{err}: the portable-subset check cannot run (--require-js)"))
+            else:
+                print(f"lint: {js}", file=sys.stderr)
     try:
         findings += lint(Path(args.dir), device, engine, compared)
     finally:
@@ -59,4 +62,6 @@ def register(sub) -> None:
     p.add_argument("--no-compile", action="store_true", help="render and check bindings, but open no device")
     p.add_argument("--no-js", action="store_true", help="skip the portable-subset check (templates and expressions "
                                                         "against @huggingface/jinja in Node)")
+    p.add_argument("--require-js", action="store_true", help="an error, not a skip, when Node or @huggingface/jinja "
+                                                             "is missing (CI)")
     p.set_defaults(func=_lint)

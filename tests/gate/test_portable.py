@@ -141,6 +141,9 @@ def test_lint_says_why_the_check_is_skipped(specs, capsys, monkeypatch):
     monkeypatch.setenv(OVERRIDE, str(specs))
     assert main(["lint", str(specs / GELU), "--no-compile"]) == 0
     assert f"skipped: no @huggingface/jinja in {OVERRIDE}={specs}" in capsys.readouterr().err
+    assert main(["lint", str(specs / GELU), "--no-compile", "--require-js"]) == 1      # CI: not a skip
+    assert f"<node>:/: no @huggingface/jinja in {OVERRIDE}={specs}: the portable-subset check cannot run" \
+        in capsys.readouterr().out
 
 
 def test_lint_reports_what_it_compared(specs, capsys):
