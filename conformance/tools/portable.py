@@ -21,7 +21,8 @@ from jinja2.exceptions import TemplateSyntaxError
 
 from conformance.engine.call import check_types, make_call
 from conformance.engine.dtypes import WGSL_BYTES
-from conformance.engine.expressions import Absent, Builtin, Compiled, Evaluator, Namespace, RuleTable, unparse
+from conformance.engine.expressions import (Absent, Builtin, Compilations, Compiled, Evaluator, Namespace, RuleTable,
+                                            unparse)
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
@@ -148,6 +149,10 @@ class _Expressions:
         self.items: list[_Expression] = []
         self._js: dict[tuple[int, str], tuple[str, tuple[str, ...]]] = {}
         self._seen: set[tuple[str, int]] = set()
+        # the check's own compile budget (MAX_COMPILED_NODES), starting from what planning compiled already: rules
+        # compiled on their own here must not use up the manifest's
+        self._compilations = Compilations()
+        self._compilations.by_source = dict(manifest.compilations.by_source)
         empty = RuleTable({}, file=manifest.file)
         for out in manifest.outputs:
             for expr in (out.shape, out.rank):
@@ -169,7 +174,7 @@ class _Expressions:
         if (pointer, id(table)) in self._seen:   # a binding set twice in one variant: once (per variant, since
             return                               # its fields may read the variant's constants)
         self._seen.add((pointer, id(table)))
-        compiled = Evaluator(table, self.m.compilations).compiled(tree, pointer)
+        compiled = Evaluator(table, self._compilations).compiled(tree, pointer)
         js, pointers = self._text(resolve(self.m.raw, pointer), table, pointer)
         self.items.append(_Expression(pointer, compiled, table.inline(tree, pointer), js, pointers, on_outputs))
 
