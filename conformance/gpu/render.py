@@ -167,9 +167,8 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
 class _ObservedSandbox(_TemplateSandbox):
     """The sandbox telling ``observe(kind, value, line)`` each value a ``{{ }}`` writes (kind ``"output"``) and
     each intercepted operation (``"binop"``: operator, left, right, result; ``"concat"``: the parts ``~`` joins),
-    with the template line (None for a
-    constant Jinja folds while compiling). The portable-subset check uses it to name what a JS engine renders
-    differently."""
+    with the template line (None for a constant Jinja folds while compiling). The portable-subset check uses it to
+    name what a JS engine renders differently."""
 
     def __init__(self, package: Package, observe):
         super().__init__(package)
@@ -273,25 +272,28 @@ def template_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def render(package: Package, plan: Plan, pass_plan: PassPlan, sandbox: "_TemplateSandbox | None" = None) -> str:
-    """The WGSL; renders that pass the same ``sandbox()`` compile each template once."""
-    return render_with_sources(package, plan, pass_plan, sandbox=sandbox)[0]
+def render(package: Package, plan: Plan, pass_plan: PassPlan, environment: _TemplateSandbox | None = None) -> str:
+    """The WGSL; renders given the same ``template_environment(package)`` compile each template once."""
+    return _render(environment or _TemplateSandbox(package), package, plan, pass_plan)
 
 
-def sandbox(package: Package) -> _TemplateSandbox:
+def template_environment(package: Package) -> _TemplateSandbox:
     """A template environment for many renders of one package (each still under every per-render limit)."""
     return _TemplateSandbox(package)
 
 
 def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) -> str:
     """The WGSL, with ``observe(kind, value, line)`` told every output value and operation (``_ObservedSandbox``)."""
-    return render_with_sources(package, plan, pass_plan, observe)[0]
+    return _render(_ObservedSandbox(package, observe), package, plan, pass_plan)
 
 
-def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan, observe=None,
-                        sandbox: _TemplateSandbox | None = None) -> tuple[str, dict[str, str]]:
+def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
-    env = _ObservedSandbox(package, observe) if observe else sandbox or _TemplateSandbox(package)
+    env = _TemplateSandbox(package)
+    return _render(env, package, plan, pass_plan), dict(env.sources)
+
+
+def _render(env: _TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     name = pass_plan.shader
     spent_key = package
     if _SPENT.get(spent_key, 0.0) > PACKAGE_RENDER_BUDGET:
@@ -321,4 +323,4 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan, obser
             from None
     finally:
         _SPENT[spent_key] = _SPENT.get(spent_key, 0.0) + time.monotonic() - start
-    return text, dict(env.sources)
+    return text

@@ -26,7 +26,7 @@ from conformance.engine.expressions import (Absent, Builtin, Compilations, Compi
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.gpu.render import context, render, render_observed, sandbox
+from conformance.gpu.render import context, render, render_observed, template_environment
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
@@ -387,7 +387,7 @@ def _contexts(package: Package, generated):
 
 
 def check_templates(package: Package, generated, engine, stats: Stats) -> dict[tuple, _Difference]:
-    rendered, jobs, env = [], [], sandbox(package)
+    rendered, jobs, env = [], [], template_environment(package)
     for case, plan, pass_plan, ctx in _contexts(package, generated):
         try:
             text = render(package, plan, pass_plan, env)
