@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
-echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree"
-python3 -m conformance lint specs --device vulkan
+echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
+python3 -m conformance lint specs --device vulkan --require-js
 echo "== cases: golden files match the manifests"
 python3 -m cases --check
 echo "== the plain-install promise: pip install . into a scratch venv, then --pyargs conformance from an empty directory"

@@ -8,6 +8,7 @@ from conformance.cli.lazy import on_use
 
 find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
 export = on_use("conformance.tools.export")
+jsjinja = on_use("conformance.tools.jsjinja")
 
 
 def _export(args) -> int:
@@ -18,16 +19,26 @@ def _export(args) -> int:
     if args.out and len(dirs) > 1:
         print("error: --out takes one package")
         return 2
-    for directory in dirs:
-        test, bench = export.export_package(directory, Path(args.out) if args.out else None,
-                                            args.max_elements if args.max_elements is not None else
-                                            export.MAX_ELEMENTS)
-        print(f"wrote {test} ({test.stat().st_size} bytes) and {bench}")
+    try:
+        engine = jsjinja.open_engine()
+    except jsjinja.EngineUnavailable as err:
+        engine = None
+        print(f"export: portable-subset check skipped ({err}); metadata.json says so")
+    try:
+        for directory in dirs:
+            test, bench = export.export_package(directory, Path(args.out) if args.out else None,
+                                                args.max_elements if args.max_elements is not None else
+                                                export.MAX_ELEMENTS, engine)
+            print(f"wrote {test} ({test.stat().st_size} bytes), {bench} and {test.parent / export.METADATA_FILE}")
+    finally:
+        if engine is not None:
+            engine.close()
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write test.json and bench.json into a package directory (beside its manifest)")
+    p = sub.add_parser("export", help="write test.json, bench.json and metadata.json into a package directory "
+                                         "(beside its manifest)")
     p.add_argument("package", help="a package directory (either layout), or a directory of packages")
     p.add_argument("--out", default=None, help="write here instead of beside the manifest")
     p.add_argument("--max-elements", type=int, default=None,

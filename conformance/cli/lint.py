@@ -14,6 +14,7 @@ from conformance.errors import DeviceError
 get_device = on_use("conformance.gpu.device", "get_device")
 Finding = on_use("conformance.tools.lint", "Finding")
 lint = on_use("conformance.tools.lint", "lint")
+jsjinja = on_use("conformance.tools.jsjinja")
 
 
 def _lint(args) -> int:
@@ -25,11 +26,29 @@ def _lint(args) -> int:
             device = get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu)
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
-    findings += lint(Path(args.dir), device)
+    engine, compared, js = None, {}, "JS check off (--no-js)"
+    if not args.no_js:
+        try:
+            engine = jsjinja.open_engine()
+            js = f"checked against {engine.label}"
+        except jsjinja.EngineUnavailable as err:
+            js = f"portable-subset check skipped: {err}"
+            if args.require_js:
+                findings.append(Finding("<node>", "", f"{err}: the portable-subset check cannot run (--require-js)"))
+            else:
+                print(f"lint: {js}", file=sys.stderr)
+    try:
+        findings += lint(Path(args.dir), device, engine, compared)
+    finally:
+        if engine is not None:
+            engine.close()
     for f in findings:
         print(f)
+    for name, stats in compared.items():
+        print(f"lint: {name}: {stats.contexts} template contexts and {stats.expressions} expression evaluations "
+              f"compared with {engine.label}", file=sys.stderr)
     where = f"{device.summary['adapter']} through {device.webgpu}" if device else "no device, not compiled"
-    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}, {time.perf_counter() - start:.1f}s)",
+    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}; {js}; {time.perf_counter() - start:.1f}s)",
           file=sys.stderr)
     return 1 if findings else 0
 
@@ -43,4 +62,8 @@ def register(sub) -> None:
     p.add_argument("--adapter", default=None)
     add_webgpu(p, default=None)
     p.add_argument("--no-compile", action="store_true", help="render and check bindings, but open no device")
+    p.add_argument("--no-js", action="store_true", help="skip the portable-subset check (templates and expressions "
+                                                        "against @huggingface/jinja in Node)")
+    p.add_argument("--require-js", action="store_true", help="an error, not a skip, when Node or @huggingface/jinja "
+                                                             "is missing (CI)")
     p.set_defaults(func=_lint)

@@ -127,7 +127,7 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         self.sources: dict[str, str] = {}   # every template this render loaded (includes too): name -> sha256
         # (source, filename, uptodate): the filename lets errors name the template's line
         super().__init__(loader=FunctionLoader(self._load),
-                         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False,
                          trim_blocks=True, lstrip_blocks=True, auto_reload=False)
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
@@ -244,6 +244,45 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return result
 
 
+class _ObservedSandbox(_TemplateSandbox):
+    """The sandbox telling ``observe(kind, value, line)`` each value a ``{{ }}`` writes (kind ``"output"``) and
+    each intercepted operation (``"binop"``: operator, left, right, result; ``"concat"``: the parts ``~`` joins),
+    with the template line (None for a constant Jinja folds while compiling). The portable-subset check uses it to
+    name what a JS engine renders differently."""
+
+    def __init__(self, package: Package, observe):
+        super().__init__(package)
+        self._observe = observe
+        self.finalize = self._finalize
+
+    def _line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = self._by_file.get(frame.f_code.co_filename)
+            if name is not None:
+                return self.get_template(name).get_corresponding_lineno(frame.f_lineno)
+            frame = frame.f_back
+        return None
+
+    @property
+    def _by_file(self) -> dict[str, str]:
+        return {str(self.package.template_path(n)): n for n in self.sources}
+
+    def _finalize(self, value):
+        self._observe("output", value, self._line())
+        return value
+
+    def call_binop(self, context, operator, left, right):
+        result = super().call_binop(context, operator, left, right)
+        self._observe("binop", (operator, left, right, result), self._line())
+        return result
+
+    def concat(self, parts):
+        parts = list(parts)
+        self._observe("concat", parts, self._line())
+        return super().concat(parts)
+
+
 def _str_call_bound(owner: str, method: str, args: tuple) -> int:
     """An upper bound on the length of ``owner.method(*args)`` for the methods that can grow a string."""
     ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
@@ -314,8 +353,19 @@ def template_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def render(package: Package, plan: Plan, pass_plan: PassPlan) -> str:
-    return render_with_sources(package, plan, pass_plan)[0]
+def render(package: Package, plan: Plan, pass_plan: PassPlan, environment: _TemplateSandbox | None = None) -> str:
+    """The WGSL; renders given the same ``template_environment(package)`` compile each template once."""
+    return _render(environment or _TemplateSandbox(package), package, plan, pass_plan)
+
+
+def template_environment(package: Package) -> _TemplateSandbox:
+    """A template environment for many renders of one package (each still under every per-render limit)."""
+    return _TemplateSandbox(package)
+
+
+def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) -> str:
+    """The WGSL, with ``observe(kind, value, line)`` told every output value and operation (``_ObservedSandbox``)."""
+    return _render(_ObservedSandbox(package, observe), package, plan, pass_plan)
 
 
 def work_spent(package: Package) -> int:
@@ -326,13 +376,17 @@ def work_spent(package: Package) -> int:
 def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
     """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
     env = _TemplateSandbox(package)
+    return _render(env, package, plan, pass_plan), dict(env.sources)
+
+
+def _render(env: _TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     name = pass_plan.shader
     spent = _SPENT.get(package, 0)
     if spent > PACKAGE_RENDER_WORK:
         raise TemplateError(f"{package.root / name}: the package has spent its {PACKAGE_RENDER_WORK} units of "
                             f"template compiling and rendering (PACKAGE_RENDER_WORK)")
-    env.work_limit = min(RENDER_WORK_LIMIT, PACKAGE_RENDER_WORK - spent)
-    try:
+    env.work, env.work_limit = 0, min(RENDER_WORK_LIMIT, PACKAGE_RENDER_WORK - spent)   # an environment may serve
+    try:                                                                                # many renders
         template = env.get_template(name)
         text = _generate_bounded(env, template, context(plan, pass_plan))
     except TemplateError as exc:
@@ -355,4 +409,4 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
             from None
     finally:
         _SPENT[package] = _SPENT.get(package, 0) + env.work
-    return text, dict(env.sources)
+    return text

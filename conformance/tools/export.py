@@ -1,8 +1,10 @@
-"""``conformance export``: ``test.json`` and ``bench.json`` beside a package's manifest.
+"""``conformance export``: ``test.json``, ``bench.json`` and ``metadata.json`` beside a package's manifest.
 
-``export_package(dir)`` writes both beside the manifest (``<pkg>/`` or, in the published layout,
+``export_package(dir)`` writes them beside the manifest (``<pkg>/`` or, in the published layout,
 ``<pkg>/build/webgpu/``). ``test.json`` is built by :mod:`conformance.certify.testjson`; ``bench.json`` lists
-the benchmark and tuning cases. Both formats are documented in ``specs/README.md``.
+the benchmark and tuning cases; ``metadata.json`` records the portable-subset check (whether a JavaScript loader's
+engine, @huggingface/jinja, renders and evaluates the package as this suite does, and which version was asked).
+The formats are documented in ``specs/README.md``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+import cases
 from conformance.certify.testjson import MAX_ELEMENTS, TEST_FILE, build_test
 from conformance.engine.call import make_call
 from conformance.engine.package import Package, load_package
@@ -18,10 +21,13 @@ from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE
 from conformance.errors import ContractError, ExpressionError
 from conformance.files import check_output, write_output
-from conformance.tools import bench
+from conformance.tools import bench, portable
+from conformance.tools.jsjinja import ENGINE, EngineUnavailable, JsJinja, open_engine
 
 BENCH_FORMAT = "webgpu-kernel-conformance/bench@1"
 BENCH_FILE = "bench.json"
+METADATA_FORMAT = "webgpu-kernel-conformance/metadata@1"
+METADATA_FILE = "metadata.json"
 
 
 # -- bench.json --------------------------------------------------------------------------------
@@ -53,13 +59,40 @@ def build_bench(package: Package) -> dict:
             "cases": out}
 
 
-def export_package(directory: Path, out: Path | None = None, max_elements: int = MAX_ELEMENTS) -> tuple[Path, Path]:
+# -- metadata.json -----------------------------------------------------------------------------
+def portable_subset(package: Package, engine: JsJinja | None) -> dict:
+    """The portable-subset check's verdict for ``metadata.json``: passed or not, against which engine version,
+    what was compared; without an engine, why it was not checked."""
+    if engine is None:
+        try:
+            with open_engine() as running:
+                return portable_subset(package, running)
+        except EngineUnavailable as err:
+            return {"engine": ENGINE, "checked": False, "reason": str(err)}
+    problems, stats = portable.check(package, cases.generate(package), engine)
+    return {"engine": ENGINE, "version": engine.version, "checked": True, "passed": not problems,
+            "templateContexts": stats.contexts, "expressionEvaluations": stats.expressions,
+            "errors": [f"{where}: {message}" for _, where, message in problems]}
+
+
+def build_metadata(package: Package, engine: JsJinja | None = None) -> dict:
+    m = package.manifest
+    return {"format": METADATA_FORMAT, "package": m.op_id, "version": m.version,
+            "manifest": {"file": "manifest.json", "sha256": m.sha256},
+            "portableSubset": portable_subset(package, engine)}
+
+
+def export_package(directory: Path, out: Path | None = None, max_elements: int = MAX_ELEMENTS,
+                   engine: JsJinja | None = None) -> tuple[Path, Path]:
+    """Writes test.json, bench.json and metadata.json (returns the first two; the third sits beside them).
+    ``engine``: a running @huggingface/jinja to check with (None: one is started for this package)."""
     package = load_package(Path(directory))
     target = Path(out) if out else package.root
-    test_path, bench_path = target / TEST_FILE, target / BENCH_FILE
-    for path in (test_path, bench_path):   # a symlink or special file is refused before any work
+    test_path, bench_path, meta_path = target / TEST_FILE, target / BENCH_FILE, target / METADATA_FILE
+    for path in (test_path, bench_path, meta_path):   # a symlink or special file is refused before any work
         check_output(path)
     target.mkdir(parents=True, exist_ok=True)
     write_output(test_path, json.dumps(build_test(package, max_elements), separators=(",", ":")) + "\n")
     write_output(bench_path, json.dumps(build_bench(package), indent=1) + "\n")
+    write_output(meta_path, json.dumps(build_metadata(package, engine), indent=1) + "\n")
     return test_path, bench_path

@@ -23,6 +23,7 @@ from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeE
 from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.render import render
 from conformance.gpu.runtime import Runtime
+from conformance.tools import portable
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
@@ -221,8 +222,10 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
 
 
 # -- all of it --------------------------------------------------------------------------------------
-def lint(directory: Path, device=None) -> list[Finding]:
-    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation."""
+def lint(directory: Path, device=None, engine=None, compared: dict | None = None) -> list[Finding]:
+    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation, ``engine``
+    (a ``jsjinja.JsJinja``) None the portable-subset check, whose counts go into ``compared`` (package name ->
+    ``portable.Stats``)."""
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
@@ -237,6 +240,11 @@ def lint(directory: Path, device=None) -> list[Finding]:
             generated = cases.generate(package)
             findings += unreachable(package, generated)
             findings += shaders(package, generated, device)
+            if engine is not None:
+                problems, stats = portable.check(package, generated, engine)
+                findings += [Finding(*p) for p in problems]
+                if compared is not None:
+                    compared[package.name] = stats
         except ExpressionError as err:
             findings.append(Finding(err.file or package.manifest.file, err.pointer, err.detail))
         except ConformanceError as err:

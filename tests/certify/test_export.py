@@ -7,7 +7,7 @@ import pytest
 
 from conformance.certify.testjson import TEST_FORMAT, decode_array, encode_array, load_test_cases
 from conformance.engine.package import load_package
-from conformance.tools.export import BENCH_FORMAT, export_package
+from conformance.tools.export import BENCH_FORMAT, METADATA_FILE, METADATA_FORMAT, export_package
 
 
 def test_array_encoding_round_trips():
@@ -78,3 +78,24 @@ def test_a_version_beyond_1_names_itself_in_test_json_and_loads_back(published):
     assert json.loads(test.read_text())["package"] == name
     stored = load_test_cases(load_package(root / name))
     assert stored and all(c.id.startswith("test.json/Gelu@2/") for c in stored)
+
+
+def test_metadata_records_the_portable_subset_check_and_the_engine_version(published, monkeypatch):
+    """metadata.json says whether @huggingface/jinja (which version) renders and evaluates the package as the suite
+    does: passed for the shipped Gelu, failed with the error for a rendered boolean, not checked without node."""
+    root = published("com.microsoft.Gelu")
+    test, _ = export_package(root / "com.microsoft.Gelu")
+    meta = json.loads((test.parent / METADATA_FILE).read_text())
+    assert meta["format"] == METADATA_FORMAT and meta["package"] == "com.microsoft.Gelu"
+    check = meta["portableSubset"]
+    assert check["engine"] == "@huggingface/jinja" and check["version"] == "0.5.11"
+    assert check["checked"] and check["passed"] and check["templateContexts"] == 9 and check["errors"] == []
+    template = test.parent / "elementwise-bias-gelu.wgsl.jinja"
+    template.write_text(template.read_text().replace("{{ declarations }}\n", "{{ declarations }}\n// {{ usesF16 }}\n"))
+    export_package(root / "com.microsoft.Gelu")
+    check = json.loads((test.parent / METADATA_FILE).read_text())["portableSubset"]
+    assert check["checked"] and not check["passed"] and "a rendered boolean" in check["errors"][0]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    export_package(root / "com.microsoft.Gelu")
+    check = json.loads((test.parent / METADATA_FILE).read_text())["portableSubset"]
+    assert check == {"engine": "@huggingface/jinja", "checked": False, "reason": "no node on PATH"}
