@@ -7,13 +7,16 @@ import threading
 import time
 from pathlib import Path
 
-from conformance.certify import report
+from conformance.cli.lazy import on_use
+from conformance.config import REPO_SPECS
 from conformance.errors import ConformanceError
-from conformance.engine.package import REPO_SPECS
-from conformance.gpu.backends.served import PageServer
-from conformance.gpu.device import devices
-from conformance.plugin.expectations import id_pattern
-from conformance.tools.serve import ColumnRun, load_packages
+
+report = on_use("conformance.certify.report")
+PageServer = on_use("conformance.gpu.backends.served", "PageServer")
+devices = on_use("conformance.gpu.device", "devices")
+id_pattern = on_use("conformance.plugin.expectations", "id_pattern")
+ColumnRun = on_use("conformance.tools.serve", "ColumnRun")
+load_packages = on_use("conformance.tools.serve", "load_packages")
 
 PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it ends)
 
@@ -25,7 +28,7 @@ def _serve(args) -> int:
     report_dir = Path(args.report) if args.report else None
     if report_dir is not None:   # refused now, not once the columns have run
         report.check_paths(report_dir / "column.json")
-    runs: list[ColumnRun] = []
+    runs: list = []
     lock = threading.Lock()
 
     def on_page(client):
