@@ -112,7 +112,8 @@ def coverage(package: Package) -> Coverage:
     rejections: dict[str, int] = {}
     for case in d.cases:
         if not case.accepted:
-            rejections[case.expect["reason"]] = rejections.get(case.expect["reason"], 0) + 1
+            reason = case.expect.get("reason", case.expect["outcome"])    # planning-failed has no reason
+            rejections[reason] = rejections.get(reason, 0) + 1
             continue
         shape = next(iter(a for a in case.inputs.values() if a is not None))[0]
         if case.heavy or math.prod(shape) == 0:

@@ -78,6 +78,9 @@ class Checker:
             if self.strict:
                 case = self._for_device(case, package, verdict)
             expect = Expected.of(case.expect)
+            if case.expect["outcome"] == "planning-failed":
+                raise CaseFailed(f"{case.id}: planning failed: {expect.detail} (an expression of the manifest "
+                                 f"fails for this call; `python -m conformance lint` names each such call)")
             if not self.strict:
                 self._check_applies(case, package, expect, verdict)
             if expect.accepted:
@@ -143,6 +146,8 @@ class Checker:
             return self.impl.run(case, dict(inputs))
         except Rejected:
             raise
+        except ExpressionError as err:   # the call never ran: an expression of the manifest failed for it
+            raise CaseFailed(f"{case.id}: planning failed: {err}") from None
         except ConformanceError as err:  # e.g. a template that does not render, a timeout on the device
             what = f"expected a rejection ({expect.reason}), but the call ran and failed" if not expect.accepted \
                 else "the call failed"

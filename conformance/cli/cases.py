@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from cases import coverage, generate, golden_path, to_yaml
+from cases import coverage, generate, golden_path, planning_failures, to_yaml
 from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
 from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
@@ -91,6 +91,7 @@ def one_package(args, package, checked: list) -> int:
     generated = generate(package)
     text = to_yaml(generated)
     elapsed = time.perf_counter() - start
+    failing = report_planning_failures(package, generated)
     path = golden_path(args.out, package.name)
     if args.check:
         sidecar = digest_path(args.out, package.name)
@@ -99,12 +100,22 @@ def one_package(args, package, checked: list) -> int:
                   f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
                   f"loading them")
         checked.append((package.name, path, compare(path, generated), diff(path, text)))
-        return 0
+        return failing
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
     write_output(digest_path(args.out, package.name), golden_digest(package) + "\n")
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
-    return 0
+    return failing
+
+
+def report_planning_failures(package, generated) -> int:
+    """Say each expression that fails to evaluate for generated calls (the golden file records those calls as
+    ``planning-failed``, which pytest fails); 1 when there is any, so the command does not pass silently."""
+    failures = planning_failures(generated)
+    for f in failures:
+        print(f"error: {package.manifest.file}:{f.pointer}: fails to evaluate for {f.count} generated call(s), "
+              f"e.g. case {f.first}: {f.message}", file=sys.stderr)
+    return int(bool(failures))
 
 
 def report_check(checked: list, command: str) -> int:

@@ -120,6 +120,15 @@ def _holds(variant, scope) -> bool:
         return False
 
 
+# -- expressions that fail ------------------------------------------------------------------------
+def failing_expressions(package: Package, generated) -> list[Finding]:
+    """Expressions (derive, when, constants, bindings, dispatch) that raise for a generated call: a defect of the
+    manifest, never a rejection; one finding per expression and message, naming the first such call."""
+    return [Finding(package.manifest.file, f.pointer, f"fails to evaluate for {f.count} generated call(s), e.g. "
+                                                      f"case {f.first}: {f.message}")
+            for f in cases.planning_failures(generated)]
+
+
 # -- render, compile, bindings ----------------------------------------------------------------------
 def representatives(generated) -> dict[tuple[str, tuple[str, ...]], object]:
     """One accepted case per (variant, dtypes), in generation order: baseline profile, default tunables,
@@ -235,6 +244,7 @@ def lint(directory: Path, device=None) -> list[Finding]:
         packages.append(package)
         try:
             generated = cases.generate(package)
+            findings += failing_expressions(package, generated)
             findings += unreachable(package, generated)
             findings += shaders(package, generated, device)
         except ExpressionError as err:
