@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 from cases import coverage, generate, golden_path, planning_failures, to_yaml
-from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
+from cases.golden import CASES_DIR, compare, diff, digest_path, digest_text, regenerate_command, stale_why
 from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
+from conformance.ops import missing_record_note
 
 
 def add_arguments(ap) -> None:
@@ -42,6 +43,10 @@ def run(args) -> int:
         print(f"no kernel packages under {args.specs}", file=sys.stderr)
         return 2
     packages, failed = load_all(dirs)
+    for package in packages:
+        note = missing_record_note(package.name)
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
     if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
         try:
             for package in packages:
@@ -94,16 +99,17 @@ def one_package(args, package, checked: list) -> int:
     failing = report_planning_failures(package, generated)
     path = golden_path(args.out, package.name)
     if args.check:
-        sidecar = digest_path(args.out, package.name)
-        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
-            print(f"{path}: its digest file {sidecar.name} is out of date (run "
-                  f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
-                  f"loading them")
+        why = stale_why(digest_path(args.out, package.name), package)
+        record_changed = bool(why) and "op record" in why
+        if why:
+            print(f"{'error: ' if record_changed else ''}{path}: {why} (run "
+                  f"`{regenerate_command(args.specs, args.out)}`): test runs do not load it", file=sys.stderr
+                  if record_changed else sys.stdout)
         checked.append((package.name, path, compare(path, generated), diff(path, text)))
-        return failing
+        return int(failing or record_changed)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
-    write_output(digest_path(args.out, package.name), golden_digest(package) + "\n")
+    write_output(digest_path(args.out, package.name), digest_text(package))
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return failing
 

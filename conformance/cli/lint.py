@@ -23,7 +23,10 @@ def _lint(args) -> int:
             device = get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu)
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
-    findings += lint(Path(args.dir), device)
+    notes: list[str] = []
+    findings += lint(Path(args.dir), device, notes)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
     for f in findings:
         print(f)
     where = f"{device.summary['adapter']} through {device.webgpu}" if device else "no device, not compiled"

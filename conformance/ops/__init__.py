@@ -22,10 +22,12 @@ from conformance.ops.registry import (
     ENTRY_POINT_GROUP,
     RecordNotFound,
     known_ops,
+    missing_record_note,
     record_for,
     register,
+    source_of,
     unregister,
 )
 
 __all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "RecordNotFound", "known_ops",
-           "record_for", "register", "unregister"]
+           "missing_record_note", "record_for", "register", "source_of", "unregister"]

@@ -99,6 +99,13 @@ class OpRecord:
     def rows(self) -> bool:
         return self.structure == "rows"
 
+    def generator_facts(self) -> dict:
+        """What the case generator reads of the record, so what the golden files depend on (their digest covers
+        it): the structure and each data recipe's name, scales and roles (the draws themselves are made at run
+        time from the recipe, so they are not part of it)."""
+        return {"op": self.op, "structure": self.structure,
+                "data": [{"name": r.name, "scales": list(r.scales), "roles": list(r.roles)} for r in self.data]}
+
     def word(self, key: str) -> str:
         return self.words.get(key, DEFAULT_WORDS[key])
 

@@ -23,6 +23,7 @@ from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
+from conformance.ops import missing_record_note
 from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
@@ -63,6 +64,9 @@ class CaseRunner:
                 try:
                     path = manifest_path(directory)
                     package = Package(path.parent, load_manifest(path))
+                    note = missing_record_note(package.name)
+                    if note:   # once per package, up front (not once per case as RecordNotFound)
+                        warnings.warn(pytest.PytestWarning(note))
                     generated = self._cases(package) + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:

@@ -23,6 +23,7 @@ from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeE
 from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.render import render
 from conformance.gpu.runtime import Runtime
+from conformance.ops import missing_record_note
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
@@ -230,8 +231,9 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
 
 
 # -- all of it --------------------------------------------------------------------------------------
-def lint(directory: Path, device=None) -> list[Finding]:
-    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation."""
+def lint(directory: Path, device=None, notes: list[str] | None = None) -> list[Finding]:
+    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation. ``notes``, when
+    given, receives what is not an error but weakens the package's certification (a package without op record)."""
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
@@ -242,6 +244,9 @@ def lint(directory: Path, device=None) -> list[Finding]:
         if package is None:
             continue
         packages.append(package)
+        note = missing_record_note(package.name)
+        if note and notes is not None:
+            notes.append(note)
         try:
             generated = cases.generate(package)
             findings += failing_expressions(package, generated)
