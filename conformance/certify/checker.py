@@ -258,7 +258,8 @@ class Checker:
             checks["outputs"] = "failed"
         for role, intact in (result.guards_intact or {}).items():
             if not intact:
-                problems.append(f"output {role}: the kernel wrote past the end of the output (guard overwritten)")
+                problems.append(f"output {role}: the kernel wrote past the end of the output"
+                                f"{_breach(result, role, expect.outputs.get(role))}")
         if result.inputs_intact is not None:
             changed = [role for role, intact in result.inputs_intact.items() if not intact]
         else:
@@ -299,6 +300,19 @@ class Checker:
                 verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
         verdict.worst_ratio = worst
+
+
+def _breach(result, role: str, expected) -> str:
+    """Where the first write past the end landed, as an element index of the output and its distance past the end
+    (where the implementation reports it), else that the guard was overwritten."""
+    offset = (result.extra or {}).get("guard_breach", {}).get(role)
+    if offset is None or expected is None:
+        return " (guard overwritten)"
+    shape, dtype = expected
+    size, count = np.dtype(dtype).itemsize, math.prod(shape)
+    past = offset // size
+    return (f": first at element {count + past} (flat index; the output has {count} elements, so {past + 1} past "
+            f"its last one; byte {offset} after its end)")
 
 
 def _call_args(case) -> dict:

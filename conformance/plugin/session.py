@@ -111,6 +111,7 @@ class CaseRunner:
         if self._columns is None:
             state = self.state
             if state.impl_name != "manifest":
+                self.checker(None)   # loaded once, now: an --impl that cannot load is one error, not one a case
                 self._columns = [None]
             else:
                 found, notes = expand(state.webgpu, state.backend, state.adapter)
@@ -131,6 +132,9 @@ class CaseRunner:
                 impl = load_implementation(state.impl_name, **options)
             except ConformanceError as err:
                 raise pytest.UsageError(f"--impl {state.impl_name}: {err}") from None
+            except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
+                raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
+                                        f"{type(err).__name__}: {err}") from None
             self._checkers[key] = Checker(impl)
         return self._checkers[key]
 
