@@ -23,6 +23,7 @@ from cases.data import make_inputs
 from conformance.certify.device_truth import plan_for_device
 from conformance.certify.implementations import NotSupported, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
+from conformance.certify.plan_context import plan_context
 from conformance.engine.call import make_call
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
@@ -106,6 +107,12 @@ class Checker:
 
     def _planner(self, package: Package) -> Planner:
         return self._planners.setdefault(str(package.root), Planner(package.manifest))
+
+    def _manifest_planner(self, manifest) -> Planner:
+        key = f"manifest:{manifest.file}"
+        if key not in self._planners:
+            self._planners[key] = Planner(manifest)
+        return self._planners[key]
 
     def _for_device(self, case, package: Package, verdict: Verdict):
         """The case as the device under test must answer it (see :mod:`conformance.certify.device_truth`)."""
@@ -286,7 +293,9 @@ class Checker:
             attributes = getattr(case, "attributes", None)
             expected = record.compute(inputs, attributes)
             # the tolerance model may depend on the call's data (row ops derive it from each row)
-            tolerance = {role: record.tolerance(str(y.dtype), inputs, attributes) for role, y in outputs.items()}
+            plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
+            tolerance = {role: record.tolerance_for(str(y.dtype), inputs, attributes, plan)
+                         for role, y in outputs.items()}
         worst = None
         for role, y in outputs.items():
             if y.size == 0:

@@ -17,7 +17,7 @@ and from :func:`register` (a test, a notebook). A lookup for an op without a rec
 
 from __future__ import annotations
 
-from conformance.ops.record import DataRecipe, OpRecord, OrtMapping
+from conformance.ops.record import DataRecipe, OpRecord, OrtMapping, PlanContext
 from conformance.ops.registry import (
     ENTRY_POINT_GROUP,
     RecordNotFound,
@@ -29,5 +29,5 @@ from conformance.ops.registry import (
     unregister,
 )
 
-__all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "RecordNotFound", "known_ops",
+__all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "PlanContext", "RecordNotFound", "known_ops",
            "missing_record_note", "record_for", "register", "source_of", "unregister"]
