@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
 
 import pytest
 
@@ -12,6 +10,7 @@ import cases
 from conformance.engine.package import load_package
 from conformance.ops import record_for, register, unregister
 from tests.cases.conftest import ROOT
+from tests.ops.third_party import outside_copy
 
 SOFTMAX = "com.microsoft.Softmax"
 OP = "com.example.Softmax"
@@ -34,12 +33,7 @@ def test_a_case_that_compares_no_element_is_flagged():
 @pytest.fixture
 def outside(tmp_path):
     """Softmax's package under another author's op id, whose record the test registers."""
-    dst = tmp_path / OP
-    shutil.copytree(ROOT / "specs" / SOFTMAX, dst)
-    raw = json.loads((dst / "manifest.json").read_text())
-    raw["domain"] = "com.example"
-    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
-    yield load_package(dst)
+    yield load_package(outside_copy(ROOT / "specs" / SOFTMAX, tmp_path))
     unregister(OP)
 
 

@@ -19,6 +19,7 @@ import textwrap
 import pytest
 import yaml
 
+from conformance.tools.skeleton import PYPROJECT
 from tests.gate.conftest import ROOT, git
 from tests.gate.test_kernel_repo import README, ci_steps, ok, tox_commands
 from tests.ops.third_party import RECORD_MODULE, ROLES, write_package
@@ -30,23 +31,6 @@ SECTION = README.split("**A kernel repository with its own op records.**", 1)[1]
 #: Added to the README's install line: the suite and its dependencies are already there (PYTHONPATH, the system
 #: site-packages); pip still builds the record in isolation, as it would in CI
 NO_DEPS = ["--no-deps"]
-
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "example-ops"
-version = "1.0"
-
-[project.entry-points."conformance.ops"]
-muladd = "example_ops:RECORD"
-
-[tool.setuptools]
-py-modules = ["example_ops"]
-"""
-
 
 def blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", SECTION, re.S)
@@ -69,7 +53,8 @@ def repo(tmp_path_factory):
     seed = tmp / "seed"
     write_package(seed / "kernels", "MulAdd", 3)
     (seed / "records").mkdir()
-    (seed / "records" / "pyproject.toml").write_text(PYPROJECT)
+    (seed / "records" / "pyproject.toml").write_text(
+        PYPROJECT.format(op=OP, dist="example-ops", entry="muladd", module="example_ops"))
     (seed / "records" / "example_ops.py").write_text(
         textwrap.dedent(RECORD_MODULE.format(name="MulAdd", roles=tuple(ROLES[:3]))))
     (seed / ".pre-commit-config.yaml").write_text(blocks("yaml")[1])
@@ -94,7 +79,7 @@ def test_golden_files_name_the_installed_record(repo):
     work, _ = repo
     sidecar = (work / "kernel-cases" / f"{OP}.digest").read_text().splitlines()
     assert sidecar[1].startswith(f"record: {OP} structure=elementwise data=none sha256=")
-    assert sidecar[1].endswith("(distribution example-ops 1.0)")
+    assert sidecar[1].endswith("(distribution example-ops 0.1)")
 
 
 def test_ci_steps_and_tox_commands_pass_with_the_record_installed(repo):

@@ -4,8 +4,6 @@ constants of the manifest's plan for the call; a model without it is called as b
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
 
 import pytest
 
@@ -17,18 +15,14 @@ from conformance.engine.package import load_package
 from conformance.ops import PlanContext, record_for, register, unregister
 from conformance.ops.record import takes_plan
 from tests.gate.conftest import GELU, ROOT
+from tests.ops.third_party import outside_copy
 
 OP = "com.example.Gelu"
 
 
 @pytest.fixture
 def package(tmp_path):
-    dst = tmp_path / OP
-    shutil.copytree(ROOT / "specs" / GELU, dst)
-    raw = json.loads((dst / "manifest.json").read_text())
-    raw["domain"] = "com.example"
-    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
-    yield load_package(dst)
+    yield load_package(outside_copy(ROOT / "specs" / GELU, tmp_path))
     unregister(OP)
 
 

@@ -5,8 +5,6 @@ pytest, and the golden digest covers what the generator reads of the record, so 
 from __future__ import annotations
 
 import dataclasses
-import json
-import shutil
 
 import pytest
 
@@ -15,6 +13,7 @@ from conformance.__main__ import main
 from conformance.engine.package import load_package
 from conformance.ops import DataRecipe, missing_record_note, record_for, register, unregister
 from tests.gate.conftest import GELU, ROOT
+from tests.ops.third_party import outside_copy
 
 OP = "com.example.Gelu"
 
@@ -27,11 +26,7 @@ def outside_record(**changes):
 @pytest.fixture
 def kernels(tmp_path):
     """kernels/com.example.Gelu: Gelu's package under another author's domain (no built-in record)."""
-    dst = tmp_path / "kernels" / OP
-    shutil.copytree(ROOT / "specs" / GELU, dst)
-    raw = json.loads((dst / "manifest.json").read_text())
-    raw["domain"] = "com.example"
-    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
+    outside_copy(ROOT / "specs" / GELU, tmp_path / "kernels")
     yield tmp_path
     unregister(OP)
 
