@@ -10,8 +10,11 @@ from conformance.tools.skeleton import KINDS, next_steps, write_skeleton
 
 def _new(args) -> int:
     root = Path(args.dir)
-    for path in write_skeleton(args.op, args.kind, root):
+    written, notes = write_skeleton(args.op, args.kind, root)
+    for path in written:
         print(f"wrote {path}")
+    for note in notes:
+        print(f"note: {note}")
     print(next_steps(args.op))
     return 0
 

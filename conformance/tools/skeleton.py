@@ -255,9 +255,9 @@ def names(op: str) -> dict[str, str]:
     return {"module": module, "dist": module.replace("_", "-"), "entry": op.rsplit(".", 1)[1].lower()}
 
 
-def write_skeleton(op: str, kind: str, root: Path) -> list[Path]:
-    """Write the kernel repository's skeleton for ``op`` under ``root``; the paths written. The golden files are
-    generated with the new record registered for the time of the call."""
+def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str]]:
+    """Write the kernel repository's skeleton for ``op`` under ``root``: (the paths written, notes on files kept
+    that need an edit). The golden files are generated with the new record registered for the time of the call."""
     if not OP_ID.fullmatch(op):
         raise ConformanceError(f"op id {op!r}: expected <domain>.<Name> of identifiers, such as com.example.Silu")
     if kind not in KINDS:
@@ -276,14 +276,18 @@ def write_skeleton(op: str, kind: str, root: Path) -> list[Path]:
         root / ".github" / "workflows" / "kernels.yml": WORKFLOW,
         root / "tox.ini": TOX,
     }
-    written = []
+    written, notes = [], []
     for path, text in files.items():
         if path.exists() and path.parent != package_dir:
-            continue   # a repository's own configuration, or another op's record distribution, is kept
+            # a repository's own configuration, or another op's record distribution, is kept
+            if path.name == "pyproject.toml":
+                notes.append(f"{path} kept: add {n['entry']} = \"{n['module']}:RECORD\" to its "
+                             f"[project.entry-points.\"conformance.ops\"] and \"{n['module']}\" to py-modules")
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         write_output(path, text)
         written.append(path)
-    return written + write_golden(op, root, root / "records" / f"{n['module']}.py")
+    return written + write_golden(op, root, root / "records" / f"{n['module']}.py"), notes
 
 
 def write_golden(op: str, root: Path, record_file: Path) -> list[Path]:

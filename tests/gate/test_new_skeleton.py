@@ -63,6 +63,17 @@ def test_a_second_new_of_the_same_op_is_refused(skeleton, capsys):
     assert "exists: `new` writes a new package only" in capsys.readouterr().err
 
 
+def test_a_second_op_in_the_repository_keeps_its_files_and_says_what_to_add(tmp_path, capsys):
+    assert main(["new", "com.example.First", "--kind", "elementwise", "--dir", str(tmp_path)]) == 0
+    pyproject = (tmp_path / "records" / "pyproject.toml").read_text()
+    capsys.readouterr()
+    assert main(["new", "com.example.Second", "--kind", "rows", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "records" / "pyproject.toml").read_text() == pyproject
+    assert 'note: ' in out and 'add second = "com_example_second_record:RECORD"' in out
+    assert (tmp_path / "kernel-cases" / "com.example.Second.yaml").is_file()
+
+
 @pytest.mark.packaging
 def test_it_certifies(skeleton):
     root, op, _, env = skeleton
