@@ -110,5 +110,6 @@ def case_dtype(case) -> str:
 
 def verdict_for(case) -> Verdict:
     expected = Expected.of(case.expect)
-    variant = expected.variant if expected.accepted else "rejected"
+    variant = expected.variant if expected.accepted else \
+        "planning-failed" if expected.reason == "planning-failed" else "rejected"
     return Verdict(case.id, case.package, variant, case_dtype(case), case.family)
