@@ -52,11 +52,11 @@ def test_golden_file_records_no_rejection_for_a_failing_expression(broken):
 
 
 def test_a_failing_call_counts_as_taken_not_refused(broken):
-    _, package, _ = broken
+    _, package, generated = broken
     m = package.manifest
     spec = CallSpec.of(m, {"A": ((4, 1), "float32"), "B": ((1,), "float32")})
     assert accepted(Planner(m), spec)
-    assert cases.planning_failures(cases.generate(package))[0].pointer == POINTER
+    assert cases.planning_failures(generated)[0].pointer == POINTER
 
 
 def test_lint_names_the_pointer_the_call_and_the_message(broken):
