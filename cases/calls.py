@@ -101,20 +101,34 @@ def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: d
         return out
     except ContractError as exc:
         return {"outcome": "rejected", "reason": exc.reason, "detail": exc.argument}
-    except ExpressionError as exc:  # a manifest expression failed for this call: recorded, a defect to review
-        return {"outcome": "rejected", "reason": "expression", "detail": exc.pointer or str(exc)}
+    except ExpressionError as exc:  # a manifest defect, not a rejection: lint reports it, pytest fails the case
+        return planning_failed(exc)
     d = plan.as_dict()
     return {"outcome": "accepted", "variant": d["variant"],
             "passes": [{"name": p["name"], **p["dispatch"]} for p in d["passes"]],
             "outputs": d["outputs"]}
 
 
+def planning_failed(exc: ExpressionError) -> dict[str, Any]:
+    """The outcome of a call whose planning raised: an expression of the manifest failed to evaluate for it. Not a
+    rejection (the manifest never decided to refuse the call), so no case family treats it as one."""
+    return {"outcome": PLANNING_FAILED, "pointer": exc.pointer, "message": exc.detail}
+
+
+#: The outcome of a call whose planning failed (see ``planning_failed``).
+PLANNING_FAILED = "planning-failed"
+
+
 def accepted(planner: Planner, spec: CallSpec) -> bool:
+    """Whether the manifest takes the call; a call whose planning fails counts as taken (the manifest did not
+    refuse it), so the families keep the calls around it and the case records the failure."""
     try:
         planner.plan(make_call(planner.manifest, spec.call_args(), profile_named(spec.profile), dict(spec.tunables)))
         return True
-    except (ContractError, ExpressionError):
+    except ContractError:
         return False
+    except ExpressionError:
+        return True
 
 
 def wgsl(dtype: str) -> str:

@@ -7,9 +7,10 @@ import math
 from dataclasses import dataclass, field
 
 from cases.calls import CallSpec
-from cases.families import FAMILY_NAMES
+from cases.families import FAMILY_NAMES, Ctx
 from cases.generate import derive, entries
 from cases.search import gap_reason, search
+from cases.weakness import weaknesses
 from conformance.engine.package import Package
 from conformance.ops.registry import find
 
@@ -37,6 +38,7 @@ class Coverage:
     not_applicable: list[str] = field(default_factory=list)
     reach: dict[str, tuple[int, int]] = field(default_factory=dict)   # variant -> (accepted with data, multi-row)
     rejections: dict[str, int] = field(default_factory=dict)          # rejection reason -> cases
+    weak: list = field(default_factory=list)   # cases.weakness.Weakness: weaker than it looks, and what to add
 
     @property
     def thin(self) -> list[str]:
@@ -85,6 +87,7 @@ class Coverage:
         lines.append("  families: " + ", ".join(f"{f} {n}" for f, n in self.families.items()))
         if self.not_applicable:
             lines.append("  not applicable: " + ", ".join(self.not_applicable))
+        lines += [f"  WEAK: {w}" for w in self.weak]
         return "\n".join(lines)
 
 
@@ -112,7 +115,8 @@ def coverage(package: Package) -> Coverage:
     rejections: dict[str, int] = {}
     for case in d.cases:
         if not case.accepted:
-            rejections[case.expect["reason"]] = rejections.get(case.expect["reason"], 0) + 1
+            reason = case.expect.get("reason", case.expect["outcome"])    # planning-failed has no reason
+            rejections[reason] = rejections.get(reason, 0) + 1
             continue
         shape = next(iter(a for a in case.inputs.values() if a is not None))[0]
         if case.heavy or math.prod(shape) == 0:
@@ -120,5 +124,7 @@ def coverage(package: Package) -> Coverage:
         n, rows = reach[case.expect["variant"]]
         reach[case.expect["variant"]] = (n + 1, rows + (len(shape) > 1 and math.prod(shape[:-1]) > 1))
     record = find(m.op_id)
-    return Coverage(m.op_id, variants, conditions, {f: n for f, n in counts.items() if n},
-                    [f for f, n in counts.items() if not n], reach, rejections, bool(record and record.rows))
+    families = {f: n for f, n in counts.items() if n}
+    weak = weaknesses(Ctx(m, d.planner, d.analysis), d.cases, families)
+    return Coverage(m.op_id, variants, conditions, families, [f for f, n in counts.items() if not n], reach,
+                    rejections, weak, bool(record and record.rows))

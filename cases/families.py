@@ -93,9 +93,9 @@ class Ctx:
     def accepted(self, spec: CallSpec) -> bool:
         """The planner's verdict, short-cut through the conditions when no variant can be selected."""
         scope = scope_of(self.planner, spec)
-        if scope is None or self.analysis.selected(scope) is False:
+        if scope is not None and self.analysis.selected(scope) is False:
             return False
-        return accepted(self.planner, spec)
+        return accepted(self.planner, spec)   # no scope: a contract error (False) or a failing expression (True)
 
     def plan(self, spec: CallSpec):
         try:

@@ -142,6 +142,26 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
     return cases
 
 
+@dataclass(frozen=True)
+class PlanningFailure:
+    """One expression of a manifest that fails to evaluate for ``count`` generated calls (``first`` and its message
+    the first of them)."""
+
+    pointer: str
+    message: str
+    first: str
+    count: int
+
+
+def planning_failures(cases: list[Case]) -> list[PlanningFailure]:
+    """The calls whose planning raised, grouped by expression (the first call's message shown), in case order."""
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        if case.planning_failed:
+            groups.setdefault(case.expect["pointer"], []).append(case)
+    return [PlanningFailure(ptr, found[0].expect["message"], found[0].id, len(found)) for ptr, found in groups.items()]
+
+
 def generate(package: Package) -> list[Case]:
     """Every case for ``package``, in a stable order."""
     return derive(package).cases

@@ -16,6 +16,7 @@ from cases.data import Recipe
 from cases.model import Case
 from cases.profiles import profile_from_dict, profile_to_dict
 from conformance.engine.package import REPO_SPECS
+from conformance.ops.registry import find, op_of, source_of
 
 #: Where ``python -m cases`` writes the golden files by default: beside this module (the suite's own ``cases/``).
 CASES_DIR = Path(__file__).resolve().parent
@@ -151,21 +152,56 @@ def generator_digest() -> str:
 
 
 def golden_digest(package) -> str:
-    """What a package's golden file depends on: its manifest's sha256 and ``generator_digest()``."""
-    return hashlib.sha256(json.dumps({"manifest": package.manifest.sha256, "generator": generator_digest()},
+    """What a package's golden file depends on: its manifest's sha256, ``generator_digest()`` and what the generator
+    reads of the op record (``OpRecord.generator_facts``; None without a record)."""
+    record = find(package.name)
+    return hashlib.sha256(json.dumps({"manifest": package.manifest.sha256, "generator": generator_digest(),
+                                      "record": record.generator_facts() if record else None},
                                      sort_keys=True).encode()).hexdigest()
 
 
+def record_line(package) -> str:
+    """The sidecar's second line: the op record the golden file was written with, readable (a check that finds
+    another one names both)."""
+    record = find(package.name)
+    if record is None:
+        return f"record: none for {op_of(package.name)}"
+    facts = record.generator_facts()
+    short = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
+    recipes = ",".join(r["name"] for r in facts["data"]) or "none"
+    return (f"record: {record.op} structure={record.structure} data={recipes} sha256={short} "
+            f"({source_of(record.op)})")
+
+
+def digest_text(package) -> str:
+    """The digest sidecar's content: the digest, then the record line."""
+    return f"{golden_digest(package)}\n{record_line(package)}\n"
+
+
+def stale_why(sidecar: Path, package) -> str | None:
+    """None when the sidecar matches the package as it is now; else why not, naming the op record when that is
+    what changed (a missing or changed record writes another case list)."""
+    if not sidecar.is_file():
+        return f"it has no digest file {sidecar.name}"
+    lines = sidecar.read_text(encoding="utf-8").splitlines() or [""]
+    if lines[0].strip() == golden_digest(package):
+        return None
+    was, now = (lines[1].strip() if len(lines) > 1 else ""), record_line(package)
+    if was and was != now:
+        return f"it was written with another op record ({was.removeprefix('record: ')}; now " \
+               f"{now.removeprefix('record: ')})"
+    return "it is stale (the manifest or the case generator changed since it was written)"
+
+
 def load_matching_golden(directory: Path, package) -> tuple[list[Case] | None, str]:
-    """(the golden cases of ``package`` in ``directory``, "") when its digest sidecar matches the package and the
-    generator; (None, why not) when the golden file is missing or stale, so the caller generates instead."""
+    """(the golden cases of ``package`` in ``directory``, "") when its digest sidecar matches the package, the
+    generator and the op record; (None, why not) when the golden file is missing or stale."""
     path, sidecar = golden_path(directory, package.name), digest_path(directory, package.name)
     if not path.is_file():
         return None, f"no golden file {path}"
-    if not sidecar.is_file():
-        return None, f"{path} has no digest file {sidecar.name}"
-    if sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
-        return None, f"{path} is stale (the manifest or the case generator changed since it was written)"
+    why = stale_why(sidecar, package)
+    if why:
+        return None, f"{path}: {why}"
     return load_golden(path), ""
 
 

@@ -36,6 +36,11 @@ class Case:
         return self.expect["outcome"] == "accepted"
 
     @property
+    def planning_failed(self) -> bool:
+        """Planning the call raised (a manifest expression failed): a defect, neither accepted nor rejected."""
+        return self.expect["outcome"] == "planning-failed"
+
+    @property
     def families(self) -> tuple[str, ...]:
         """Every family the case serves (one call can belong to several): the family markers."""
         return tuple(f for f in FAMILY_NAMES if marker(f) in self.markers)
@@ -45,14 +50,22 @@ def marker(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
+def outcome_tag(expect: dict) -> str:
+    """What a case id says of the outcome: the variant, ``reject-<reason>`` or ``planning-failed``."""
+    if expect["outcome"] == "accepted":
+        return expect["variant"]
+    if expect["outcome"] == "planning-failed":
+        return "planning-failed"
+    return f"reject-{expect['reason']}"
+
+
 def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
     present = [(role, shape, dtype) for role, shape, dtype in spec.inputs if shape is not None]
     dtypes = spec.dtypes
     tag = wgsl(dtypes[0]) if len(dtypes) == 1 else ("mixed" if dtypes else "none")
     parts = [f"{role}{fmt_shape(shape)}" + (f":{wgsl(dtype)}" if len(dtypes) > 1 else "")
              for role, shape, dtype in present]
-    outcome = expect["variant"] if expect["outcome"] == "accepted" else f"reject-{expect['reason']}"
-    text = f"{short}/{tag}/{'+'.join(parts) or 'none'}/{outcome}"
+    text = f"{short}/{tag}/{'+'.join(parts) or 'none'}/{outcome_tag(expect)}"
     if spec.profile != "baseline":
         text += f"@{spec.profile}"
     text += "".join(f"~{k}={v}" for k, v in spec.tunables)
@@ -63,7 +76,8 @@ def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
 def markers_for(short: str, families: list[str], spec: CallSpec, expect: dict) -> tuple[str, ...]:
     out = [marker(f) for f in families]
     out += [wgsl(d) for d in spec.dtypes]
-    out.append(marker(expect["variant"]) if expect["outcome"] == "accepted" else "rejected")
+    out.append(marker(expect["variant"]) if expect["outcome"] == "accepted" else
+               "planning_failed" if expect["outcome"] == "planning-failed" else "rejected")
     out.append(marker(short))
     if spec.heavy:
         out.append("heavy")

@@ -48,8 +48,7 @@ class Comparison:
     profile: tuple = ()
 
     def message(self) -> str:
-        tol = self.tolerance
-        head = f"{tol.dtype}: |actual - expected| <= {tol.atol:.3g} + {tol.rtol:.3g}*|expected| ({tol.reason})"
+        head = tolerance_text(self.tolerance)
         if self.error:
             return f"FAILED: {self.error}\n  tolerance {head}"
         verdict = "passed" if self.passed else "FAILED"
@@ -71,6 +70,18 @@ class Comparison:
             lines += ["  worst elements (largest err/allowed first):", fmt.format(*cols)]
             lines += [fmt.format(*r) for r in rows]
         return "\n".join(lines)
+
+
+def tolerance_text(tol: Tolerance) -> str:
+    """The bound as a message states it: one atol for every element, or (an ElementTolerance) its per-element
+    range, never the largest as if it applied everywhere."""
+    element = getattr(tol, "element_atol", None)
+    if element is None:
+        return f"{tol.dtype}: |actual - expected| <= {tol.atol:.3g} + {tol.rtol:.3g}*|expected| ({tol.reason})"
+    finite = np.asarray(element, dtype=np.float64).reshape(-1)
+    span = f"from {finite.min():.3g} to {finite.max():.3g}" if finite.size else "none"
+    return (f"{tol.dtype}: |actual - expected| <= atol[i] + {tol.rtol:.3g}*|expected|, atol[i] per element "
+            f"({span}; each element's own is in the 'allowed' column) ({tol.reason})")
 
 
 def _ratio(abs_err: np.ndarray, allowed: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from cases.data import make_inputs
 from conformance.certify.device_truth import plan_for_device
 from conformance.certify.implementations import NotSupported, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
+from conformance.certify.plan_context import plan_context
 from conformance.engine.call import make_call
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
@@ -78,6 +79,9 @@ class Checker:
             if self.strict:
                 case = self._for_device(case, package, verdict)
             expect = Expected.of(case.expect)
+            if case.expect["outcome"] == "planning-failed":
+                raise CaseFailed(f"{case.id}: planning failed: {expect.detail} (an expression of the manifest "
+                                 f"fails for this call; `python -m conformance lint` names each such call)")
             if not self.strict:
                 self._check_applies(case, package, expect, verdict)
             if expect.accepted:
@@ -103,6 +107,12 @@ class Checker:
 
     def _planner(self, package: Package) -> Planner:
         return self._planners.setdefault(str(package.root), Planner(package.manifest))
+
+    def _manifest_planner(self, manifest) -> Planner:
+        key = f"manifest:{manifest.file}"
+        if key not in self._planners:
+            self._planners[key] = Planner(manifest)
+        return self._planners[key]
 
     def _for_device(self, case, package: Package, verdict: Verdict):
         """The case as the device under test must answer it (see :mod:`conformance.certify.device_truth`)."""
@@ -143,6 +153,8 @@ class Checker:
             return self.impl.run(case, dict(inputs))
         except Rejected:
             raise
+        except ExpressionError as err:   # the call never ran: an expression of the manifest failed for it
+            raise CaseFailed(f"{case.id}: planning failed: {err}") from None
         except ConformanceError as err:  # e.g. a template that does not render, a timeout on the device
             what = f"expected a rejection ({expect.reason}), but the call ran and failed" if not expect.accepted \
                 else "the call failed"
@@ -253,7 +265,8 @@ class Checker:
             checks["outputs"] = "failed"
         for role, intact in (result.guards_intact or {}).items():
             if not intact:
-                problems.append(f"output {role}: the kernel wrote past the end of the output (guard overwritten)")
+                problems.append(f"output {role}: the kernel wrote past the end of the output"
+                                f"{_breach(result, role, expect.outputs.get(role))}")
         if result.inputs_intact is not None:
             changed = [role for role, intact in result.inputs_intact.items() if not intact]
         else:
@@ -280,7 +293,9 @@ class Checker:
             attributes = getattr(case, "attributes", None)
             expected = record.compute(inputs, attributes)
             # the tolerance model may depend on the call's data (row ops derive it from each row)
-            tolerance = {role: record.tolerance(str(y.dtype), inputs, attributes) for role, y in outputs.items()}
+            plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
+            tolerance = {role: record.tolerance_for(str(y.dtype), inputs, attributes, plan)
+                         for role, y in outputs.items()}
         worst = None
         for role, y in outputs.items():
             if y.size == 0:
@@ -294,6 +309,19 @@ class Checker:
                 verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
         verdict.worst_ratio = worst
+
+
+def _breach(result, role: str, expected) -> str:
+    """Where the first write past the end landed, as an element index of the output and its distance past the end
+    (where the implementation reports it), else that the guard was overwritten."""
+    offset = (result.extra or {}).get("guard_breach", {}).get(role)
+    if offset is None or expected is None:
+        return " (guard overwritten)"
+    shape, dtype = expected
+    size, count = np.dtype(dtype).itemsize, math.prod(shape)
+    past = offset // size
+    return (f": first at element {count + past} (flat index; the output has {count} elements, so {past + 1} past "
+            f"its last one; byte {offset} after its end)")
 
 
 def _call_args(case) -> dict:

@@ -171,7 +171,8 @@ class ManifestImplementation:
         except ContractError as err:
             raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
-        return ImplResult(dict(run.outputs), plan.variant, dispatch, run.guards_intact, run.inputs_intact)
+        return ImplResult(dict(run.outputs), plan.variant, dispatch, run.guards_intact, run.inputs_intact,
+                          extra={"guard_breach": run.guard_breach})
 
 
 def _rejected(err: ContractError) -> Rejected:

@@ -93,6 +93,8 @@ class Expected:
                        tuple((p["name"], p["threads"], p["workgroupSize"], tuple(p["workgroups"]))
                              for p in expect["passes"]),
                        {role: (tuple(o["shape"]), o["dtype"]) for role, o in expect["outputs"].items()})
+        if expect["outcome"] == "planning-failed":   # a manifest defect: the checker fails the case
+            return cls(False, reason="planning-failed", detail=f"{expect['pointer']}: {expect['message']}")
         return cls(False, reason=expect["reason"], detail=expect.get("detail"))
 
     def detail_text(self) -> str:
@@ -108,5 +110,6 @@ def case_dtype(case) -> str:
 
 def verdict_for(case) -> Verdict:
     expected = Expected.of(case.expect)
-    variant = expected.variant if expected.accepted else "rejected"
+    variant = expected.variant if expected.accepted else \
+        "planning-failed" if expected.reason == "planning-failed" else "rejected"
     return Verdict(case.id, case.package, variant, case_dtype(case), case.family)

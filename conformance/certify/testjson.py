@@ -20,7 +20,9 @@ import cases as case_generator
 from cases.data import MAX_CASE_ELEMENTS, Recipe, make_inputs
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
+from conformance.certify.plan_context import plan_context
 from conformance.engine.package import Package
+from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ManifestError
 from conformance.files import MAX_DATA_FILE, read_confined
 from conformance.ops import record_for
@@ -62,7 +64,7 @@ def _floats(a: np.ndarray) -> list:
 # -- test.json ---------------------------------------------------------------------------------
 def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
     m = package.manifest
-    record = find(m.op_id)
+    record, planner = find(m.op_id), Planner(m)
     out_cases, profiles, left_out = [], {}, 0
     for case in case_generator.generate(package):
         numel = sum(math.prod(a[0]) for a in case.inputs.values() if a is not None)
@@ -82,7 +84,7 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
             item["inputs"] = {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]}
                               for r, a in case.inputs.items()}
         if case.accepted:
-            item["outputs"], item["tolerance"] = _expected(record, m.op_id, case, arrays)
+            item["outputs"], item["tolerance"] = _expected(record, m.op_id, case, arrays, plan_context(planner, case))
         out_cases.append(item)
     return {"format": TEST_FORMAT, "package": package.name,   # with @N for a version beyond 1
             "manifest": {"file": "manifest.json", "sha256": m.sha256},
@@ -91,7 +93,7 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
             "profiles": profiles, "cases": out_cases}
 
 
-def _expected(record, op: str, case, arrays) -> tuple[dict, dict]:
+def _expected(record, op: str, case, arrays, plan) -> tuple[dict, dict]:
     """Expected outputs and their tolerances: per element (``elementAtol``) where the model depends on the data,
     with the record's tolerance parameters beside them. Empty outputs need no record."""
     outputs = case.expect["outputs"]
@@ -102,7 +104,7 @@ def _expected(record, op: str, case, arrays) -> tuple[dict, dict]:
     expected = record.compute(arrays, attributes)
     tolerance = {}
     for role, o in outputs.items():
-        tol = record.tolerance(o["dtype"], arrays, attributes)
+        tol = record.tolerance_for(o["dtype"], arrays, attributes, plan)
         entry = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype, "reason": tol.reason}
         element = getattr(tol, "element_atol", None)
         if element is not None:

@@ -6,7 +6,7 @@ when it runs (:mod:`conformance.cli.lazy`): ``--help`` works without NumPy or a 
 
 from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve", "new")
 
 
 def add_packages_and_device(parser) -> None:

@@ -17,6 +17,7 @@ from conformance.files import check_output, write_output
 
 cases = on_use("cases")
 golden = on_use("cases.golden")
+missing_record_note = on_use("conformance.ops", "missing_record_note")
 kernel_packages = on_use("conformance.engine.package")
 
 
@@ -46,6 +47,10 @@ def run(args) -> int:
         print(f"no kernel packages under {args.specs}", file=sys.stderr)
         return 2
     packages, failed = load_all(dirs)
+    for package in packages:
+        note = missing_record_note(package.name)
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
     if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
         try:
             for package in packages:
@@ -95,20 +100,32 @@ def one_package(args, package, checked: list) -> int:
     generated = cases.generate(package)
     text = cases.to_yaml(generated)
     elapsed = time.perf_counter() - start
+    failing = report_planning_failures(package, generated)
     path = cases.golden_path(args.out, package.name)
     if args.check:
-        sidecar = golden.digest_path(args.out, package.name)
-        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden.golden_digest(package):
-            print(f"{path}: its digest file {sidecar.name} is out of date (run "
-                  f"`{golden.regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
-                  f"loading them")
+        why = golden.stale_why(golden.digest_path(args.out, package.name), package)
+        record_changed = bool(why) and "op record" in why
+        if why:
+            print(f"{'error: ' if record_changed else ''}{path}: {why} (run "
+                  f"`{golden.regenerate_command(args.specs, args.out)}`): test runs do not load it", file=sys.stderr
+                  if record_changed else sys.stdout)
         checked.append((package.name, path, golden.compare(path, generated), golden.diff(path, text)))
-        return 0
+        return int(failing or record_changed)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
-    write_output(golden.digest_path(args.out, package.name), golden.golden_digest(package) + "\n")
+    write_output(golden.digest_path(args.out, package.name), golden.digest_text(package))
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
-    return 0
+    return failing
+
+
+def report_planning_failures(package, generated) -> int:
+    """Say each expression that fails to evaluate for generated calls (the golden file records those calls as
+    ``planning-failed``, which pytest fails); 1 when there is any, so the command does not pass silently."""
+    failures = cases.planning_failures(generated)
+    for f in failures:
+        print(f"error: {package.manifest.file}:{f.pointer}: fails to evaluate for {f.count} generated call(s), "
+              f"e.g. case {f.first}: {f.message}", file=sys.stderr)
+    return int(bool(failures))
 
 
 def report_check(checked: list, command: str) -> int:

@@ -37,11 +37,14 @@ def _lint(args) -> int:
                 findings.append(Finding("<node>", "", f"{err}: the portable-subset check cannot run (--require-js)"))
             else:
                 print(f"lint: {js}", file=sys.stderr)
+    notes: list[str] = []
     try:
-        findings += lint(Path(args.dir), device, engine, compared)
+        findings += lint(Path(args.dir), device, engine, compared, notes)
     finally:
         if engine is not None:
             engine.close()
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
     for f in findings:
         print(f)
     for name, stats in compared.items():

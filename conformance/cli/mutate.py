@@ -16,6 +16,7 @@ find_package_dirs = on_use("conformance.engine.package", "find_package_dirs")
 load_package = on_use("conformance.engine.package", "load_package")
 mutate_packages = on_use("conformance.tools.mutate", "mutate_packages")
 package_mutants = on_use("conformance.tools.mutate", "package_mutants")
+load_arguments = on_use("conformance.tools.mutate.equivalence", "load_arguments")
 
 
 def _mutate(args) -> int:
@@ -29,10 +30,15 @@ def _mutate(args) -> int:
                 if not args.only or re.search(args.only, m.id):
                     print(f"{m.id}\t{m.description}")
         return 0
+    try:   # read before anything runs: a bad file is one clear error, not a run without its arguments
+        arguments = load_arguments(Path(args.equivalent)) if args.equivalent else None
+    except ValueError as err:
+        print(f"error: --equivalent {err}", file=sys.stderr)
+        return 2
     if args.webgpu:
         os.environ["CONFORMANCE_WEBGPU"] = args.webgpu  # the worker processes and pytest runs inherit it
     result = mutate_packages(dirs, jobs=args.jobs, only=args.only, out=Path(args.out), timeout=args.timeout,
-                             limit=args.limit, via_pytest=args.pytest)
+                             limit=args.limit, via_pytest=args.pytest, arguments=arguments)
     print(f"kill rate {100 * result['kill_rate']:.1f}%: {result['killed']} killed, {result['survived']} surviving, "
           f"{result['equivalent']} equivalent; report {args.out} and {Path(args.out).with_suffix('.md')}")
     return 0 if result["survived"] == 0 else 1
@@ -52,6 +58,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="at most this many mutants per package")
     p.add_argument("--list", action="store_true", help="list the mutants and exit")
     p.add_argument("--out", default="mutation-report.json", help="JSON report (Markdown beside it)")
+    p.add_argument("--equivalent", default=None, metavar="FILE",
+                   help="a kernel repository's own arguments for equivalent mutants, in the format of the suite's "
+                        "equivalent.yaml (a list of {package, pattern, why}); read before the shipped ones")
     p.add_argument("--timeout", type=float, default=300, help="seconds per mutant run (with --pytest)")
     p.add_argument("--pytest", action="store_true",
                    help="run each mutant as its own `pytest conformance/ -x -m test_json` process (slower: every "

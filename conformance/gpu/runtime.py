@@ -117,8 +117,18 @@ class Run:
 
     outputs: dict[str, np.ndarray]
     guards_intact: dict[str, bool] = field(default_factory=dict)
+    #: Per output whose guard was overwritten: the first written byte past the output's end, counted from its end.
+    guard_breach: dict[str, int] = field(default_factory=dict)
     inputs_intact: dict[str, bool] = field(default_factory=dict)
     dispatched: list[tuple[str, tuple[int, int, int]]] = field(default_factory=list)
+
+
+def first_difference(got: bytes, want: bytes) -> int:
+    """The offset of the first byte where ``got`` and ``want`` differ (the shorter's length if one is a prefix)."""
+    a, b = np.frombuffer(got, np.uint8), np.frombuffer(want, np.uint8)
+    n = min(a.size, b.size)
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if diff.size else n
 
 
 def _padded(nbytes: int) -> int:
@@ -392,6 +402,9 @@ class Runtime:
                     padding = GUARD[:4][4 - (padded - end):] if padded > end else b""
                     result.guards_intact[role] = not bound.guarded.get(role, 0) or (
                         data[end:padded] == padding and data[padded:] == guard_pattern(bound.guarded[role]))
+                    if not result.guards_intact[role]:
+                        result.guard_breach[role] = first_difference(
+                            data[end:], padding + guard_pattern(bound.guarded[role]))
             if verify:
                 for role, array in inputs.items():
                     if array is not None:

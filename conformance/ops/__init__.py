@@ -17,15 +17,17 @@ and from :func:`register` (a test, a notebook). A lookup for an op without a rec
 
 from __future__ import annotations
 
-from conformance.ops.record import DataRecipe, OpRecord, OrtMapping
+from conformance.ops.record import DataRecipe, OpRecord, OrtMapping, PlanContext
 from conformance.ops.registry import (
     ENTRY_POINT_GROUP,
     RecordNotFound,
     known_ops,
+    missing_record_note,
     record_for,
     register,
+    source_of,
     unregister,
 )
 
-__all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "RecordNotFound", "known_ops",
-           "record_for", "register", "unregister"]
+__all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "PlanContext", "RecordNotFound", "known_ops",
+           "missing_record_note", "record_for", "register", "source_of", "unregister"]

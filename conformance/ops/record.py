@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -45,6 +46,27 @@ class OrtMapping:
     opset: int = 17
 
 
+@dataclass(frozen=True)
+class PlanContext:
+    """The plan the manifest makes for the call being checked, as a tolerance model may need it: a reduction's
+    error bound can depend on its workgroup size or loop shape. ``variant`` is the selected variant's id,
+    ``tunables`` every tunable's value (the manifest's defaults with the call's overrides), ``constants`` the
+    variant's constants as the template sees them."""
+
+    variant: str
+    tunables: Mapping[str, int] = field(default_factory=dict)
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+
+def takes_plan(function: Callable) -> bool:
+    """Whether a tolerance model accepts ``plan=`` (a keyword parameter named ``plan``, or ``**kwargs``)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "plan" and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD for p in params)
+
+
 def _no_peer(*_args, **_kwargs):
     return None
 
@@ -56,7 +78,8 @@ class OpRecord:
     * ``roles`` / ``outputs``: the manifest's input and output roles, in order;
     * ``compute(inputs, attributes) -> {output role: float64 array}`` with NaN where the output is unconstrained;
     * ``tolerance(dtype, inputs, attributes) -> reference.Tolerance`` (an ``ElementTolerance`` for data-dependent
-      models); ``tolerance_parameters(dtype, inputs, attributes) -> dict`` optionally names the model's
+      models); a model with a ``plan`` keyword also gets the call's :class:`PlanContext` (variant, tunables,
+      constants), see :meth:`tolerance_for`; ``tolerance_parameters(dtype, inputs, attributes) -> dict`` optionally names the model's
       parameters for ``test.json``;
     * ``structure``: ``"elementwise"`` (a non-finite input leaves its own elements unconstrained) or ``"rows"``
       (the whole row of the last axis); row ops get multi-row families and non-finite values in one row only;
@@ -98,6 +121,20 @@ class OpRecord:
     @property
     def rows(self) -> bool:
         return self.structure == "rows"
+
+    def generator_facts(self) -> dict:
+        """What the case generator reads of the record, so what the golden files depend on (their digest covers
+        it): the structure and each data recipe's name, scales and roles (the draws themselves are made at run
+        time from the recipe, so they are not part of it)."""
+        return {"op": self.op, "structure": self.structure,
+                "data": [{"name": r.name, "scales": list(r.scales), "roles": list(r.roles)} for r in self.data]}
+
+    def tolerance_for(self, dtype: str, inputs, attributes=None, plan: PlanContext | None = None):
+        """The tolerance of one output dtype for a call: ``tolerance(dtype, inputs, attributes, plan=plan)`` when the
+        model takes ``plan`` (and one is known), else ``tolerance(dtype, inputs, attributes)`` as before."""
+        if plan is not None and takes_plan(self.tolerance):
+            return self.tolerance(dtype, inputs, attributes, plan=plan)
+        return self.tolerance(dtype, inputs, attributes)
 
     def word(self, key: str) -> str:
         return self.words.get(key, DEFAULT_WORDS[key])

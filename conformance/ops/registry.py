@@ -12,6 +12,7 @@ ENTRY_POINT_GROUP = "conformance.ops"
 
 _registered: dict[str, OpRecord] = {}
 _loaded: dict[str, OpRecord] | None = None
+_sources: dict[str, str] = {}    # op -> where its entry-point record came from ("distribution my-ops 0.1.0")
 
 HOW_TO_ADD = (
     "add an op record (conformance.ops.OpRecord: the float64 reference, the tolerance, ...) and register it: "
@@ -48,8 +49,11 @@ def _entry_point_records() -> dict[str, OpRecord]:
         except Exception as exc:  # a broken third-party distribution names itself, and stops nothing else
             raise ConformanceError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
                                    f"loaded: {type(exc).__name__}: {exc}") from None
+        dist = getattr(ep, "dist", None)
         for record in _as_records(value, f"{ep.name} = {ep.value}"):
             out[record.op] = record
+            _sources[record.op] = (f"distribution {dist.name} {dist.version}" if dist is not None
+                                   else f"entry point {ep.name} = {ep.value}")
     return out
 
 
@@ -77,6 +81,24 @@ def register(record: OpRecord) -> OpRecord:
 
 def unregister(op: str) -> None:
     _registered.pop(op, None)
+
+
+def source_of(op: str) -> str:
+    """Where the record of ``op`` comes from: registered at run time, a distribution (name and version), built in."""
+    op = op_of(op)
+    if op in _registered:
+        return "registered at run time"
+    _all()
+    return _sources.get(op, "built in (conformance.ops.builtin)")
+
+
+def missing_record_note(op: str) -> str | None:
+    """What a command says once, up front, for a package without a record (None when it has one)."""
+    if find(op) is not None:
+        return None
+    return (f"{op_of(op)}: no op record: values will not be checked (each accepted case fails with RecordNotFound) "
+            f"and its golden file lacks the cases the record adds: install the distribution that registers "
+            f"{op_of(op)} (entry point group {ENTRY_POINT_GROUP!r}), or register it (README.md, \"Op records\")")
 
 
 def known_ops() -> list[str]:

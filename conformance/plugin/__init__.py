@@ -55,6 +55,10 @@ def pytest_addoption(parser):
     group.addoption("--specs", default=None, metavar="DIR",
                     help="kernel packages to certify: a directory of packages or one package directory "
                          "(default: the repository's specs/)")
+    group.addoption("--golden", default=None, metavar="DIR",
+                    help="golden case files of the packages under --specs (DIR/<op id>.yaml with its .digest), "
+                         "loaded and run; a missing or stale one fails its package (default: the suite's cases/ "
+                         "for its own packages, generated for others)")
     group.addoption("--run-heavy", action="store_true", default=False,
                     help="also run the heavy cases (buffers of hundreds of MB)")
     group.addoption("--conformance-report", default=None, metavar="PATH",
@@ -94,6 +98,7 @@ class RunState:
         self.columns: dict[str, dict] = {}
         self.column_notes: list[str] = []
         self.heavy_total = 0
+        self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
         self.interrupted = False
         self.previous_sigint = None
 
@@ -123,6 +128,7 @@ class RunState:
             self.identity = data["identity"]
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
+        self.case_sources = self.case_sources or data.get("case_sources") or []
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -359,6 +365,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             tr.write_line("  cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     for note in state.column_notes:
         tr.write_line(f"left out: {note}")
+    for source in state.case_sources:
+        tr.write_line(f"cases of {source}")
     counts = Counter(v["status"] for v in state.verdicts)
     tr.write_line("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")

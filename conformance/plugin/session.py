@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import cases as case_generator
-from cases.golden import CASES_DIR, load_matching_golden
+from cases.golden import CASES_DIR, golden_path, load_matching_golden, regenerate_command, shown_path
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -23,6 +23,7 @@ from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
+from conformance.ops import missing_record_note
 from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
@@ -42,7 +43,10 @@ class CaseRunner:
         self.state = state_of(config)
         specs = config.getoption("specs")
         self.specs = Path(specs).resolve() if specs else REPO_SPECS
+        golden = config.getoption("golden")
+        self.golden = Path(golden).resolve() if golden else None
         self._packages = None
+        self._sources: list[str] = []
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
@@ -60,6 +64,9 @@ class CaseRunner:
                 try:
                     path = manifest_path(directory)
                     package = Package(path.parent, load_manifest(path))
+                    note = missing_record_note(package.name)
+                    if note:   # once per package, up front (not once per case as RecordNotFound)
+                        warnings.warn(pytest.PytestWarning(note))
                     generated = self._cases(package) + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
@@ -72,26 +79,39 @@ class CaseRunner:
                 self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
                                   for d, p, g in self._packages]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
+            self.state.case_sources = list(self._sources)
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
 
     def _cases(self, package: Package) -> list:
-        """The package's cases: its golden file's (``cases/<package>.yaml``) when the digest beside it matches the
-        manifest and the generator, else generated here, and said (a warning): every xdist worker would
-        otherwise spend seconds regenerating the same cases."""
-        loaded, why = load_matching_golden(CASES_DIR, package)
+        """The package's cases: its golden file's (``<--golden>/<package>.yaml``, default ``cases/``) when the
+        digest beside it matches the manifest and the generator. With ``--golden`` a missing or stale file fails
+        the package (the run must be what the gate checked); without it the cases are generated here, and said
+        (a warning, for the suite's own packages): every xdist worker would otherwise spend seconds regenerating
+        the same cases. Which it was is noted for the summary."""
+        loaded, why = load_matching_golden(self.golden or CASES_DIR, package)
         if loaded is not None:
+            self._sources.append(f"{package.name}: {shown_path(golden_path(self.golden or CASES_DIR, package.name))}"
+                                 f" ({len(loaded)} cases, digest matches)")
             return loaded
-        if REPO_SPECS.resolve() in package.root.resolve().parents:  # the suite's own packages have golden files
+        command = regenerate_command(package.root.parent, self.golden)
+        if self.golden is not None:
+            raise ConformanceError(f"--golden {self.golden}: {why}; run `{command}` and commit it")
+        own = REPO_SPECS.resolve() in package.root.resolve().parents   # the suite's own packages have golden files
+        if own:
             warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; "
-                                               f"`python -m cases` writes it)"))
-        return case_generator.generate(package)
+                                               f"`{command}` writes it)"))
+        generated = case_generator.generate(package)
+        self._sources.append(f"{package.name}: generated here ({len(generated)} cases; "
+                             f"{why if own else 'no --golden DIR given'})")
+        return generated
 
     def columns(self) -> list[Column | None]:
         """The columns this run certifies on; [None] for an implementation that opens no device of ours."""
         if self._columns is None:
             state = self.state
             if state.impl_name != "manifest":
+                self.checker(None)   # loaded once, now: an --impl that cannot load is one error, not one a case
                 self._columns = [None]
             else:
                 found, notes = expand(state.webgpu, state.backend, state.adapter)
@@ -112,6 +132,9 @@ class CaseRunner:
                 impl = load_implementation(state.impl_name, **options)
             except ConformanceError as err:
                 raise pytest.UsageError(f"--impl {state.impl_name}: {err}") from None
+            except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
+                raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
+                                        f"{type(err).__name__}: {err}") from None
             self._checkers[key] = Checker(impl)
         return self._checkers[key]
 
@@ -217,7 +240,8 @@ class CaseRunner:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
-                                        "heavy_total": self.state.heavy_total}
+                                        "heavy_total": self.state.heavy_total,
+                                        "case_sources": self.state.case_sources}
 
 
 def _share_cpu_renderer() -> None:

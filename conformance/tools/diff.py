@@ -23,7 +23,8 @@ from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
 
-FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail")}
+FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail"),
+          "planning-failed": ("pointer", "message")}
 LABELS = {"passes": "dispatch"}
 
 
@@ -220,7 +221,7 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
 def cell(expect: dict, name: str) -> str:
     if name == "outcome":
         o = expect["outcome"]
-        return f"{o}: {expect.get('variant') or expect.get('reason')}" if o != "absent" else "absent (no package)"
+        return f"{o}: {expect.get('variant') or expect.get('reason') or expect.get('pointer')}" if o != "absent" else "absent (no package)"
     value = expect.get(name)
     if name == "passes":
         return "; ".join(f"{p['name']} {p['threads']} thr / wg {p['workgroupSize']} -> "

@@ -24,6 +24,7 @@ from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.render import render
 from conformance.gpu.runtime import Runtime
 from conformance.tools import portable
+from conformance.ops import missing_record_note
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
@@ -119,6 +120,15 @@ def _holds(variant, scope) -> bool:
         return all(variant.evaluator.evaluate(e.tree, scope, e.pointer) is True for e in variant.when)
     except ConformanceError:
         return False
+
+
+# -- expressions that fail ------------------------------------------------------------------------
+def failing_expressions(package: Package, generated) -> list[Finding]:
+    """Expressions (derive, when, constants, bindings, dispatch) that raise for a generated call: a defect of the
+    manifest, never a rejection; one finding per expression and message, naming the first such call."""
+    return [Finding(package.manifest.file, f.pointer, f"fails to evaluate for {f.count} generated call(s), e.g. "
+                                                      f"case {f.first}: {f.message}")
+            for f in cases.planning_failures(generated)]
 
 
 # -- render, compile, bindings ----------------------------------------------------------------------
@@ -222,10 +232,12 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
 
 
 # -- all of it --------------------------------------------------------------------------------------
-def lint(directory: Path, device=None, engine=None, compared: dict | None = None) -> list[Finding]:
+def lint(directory: Path, device=None, engine=None, compared: dict | None = None,
+         notes: list[str] | None = None) -> list[Finding]:
     """Every finding for the packages at or under ``directory``; ``device`` None skips compilation, ``engine``
     (a ``jsjinja.JsJinja``) None the portable-subset check, whose counts go into ``compared`` (package name ->
-    ``portable.Stats``)."""
+    ``portable.Stats``). ``notes``, when given, receives what is not an error but weakens the package's
+    certification (a package without op record)."""
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
@@ -236,8 +248,12 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
         if package is None:
             continue
         packages.append(package)
+        note = missing_record_note(package.name)
+        if note and notes is not None:
+            notes.append(note)
         try:
             generated = cases.generate(package)
+            findings += failing_expressions(package, generated)
             findings += unreachable(package, generated)
             findings += shaders(package, generated, device)
             if engine is not None:

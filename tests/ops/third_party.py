@@ -5,29 +5,17 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 import textwrap
+
+from conformance.tools.skeleton import TEMPLATE as SKELETON_TEMPLATE
 
 ROLES = "ABCDEFGH"
 
-TEMPLATE = """\
-{% if usesF16 %}
-enable f16;
-{% endif %}
-// {{ op }} variant {{ variant }}, pass {{ passName }}
-{{ declarations }}
-
-const WORKGROUP_SIZE: u32 = {{ workgroupSize }}u;
-
-@compute @workgroup_size({{ workgroupSize }})
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WORKGROUP_SIZE + lid;
-  if (i >= params.count) { return; }
+TEMPLATE = SKELETON_TEMPLATE.replace("BODY", """\
 {% set V = "vec4<f32>" if vec4 else "f32" %}
   y[i] = {{ out }}(EXPR);
-}
-"""
+""")
 
 RECORD_MODULE = '''
 """The op record of com.example.{name}: Y = A * B + (the other inputs), in float64, and its tolerance."""
@@ -132,3 +120,14 @@ def write_distribution(root: pathlib.Path, name: str, n: int) -> pathlib.Path:
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[conformance.ops]\n{name.lower()} = {module}:RECORD\n")
     return root
+
+
+def outside_copy(source: pathlib.Path, root: pathlib.Path, domain: str = "com.example") -> pathlib.Path:
+    """A copy of the package ``source`` under another author's ``domain`` (so no built-in record is its), in
+    ``root/<domain>.<name>``."""
+    raw = json.loads((source / "manifest.json").read_text())
+    raw["domain"] = domain
+    dst = root / f"{domain}.{raw['name']}"
+    shutil.copytree(source, dst)
+    (dst / "manifest.json").write_text(json.dumps(raw, indent=2))
+    return dst

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference import Comparison, Tolerance, compare
+from reference import Comparison, ElementTolerance, Tolerance, compare
 
 TOL = Tolerance(1e-6, 1e-5, "test tolerance", "float32")
 
@@ -83,3 +83,11 @@ def test_failure_message_is_actionable():
         assert col in msg
     table = msg.splitlines()[3:]
     assert table[1].split()[0] == "(3,)" and table[1].split()[1] == "3"
+
+
+def test_a_per_element_tolerance_is_worded_per_element():
+    """The message states an ElementTolerance's range, not its largest atol as if every element had it."""
+    tol = ElementTolerance(1e-3, 0.0, "row-dependent", "float32", element_atol=np.array([1e-6, 1e-3]))
+    text = compare(np.array([0.5, 0.0], np.float32), np.array([0.0, 0.0]), tol).message()
+    assert "atol[i] per element (from 1e-06 to 0.001;" in text
+    assert "<= 0.001 +" not in text

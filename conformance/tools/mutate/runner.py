@@ -114,7 +114,8 @@ def _progress(progress: Progress, m: Mutant) -> str:
 
 
 def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None = None, out: Path | None = None,
-                    timeout: float = 300, limit: int | None = None, log=None, via_pytest: bool = False) -> dict:
+                    timeout: float = 300, limit: int | None = None, log=None, via_pytest: bool = False,
+                    arguments: dict[tuple[str, str], str] | None = None) -> dict:
     log = log or (lambda text: print(text, flush=True))
     scratch = Path(tempfile.mkdtemp(prefix="conformance-mutate-"))
     started = time.monotonic()
@@ -134,7 +135,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         if limit:
             mutants = mutants[:limit]
         mark_unrendered(root, mutants)
-        argue(short, mutants)
+        argue(short, mutants, arguments)
         # the unmutated package must pass, or no kill means anything
         base = scratch / f"baseline-{short}"
         copy_package(root, base / root.name)

@@ -1,0 +1,112 @@
+"""Where a package's cases are weaker than they look, each with what to add (``python -m cases --coverage``).
+
+* a case that compares no element: every output element is unconstrained for its data (a non-finite value in every
+  row of a row op, say), so the values check passes whatever the kernel writes;
+* families left empty for want of a record (the op's own distributions, ``values-op``; the row families);
+* a row-indexed dispatch on an op its record declares ``elementwise``: threads that follow the row count rather
+  than the element count mean the kernel works by rows, so non-finite values, multi-row limits and row splits
+  need ``structure="rows"`` to be generated;
+* a ``rows`` op without data recipes: rows far from zero mean (LayerNorm) or of large spread (Softmax) are where
+  one-pass and cancelling formulas fail.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cases.calls import outcome
+from cases.data import make_inputs
+from cases.families import Ctx
+from cases.model import Case
+
+#: Cases above this many input elements are not recomputed for the no-compare check (their families have
+#: smaller siblings with the same data recipe).
+MAX_RECOMPUTED_ELEMENTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class Weakness:
+    kind: str        # no-compare | empty-family | row-dispatch-elementwise | rows-without-data
+    message: str     # what is weak and what to add
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def weaknesses(ctx: Ctx, cases: list[Case], families: dict[str, int]) -> list[Weakness]:
+    record = ctx.record
+    out = no_compare(cases, record) + empty_families(ctx, families)
+    if record is not None and not record.rows:
+        out += row_dispatch(ctx, cases)
+    if record is not None and record.rows and not record.data:
+        out.append(Weakness("rows-without-data", f"{record.op} is a rows op without data recipes: add DataRecipes "
+                                                 f"(OpRecord.data) for rows far from zero mean and of large spread, "
+                                                 f"where one-pass and cancelling formulas fail"))
+    return out
+
+
+def no_compare(cases: list[Case], record) -> list[Weakness]:
+    """Accepted cases with data whose reference leaves every output element unconstrained."""
+    if record is None:
+        return []
+    found = []
+    for case in cases:
+        if not case.accepted or case.heavy:
+            continue
+        sizes = [math.prod(a[0]) for a in case.inputs.values() if a is not None]
+        if not sum(sizes) or sum(sizes) > MAX_RECOMPUTED_ELEMENTS:
+            continue
+        with np.errstate(all="ignore"):
+            expected = record.compute(make_inputs(case), case.attributes or None)
+        arrays = [np.asarray(v) for v in expected.values()]
+        if any(a.size for a in arrays) and not any(np.isfinite(a).any() for a in arrays):
+            found.append(case.id)
+    if not found:
+        return []
+    fix = ("declare structure='rows' in the op record (non-finite values then go in one row only)" if not record.rows
+           else "give the case rows without special values")
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return [Weakness("no-compare", f"{len(found)} accepted case(s) compare no element (every output element is "
+                                   f"unconstrained: {record.word('unconstrained')}): {shown}; {fix}")]
+
+
+def empty_families(ctx: Ctx, families: dict[str, int]) -> list[Weakness]:
+    """Families that are empty because the package has no record."""
+    if ctx.record is not None:
+        return []   # values-op without data recipes: a weakness for rows ops (rows-without-data)
+    empty = [f for f in ("values-op", "values-partial-nonfinite") if not families.get(f)]
+    return [Weakness("empty-family", f"no op record for {ctx.m.op_id}: {', '.join(empty)} cannot be generated "
+                                     f"(nor the row families) and no value is checked; install the distribution "
+                                     f"that registers it, or register it")]
+
+
+def row_dispatch(ctx: Ctx, cases: list[Case]) -> list[Weakness]:
+    """Variants whose threads change between [2r, c] and [r, 2c] (same elements, same variant): they dispatch by
+    rows, on an op the record declares elementwise."""
+    seen, found = set(), []
+    for case in cases:
+        variant = case.expect.get("variant")
+        if not case.accepted or case.heavy or variant in seen or case.profile.name != "baseline" or case.tunables:
+            continue
+        shape, dtype = case.inputs[ctx.lead.role]
+        if len(shape) < 2 or not math.prod(shape):
+            continue
+        rows, cols = math.prod(shape[:-1]), shape[-1]
+        optional = any(a is not None for r, a in case.inputs.items() if ctx.m.input(r).optional)
+        tall = outcome(ctx.planner, ctx.call((2 * rows, cols), dtype, optional=optional))
+        wide = outcome(ctx.planner, ctx.call((rows, 2 * cols), dtype, optional=optional))
+        if not (tall["outcome"] == wide["outcome"] == "accepted" and tall["variant"] == wide["variant"] == variant):
+            continue
+        seen.add(variant)
+        if [p["threads"] for p in tall["passes"]] != [p["threads"] for p in wide["passes"]]:
+            found.append(f"{variant} ({[p['threads'] for p in tall['passes']]} threads for [{2 * rows}, {cols}], "
+                         f"{[p['threads'] for p in wide['passes']]} for [{rows}, {2 * cols}])")
+    if not found:
+        return []
+    return [Weakness("row-dispatch-elementwise", f"the record of {ctx.m.op_id} declares structure 'elementwise' but "
+                                                 f"variants dispatch by rows: {'; '.join(found)}; declare "
+                                                 f"structure='rows' so multi-row limits, row splits and non-finite "
+                                                 f"rows are generated")]
