@@ -254,6 +254,10 @@ class Checker:
         for role, intact in (result.guards_intact or {}).items():
             if not intact:
                 problems.append(f"output {role}: the kernel wrote past the end of the output (guard overwritten)")
+        for role, same in (result.identical or {}).items():
+            if not same:
+                problems.append(f"output {role}: the run bound with a guard region gave other bytes than the run "
+                                f"bound as in production (load_kernel): the kernel behaves differently under test")
         if result.inputs_intact is not None:
             changed = [role for role, intact in result.inputs_intact.items() if not intact]
         else:
