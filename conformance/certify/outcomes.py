@@ -50,6 +50,12 @@ class Verdict:
     replanned: str | None = None
     #: The column (WebGPU implementation, backend, adapter) of a run over several (--device=all, --webgpu=all).
     column: str | None = None
+    #: The variant the golden case expects (None: a rejection), before any planning for the device.
+    expected_variant: str | None = None
+    #: What the value check checked: "values", "shapes" (every output empty) or None (nothing).
+    evidence: str | None = None
+    #: Whether every output the case expects is empty (such a case can only give "shapes" evidence).
+    empty: bool = False
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -63,6 +69,7 @@ class Verdict:
             out["replanned"] = self.replanned
         if self.column:
             out["column"] = self.column
+        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty)
         return out
 
 
@@ -100,4 +107,6 @@ def case_dtype(case) -> str:
 def verdict_for(case) -> Verdict:
     expected = Expected.of(case.expect)
     variant = expected.variant if expected.accepted else "rejected"
-    return Verdict(case.id, case.package, variant, case_dtype(case), case.family)
+    empty = expected.accepted and all(0 in shape for shape, _ in expected.outputs.values())
+    return Verdict(case.id, case.package, variant, case_dtype(case), case.family,
+                   expected_variant=expected.variant if expected.accepted else None, empty=empty)

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
+from conformance.certify.evidence import assess
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
 from conformance.files import check_output, write_output
 
@@ -62,9 +63,10 @@ def _change_kind(text: str) -> str:
         if ": device lacks" in text else text
 
 
-#: The three certification states, most honest first: a waived failure is never reported as a plain pass.
+#: The certification states, most honest first: a waived failure is never reported as a plain pass, and a run
+#: that checked nothing is never reported as one that passed.
 RESULTS = {"conforms": "conforms", "conforms-with-waivers": "conforms with waivers",
-           "does-not-conform": "does not conform"}
+           "does-not-conform": "does not conform", "nothing-checked": "nothing checked"}
 
 
 def waivers(verdicts) -> list[dict]:
@@ -75,16 +77,20 @@ def waivers(verdicts) -> list[dict]:
             for v in sorted(verdicts, key=lambda v: v["id"]) if v["status"] == "xfailed"]
 
 
-def result_of(totals: dict) -> str:
+def result_of(totals: dict, evidence: dict | None = None) -> str:
+    """The result: any failure, or a package, variant or dtype left unchecked, is not conformance."""
     if totals["failed"] or totals["xpassed"] or totals["not-run"]:
         return "does-not-conform"
+    if evidence and evidence["unchecked"]:
+        return "does-not-conform" if evidence["checked"] else "nothing-checked"
     return "conforms-with-waivers" if totals["xfailed"] else "conforms"
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
-    result = "does-not-conform" if interrupted else result_of(totals)
+    evidence = assess(verdicts)
+    result = "does-not-conform" if interrupted else result_of(totals, evidence)
     return {
         "implementation": implementation,
         "interrupted": interrupted,     # a partial report: the run was stopped (Ctrl-C) before every case ran
@@ -93,7 +99,11 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "totals": totals,
         "result": result,
         #: True for "conforms" and "conforms-with-waivers" (the run's exit status); "result" tells them apart.
-        "conforms": result != "does-not-conform",
+        "conforms": result in ("conforms", "conforms-with-waivers"),
+        #: Packages, variants and dtypes without a value-checked case: named, and never "conforms".
+        "unchecked": evidence["unchecked"],
+        #: Variants and dtypes the device cannot run (every case planned into a rejection, skipped...).
+        "not_runnable": evidence["not_runnable"],
         "waivers": waivers(verdicts),
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
@@ -148,6 +158,7 @@ def markdown(report: dict) -> str:
                 ratio = "" if cell["worst_ratio"] is None else f"{cell['worst_ratio']:.3g}"
                 lines.append(f"| {pkg} | {variant} | {dtype} | {cell['passed']} | {cell['failed']} | "
                              f"{cell['skipped']} | {cell['xfailed']} | {cell[NOT_APPLICABLE]} | {ratio} |")
+    lines += _evidence_lines(report)
     failed = [v for v in report["cases"] if v["status"] in ("failed", "xpassed", "not-run")]
     if failed:
         lines += ["", "## Failures", ""]
@@ -159,6 +170,26 @@ def markdown(report: dict) -> str:
         for w in report["waivers"]:
             lines += [f"- `{w['id']}`: waived by `{w['pattern']}` ({w['reason']})", ""] + _block(w["waived"]) + [""]
     return "\n".join(lines) + "\n" + _outside_sections(report)
+
+
+def _evidence_lines(report: dict) -> list[str]:
+    """What the result could not rest on: cells left unchecked (never "conforms"), and those the device cannot run."""
+    lines = []
+    for key, title, note in (("unchecked", "Not checked", "no case of these was dispatched and value-checked, so "
+                              "the result cannot be *conforms*"),
+                             ("not_runnable", "Not runnable on this device", "every case was planned into a "
+                              "rejection for this device, skipped or not applicable")):
+        entries = report.get(key) or []
+        if entries:
+            lines += ["", f"## {title}", "", f"{note.capitalize()}.", ""]
+            lines += [f"- {cell_line(e)}" for e in entries]
+    return lines
+
+
+def cell_line(entry: dict) -> str:
+    """One entry of ``unchecked`` or ``not_runnable``: package (/ variant / dtype), its case count and why."""
+    where = entry["package"] + (f" / {entry['variant']} / {entry['dtype']}" if entry["variant"] else "")
+    return f"{where} ({entry['cases']} case(s)): {entry['why']}"
 
 
 def _block(text: str) -> list[str]:

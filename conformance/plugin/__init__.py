@@ -85,6 +85,8 @@ class RunState:
         self.heavy_total = 0
         self.interrupted = False
         self.previous_sigint = None
+        #: The reports (one per column) once the session has finished: the terminal summary prints their result.
+        self.results: list[dict] = []
 
     def rerun_command(self, item) -> str:
         """The command that reruns exactly ``item``, typed where this run was started: this run's own
@@ -349,6 +351,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state.compilations:
         tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
                       f"(over {len(state.compilations)} process(es))")
+    for data in state.results:
+        name = f"column {data['column']}: " if len(state.results) > 1 else ""
+        tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
+        for entry in data["unchecked"]:
+            tr.write_line(f"  not checked: {report.cell_line(entry)}")
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path} and {Path(path).with_suffix('.md')}")
@@ -363,6 +370,7 @@ def pytest_sessionfinish(session, exitstatus):
     if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
     if not path:
+        state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
         return
     interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
     ran = {(v["id"], v.get("column", "")) for v in state.verdicts}
@@ -376,7 +384,7 @@ def pytest_sessionfinish(session, exitstatus):
                              "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
                              "detail": why})
     heavy = state.deselected_heavy or (0 if config.getoption("run_heavy") else state.heavy_total)
-    reports = state.reports(verdicts, heavy, interrupted)
+    reports = state.results = state.reports(verdicts, heavy, interrupted)
     if len(reports) == 1:
         data = reports[0]
         report.write(data, Path(path))
