@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 import cases as case_generator
 from cases.golden import CASES_DIR, load_matching_golden
+from cases.model import marker_name
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -138,16 +138,17 @@ class CaseRunner:
         for directory, package, generated in self.packages():
             if isinstance(package, str):
                 params.append(pytest.param(LoadFailure(directory, package), id=f"{directory.name}/manifest",
-                                           marks=_marks(self.config, ["load_error"])))
+                                           marks=_marks(self.config, [], ("load_error",))))
                 continue
             for case in generated:
-                names = list(case.markers) + (["heavy"] if case.heavy else [])
+                names = [n for n in case.markers if n != "heavy"]    # heaviness is the case's flag, not a name
+                own = ("heavy",) if case.heavy else ()
                 for column in self.columns():
                     if len(self.columns()) == 1:
                         params.append(pytest.param((package, case, column), id=case.id,
-                                                   marks=_marks(self.config, names)))
+                                                   marks=_marks(self.config, names, own)))
                         continue
-                    marks = _marks(self.config, names + [column.slug]) + [pytest.mark.xdist_group(column.slug)]
+                    marks = _marks(self.config, names + [column.slug], own) + [pytest.mark.xdist_group(column.slug)]
                     params.append(pytest.param((package, case, column), id=f"{case.id}+{column.slug}", marks=marks))
         metafunc.parametrize("conformance_case", params)
 
@@ -244,14 +245,11 @@ def _json(verdict) -> str:
     return json.dumps(verdict.as_dict())
 
 
-def marker_name(text: str) -> str:
-    name = re.sub(r"\W", "_", text)
-    return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
-
-
-def _marks(config, names) -> list:
+def _marks(config, names, own: tuple[str, ...] = ()) -> list:
+    """pytest marks for a case: ``names`` (from its data) made safe by :func:`marker_name`; ``own`` (the plugin's
+    own, such as ``heavy`` or a column's xdist group) as they are."""
     marks = []
     for name in dict.fromkeys(marker_name(n) for n in names):
         config.addinivalue_line("markers", f"{name}: conformance case marker")
         marks.append(getattr(pytest.mark, name))
-    return marks
+    return marks + [getattr(pytest.mark, name) for name in own]
