@@ -6,7 +6,7 @@ A subcommand's function takes the parsed arguments and returns the exit code.
 from conformance.config import BACKENDS, WEBGPU
 from conformance.engine.package import REPO_SPECS
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "certify")
 
 
 def add_packages_and_device(parser) -> None:

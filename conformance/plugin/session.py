@@ -249,7 +249,7 @@ def _marks(config, names, own: tuple[str, ...] = ()) -> list:
     """pytest marks for a case: ``names`` (from its data) made safe by :func:`marker_name`; ``own`` (the plugin's
     own, such as ``heavy`` or a column's xdist group) as they are."""
     marks = []
-    for name in dict.fromkeys(marker_name(n) for n in names):
+    for name in [*dict.fromkeys(marker_name(n) for n in names), *own]:
         config.addinivalue_line("markers", f"{name}: conformance case marker")
         marks.append(getattr(pytest.mark, name))
-    return marks + [getattr(pytest.mark, name) for name in own]
+    return marks
