@@ -188,9 +188,10 @@ MAX_YAML_FILE = 4 << 20
 
 
 def parse_yaml(data: bytes, where: str, error=ConformanceError):
-    """``data`` (UTF-8 YAML, safe tags only) as Python data, refusing aliases: a file of a few hundred bytes of
-    nested aliases (``&a [*b, *b, ...]``) is a tree of exponential size to whatever walks it. The loaded data is
-    walked once, each container visited once: one seen twice came from an alias."""
+    """``data`` (UTF-8 YAML, safe tags only) as Python data, with aliases bounded: a few hundred bytes of nested
+    aliases (``&a [*b, *b, ...]``) make a tree of exponential size for whatever walks it. The tree's size with
+    every alias expanded is counted (each distinct container once) and must stay within
+    :data:`YAML_EXPANSION` times the text's length."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -202,18 +203,35 @@ def parse_yaml(data: bytes, where: str, error=ConformanceError):
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise error(f"{where}: not valid YAML ({at}{str(problem)[:200]})") from None
-    seen: set[int] = set()
-    stack = [loaded]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (dict, list)):
-            if id(node) in seen:
-                raise error(f"{where}: holds a YAML alias (*name); these files are written without any")
-            seen.add(id(node))
-            stack.extend(node.values() if isinstance(node, dict) else node)
-            if isinstance(node, dict):
-                stack.extend(k for k in node if isinstance(k, (dict, list)))
+    limit = YAML_EXPANSION * len(data) + 1000
+    if expanded_size(loaded, limit) > limit:
+        raise error(f"{where}: its YAML aliases (*name) expand to more than {limit:,} values "
+                    f"({YAML_EXPANSION} per byte of the file); refusing it")
     return loaded
+
+
+#: How many values per byte of YAML text its aliases may expand to (files this suite writes: under 1).
+YAML_EXPANSION = 8
+
+
+def expanded_size(root, limit: int) -> int:
+    """The number of values in ``root`` with every shared container counted each time it is reached (as
+    aliases expand), computed once per distinct container; stops counting past ``limit``."""
+    sizes: dict[int, int] = {}
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (dict, list)) or (id(node) in sizes and not done):
+            continue
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        if not done:
+            sizes[id(node)] = -1                      # visiting (a cycle is counted as a leaf)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if isinstance(c, (dict, list)) and id(c) not in sizes)
+            continue
+        total = 1 + sum(max(1, sizes.get(id(c), 1)) if isinstance(c, (dict, list)) else 1 for c in children)
+        sizes[id(node)] = min(total, limit + 1)
+    return sizes.get(id(root), 1) if isinstance(root, (dict, list)) else 1
 
 
 def _kind(mode: int) -> str:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from cases import coverage, generate, golden_path, to_yaml
-from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, regenerate_command
+from cases.golden import CASES_DIR, compare, diff, digest_path, golden_digest, read_digest, regenerate_command
 from conformance.engine.package import REPO_SPECS, duplicate_names, find_package_dirs, load_package
 from conformance.errors import ConformanceError
 from conformance.files import check_output, write_output
@@ -94,7 +94,7 @@ def one_package(args, package, checked: list) -> int:
     path = golden_path(args.out, package.name)
     if args.check:
         sidecar = digest_path(args.out, package.name)
-        if not sidecar.is_file() or sidecar.read_text(encoding="utf-8").strip() != golden_digest(package):
+        if read_digest(sidecar) != golden_digest(package):
             print(f"{path}: its digest file {sidecar.name} is out of date (run "
                   f"`{regenerate_command(args.specs, args.out)}`): test runs generate its cases instead of "
                   f"loading them")
