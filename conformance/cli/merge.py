@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from conformance.certify.matrix import load, markdown, merge
+from conformance.certify.report import strict_json
+from conformance.files import check_output, write_output
 
 
 def _merge(args) -> int:
     reports = [(Path(p), load(Path(p))) for p in args.reports]
+    for target in (args.out, args.json):
+        if target:
+            check_output(Path(target))
     matrix = merge(reports, allow_different_packages=args.allow_different_packages)
     text = markdown(matrix)
     if args.out:
-        Path(args.out).write_text(text)
+        write_output(Path(args.out), text)
     if args.json:
-        Path(args.json).write_text(json.dumps(matrix, indent=2) + "\n")
+        write_output(Path(args.json), strict_json(matrix) + "\n")
     if not args.out and not args.json:
         print(text, end="")
     print(f"merged {len(reports)} report(s): {len(matrix['rows'])} rows x {len(matrix['columns'])} columns")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, report
+from conformance.certify import matrix, quote, report
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations
@@ -75,6 +75,7 @@ class RunState:
         self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
         self.verdicts: list[dict] = []
+        self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
@@ -88,6 +89,15 @@ class RunState:
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
         self.results: list[dict] = []
+
+    def record(self, nodeid: str, verdict: dict) -> None:
+        """One verdict per test: a test run again (on a replacement worker) replaces its earlier verdict."""
+        index = self.ran.get(nodeid)
+        if index is None:
+            self.ran[nodeid] = len(self.verdicts)
+            self.verdicts.append(verdict)
+        else:
+            self.verdicts[index] = verdict
 
     def rerun_command(self, item) -> str:
         """The command that reruns exactly ``item``, typed where this run was started: this run's own
@@ -318,7 +328,7 @@ def pytest_runtest_logreport(report):
         verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
-    state.verdicts.append(verdict)
+    state.record(report.nodeid, verdict)
     xml = config.stash.get(xml_key, None)
     if xml is not None:  # JUnit classname "<package>.<dtype>": dashboards group by package, then dtype
         xml.node_reporter(report).add_attribute("classname", f"{verdict['package']}.{verdict['dtype']}")
@@ -331,7 +341,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_STATE, None)
     if state is None or not state.verdicts:
         return
-    tr = terminalreporter
+    tr = _Quoted(terminalreporter)
     tr.section("conformance")
     for slug, col in sorted(state.columns.items()):
         dev, mine = col.get("device") or {}, [v for v in state.verdicts if v.get("column", "") == slug]
@@ -391,6 +401,20 @@ def split_column(test_id: str) -> tuple[str, str]:
     return (head, tail) if plus and re.fullmatch(slug, tail) else (test_id, "")
 
 
+class _Quoted:
+    """The terminal reporter, writing every line with control characters shown, never sent (ANSI escapes in a
+    reason that came from a package or a driver)."""
+
+    def __init__(self, tr):
+        self.tr = tr
+
+    def section(self, title: str) -> None:
+        self.tr.section(title)
+
+    def write_line(self, line: str) -> None:
+        self.tr.write_line(quote.control_free(line))
+
+
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     path = config.getoption("conformance_report", None)
@@ -403,12 +427,11 @@ def pytest_sessionfinish(session, exitstatus):
         state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
         return
     interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
-    ran = {(v["id"], v.get("column", "")) for v in state.verdicts}
     verdicts = list(state.verdicts)
     why = "the run was interrupted before it" if interrupted else "no result (the worker running it died)"
     for nodeid in sorted(state.expected_ids):
         case_id, slug = split_column(test_id_of(nodeid))
-        if (case_id, slug) not in ran:
+        if nodeid not in state.ran:
             verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
                              "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
                              "detail": why})

@@ -19,6 +19,7 @@ from cases.model import marker_name
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
+from conformance.certify.quote import control_free
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
@@ -182,7 +183,7 @@ class CaseRunner:
                 pytest.xfail(f"divergence from the contract ({verdict.divergence}): {err}")
             props.append((VERDICT_KEY, _json(verdict)))
             # the suite's message, not a traceback of the case runner (terminal and JUnit <failure> alike)
-            raise pytest.fail.Exception(f"{err}{rerun}", pytrace=False) from None
+            raise pytest.fail.Exception(control_free(f"{err}{rerun}"), pytrace=False) from None
         except CaseSkipped as err:
             verdict.status, verdict.detail = "skipped", str(err)
             props.append((VERDICT_KEY, _json(verdict)))
@@ -194,7 +195,7 @@ class CaseRunner:
         except ConformanceError as err:  # no device, a broken template...: this case fails, with the reason
             verdict.status, verdict.detail = "failed", f"{type(err).__name__}: {err}"
             props.append((VERDICT_KEY, _json(verdict)))
-            raise pytest.fail.Exception(f"{case.id}: {verdict.detail}{rerun}", pytrace=False) from None
+            raise pytest.fail.Exception(control_free(f"{case.id}: {verdict.detail}{rerun}"), pytrace=False) from None
         except Exception as err:  # a bug of the suite: still recorded as this case's failure, with its traceback
             verdict.status, verdict.detail = "failed", f"unexpected {type(err).__name__}: {err}"
             props.append((VERDICT_KEY, _json(verdict)))
