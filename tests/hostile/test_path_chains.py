@@ -12,13 +12,19 @@ from tests.hostile.conftest import ROOT, run_cli, run_conformance, victim
 GELU = "com.microsoft.Gelu"
 
 
-def test_cases_refuses_a_symlinked_output_folder(tmp_path, make_specs):
-    specs = make_specs(**{GELU: GELU})
+def _linked_folder(tmp_path, name: str):
+    """(a repository whose ``name`` is a symlink to a folder outside it, that folder)."""
     outside = tmp_path / "outside"
     outside.mkdir()
     repo = tmp_path / "repo"
     repo.mkdir()
-    (repo / "kernel-cases").symlink_to(outside)
+    (repo / name).symlink_to(outside)
+    return repo, outside
+
+
+def test_cases_refuses_a_symlinked_output_folder(tmp_path, make_specs):
+    specs = make_specs(**{GELU: GELU})
+    repo, outside = _linked_folder(tmp_path, "kernel-cases")
     proc = run_cli("-m", "cases", "--specs", str(specs), "--out", "kernel-cases", cwd=repo, timeout=120)
     assert proc.returncode == 2 and "symlink" in proc.stderr, proc.stdout + proc.stderr
     assert list(outside.iterdir()) == []
@@ -26,11 +32,7 @@ def test_cases_refuses_a_symlinked_output_folder(tmp_path, make_specs):
 
 def test_a_report_under_a_symlinked_folder_is_refused_before_any_case_runs(tmp_path, make_specs):
     specs = make_specs(**{GELU: GELU})
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "out").symlink_to(outside)
+    repo, outside = _linked_folder(tmp_path, "out")
     proc = run_cli("-m", "pytest", str(ROOT / "conformance"), f"--specs={specs}", "-p", "no:cacheprovider",
                    "--conformance-report=out/report.json", "-k", "X[5]", cwd=repo)
     assert proc.returncode != 0 and "symlink" in proc.stdout + proc.stderr, proc.stdout[-2000:]
