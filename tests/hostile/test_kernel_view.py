@@ -3,7 +3,10 @@ bound exactly as ``load_kernel()`` binds, and the guarded run must give the same
 drawn per run."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 
 from conformance import BASELINE, load_kernel
 from conformance.gpu.runtime import Runtime
@@ -15,7 +18,7 @@ ONLY_UNDER_TEST = ("  if (i >= params.count) { return; }\n",
                    "  if (i >= params.count) { return; }\n  if (arrayLength(&y) <= params.count) { return; }\n")
 
 
-def test_a_kernel_that_computes_only_when_its_guard_is_visible_fails(tmp_path, make_specs, device):
+def test_a_kernel_that_computes_only_when_its_guard_is_visible_fails(make_specs, device):
     specs = make_specs(**{GELU: GELU})
     edit(specs / GELU / TEMPLATE, *ONLY_UNDER_TEST)
     kernel = load_kernel(specs / GELU, device=device)
@@ -24,10 +27,19 @@ def test_a_kernel_that_computes_only_when_its_guard_is_visible_fails(tmp_path, m
     plan, run = kernel.run(BASELINE, verify=True, X=x)
     assert not run.outputs["Y"].any()                      # the case checks what production returns
     assert run.identical == {"Y": False} and run.guards_intact == {"Y": True}
+
+
+@pytest.mark.parametrize("webgpu", ["wgpu", "dawn", "chromium"])
+def test_every_webgpu_implementation_fails_such_a_kernel(tmp_path, make_specs, webgpu):
+    """The runtime is shared through the one object model: the same two runs on Dawn and in the browser page."""
+    specs = make_specs(**{GELU: GELU})
+    edit(specs / GELU / TEMPLATE, *ONLY_UNDER_TEST)
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-k", "f32 and X[8] and not reject", f"--conformance-report={report}")
+    proc = run_conformance(specs, "-k", "f32 and X[8] and not reject", f"--conformance-report={report}",
+                           f"--webgpu={webgpu}")
     assert proc.returncode == 1, proc.stdout[-2000:]
-    assert "behaves differently under test" in proc.stdout, proc.stdout[-3000:]
+    failed = [c for c in json.loads(report.read_text())["cases"] if c["status"] == "failed"]
+    assert failed and all("behaves differently under test" in c["detail"] for c in failed), failed[:1]
 
 
 def test_an_honest_kernel_gives_the_same_bytes_bound_either_way(device):
