@@ -240,10 +240,10 @@ def _check_item(item) -> None:
 
 
 def _stored_case(package: Package, item: dict, profiles: dict, path: Path):
-    _check_item(item)
-    name = item.get("profile", "baseline")
+    name = item.get("profile", "baseline") if isinstance(item, dict) else "baseline"
     if name not in profiles and name not in PROFILES:
         raise ValueError(f"unknown profile {name!r} (known: {', '.join(sorted({*profiles, *PROFILES}))})")
+    _check_item(item)
     profile = profiles.get(name) or PROFILES[name]
     inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
     stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
