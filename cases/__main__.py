@@ -1,4 +1,6 @@
-"""``python -m cases``: the golden case files (the command lives in conformance.cli.cases)."""
+"""``python -m cases``: the golden case files (the command lives in conformance.cli.cases).
+
+The current directory is already off ``sys.path`` when this runs (``cases/__init__.py`` says why)."""
 
 import sys
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,6 +18,19 @@ from cases.model import Case
 from cases.profiles import profile_from_dict, profile_to_dict
 from conformance.engine.package import REPO_SPECS
 from conformance.ops.registry import find, op_of, source_of
+from conformance.errors import ConformanceError
+from conformance.files import parse_yaml, read_named
+
+#: The cap on one golden file (the largest shipped is about 3 MiB), checked before it is parsed.
+MAX_GOLDEN_FILE = 64 << 20
+#: At most this many lines of a golden file's diff are printed, each at most MAX_DIFF_WIDTH characters (the
+#: file comes from the checkout under test: never echoed in full).
+MAX_DIFF_LINES = 2000
+MAX_DIFF_WIDTH = 500
+
+
+class GoldenError(ConformanceError):
+    """A golden file that cannot be read or is not one: the message names the file and what was expected."""
 
 #: Where ``python -m cases`` writes the golden files by default: beside this module (the suite's own ``cases/``).
 CASES_DIR = Path(__file__).resolve().parent
@@ -77,9 +91,39 @@ def to_yaml(cases: list[Case]) -> str:
     return HEADER + yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
 
 
+def read_golden(path: str | Path) -> dict | None:
+    """The golden file at ``path`` as data (None when absent): read capped and through no symlink, parsed without
+    YAML aliases, and shaped as one (a mapping with ``package`` and a list of case mappings), else GoldenError."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    return parse_golden(read_named(path, MAX_GOLDEN_FILE, GoldenError), str(path))
+
+
+def parse_golden(data: bytes, where: str) -> dict:
+    loaded = parse_yaml(data, where, GoldenError)
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise GoldenError(f"{where}: expected a mapping with 'package' and 'cases', got a {type(loaded).__name__}")
+    found = loaded.get("cases") or []
+    if not isinstance(found, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str) for c in found):
+        raise GoldenError(f"{where}: /cases must be a list of mappings, each with a string 'id'")
+    return loaded
+
+
 def load_golden(path: str | Path) -> list[Case]:
-    data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    return [case_from_dict(data["package"], c) for c in data.get("cases") or []]
+    data = read_golden(path)
+    if data is None:
+        raise GoldenError(f"{path}: no such golden file")
+    cases = []
+    for i, c in enumerate(data.get("cases") or []):
+        try:
+            cases.append(case_from_dict(data["package"], c))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GoldenError(f"{path}:/cases/{i}: not a case as `python -m cases` writes it "
+                              f"({type(exc).__name__}: {exc})") from None
+    return cases
 
 
 #: What names a call in a golden file: its arguments, profile, tunables, attributes and the kind of data (the id
@@ -118,7 +162,7 @@ def _by_call(cases: list[dict]) -> dict[str, dict]:
 def compare(path: Path, cases: list[Case]) -> GoldenDelta:
     """The golden file at ``path`` (absent: no cases) against ``cases``, call by call."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    old = (yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader) or {}) if Path(path).is_file() else {}
+    old = read_golden(path) or {}
     new = yaml.load(to_yaml(cases), Loader=loader)   # the same round trip, so tuples and lists compare equal
     before, after = _by_call(old.get("cases") or []), _by_call(new.get("cases") or [])
     delta = GoldenDelta(len(after))
@@ -183,7 +227,7 @@ def stale_why(sidecar: Path, package) -> str | None:
     what changed (a missing or changed record writes another case list)."""
     if not sidecar.is_file():
         return f"it has no digest file {sidecar.name}"
-    lines = sidecar.read_text(encoding="utf-8").splitlines() or [""]
+    lines = (read_digest_text(sidecar) or "").splitlines() or [""]
     if lines[0].strip() == golden_digest(package):
         return None
     was, now = (lines[1].strip() if len(lines) > 1 else ""), record_line(package)
@@ -191,6 +235,17 @@ def stale_why(sidecar: Path, package) -> str | None:
         return f"it was written with another op record ({was.removeprefix('record: ')}; now " \
                f"{now.removeprefix('record: ')})"
     return "it is stale (the manifest or the case generator changed since it was written)"
+def read_digest_text(sidecar: Path) -> str | None:
+    """A sidecar's text (None when absent), read capped and through no symlink."""
+    if not os.path.lexists(sidecar):
+        return None
+    return read_named(sidecar, 4096, GoldenError).decode("utf-8", "replace")
+
+
+def read_digest(sidecar: Path) -> str | None:
+    """The digest a sidecar records (its first line; None when absent)."""
+    text = read_digest_text(sidecar)
+    return None if text is None else (text.splitlines() or [""])[0].strip()
 
 
 def load_matching_golden(directory: Path, package) -> tuple[list[Case] | None, str]:
@@ -207,11 +262,16 @@ def load_matching_golden(directory: Path, package) -> tuple[list[Case] | None, s
 
 def diff(path: Path, expected: str) -> str:
     """A unified diff from the file on disk to what the manifests produce now ('' when equal)."""
-    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    current = read_named(path, MAX_GOLDEN_FILE, GoldenError).decode("utf-8", "replace") \
+        if os.path.lexists(path) else ""
     if current == expected:
         return ""
-    return "".join(difflib.unified_diff(current.splitlines(True), expected.splitlines(True),
-                                        f"{path} (committed)", f"{path} (from the manifests)", n=2))
+    lines = list(difflib.unified_diff(current.splitlines(True), expected.splitlines(True),
+                                      f"{path} (committed)", f"{path} (from the manifests)", n=2))
+    lines = [line if len(line) <= MAX_DIFF_WIDTH else line[:MAX_DIFF_WIDTH] + " ...\n" for line in lines]
+    if len(lines) > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"... {len(lines) - MAX_DIFF_LINES} more lines of diff not shown\n"]
+    return "".join(lines)
 
 
 def shown_path(path: Path, cwd: Path | None = None) -> str:

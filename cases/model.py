@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import keyword
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,26 @@ def outcome_tag(expect: dict) -> str:
     return f"reject-{expect['reason']}"
 
 
+#: Markers with a meaning of their own (pytest's, xdist's and this plugin's): a case marker derived from a
+#: manifest or test.json name (a variant, a package, a stored case's markers) never takes one of these names.
+RESERVED_MARKERS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings",
+                              "tryfirst", "trylast", "hookwrapper", "optionalhook", "hookimpl", "no_cover",
+                              "timeout", "flaky", "asyncio", "anyio", "xdist_group", "heavy", "load_error",
+                              "slow", "django_db", "order", "dependency", "forked", "benchmark"})
+#: The prefix of a derived marker that would otherwise be reserved, start with a digit or be a Python keyword.
+MARKER_PREFIX = "k_"
+
+
+def marker_name(text: str) -> str:
+    """A case marker as pytest can take it: word characters only, and never a marker with a meaning of its own
+    (a variant named ``xfail`` or ``heavy`` is marked ``k_xfail``, ``k_heavy``; one named ``1x``, ``k_1x``)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", str(text))[:64]
+    if not re.match(r"[A-Za-z_]", name) or name.startswith("_") or name.lower() in RESERVED_MARKERS \
+            or keyword.iskeyword(name) or name.startswith(MARKER_PREFIX) or name in ("and", "or", "not"):
+        name = MARKER_PREFIX + name
+    return name
+
+
 def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
     present = [(role, shape, dtype) for role, shape, dtype in spec.inputs if shape is not None]
     dtypes = spec.dtypes
@@ -76,9 +98,9 @@ def case_id(short: str, spec: CallSpec, expect: dict, suffix: str = "") -> str:
 def markers_for(short: str, families: list[str], spec: CallSpec, expect: dict) -> tuple[str, ...]:
     out = [marker(f) for f in families]
     out += [wgsl(d) for d in spec.dtypes]
-    out.append(marker(expect["variant"]) if expect["outcome"] == "accepted" else
+    out.append(marker_name(expect["variant"]) if expect["outcome"] == "accepted" else
                "planning_failed" if expect["outcome"] == "planning-failed" else "rejected")
-    out.append(marker(short))
+    out.append(marker_name(short))
     if spec.heavy:
         out.append("heavy")
     return tuple(dict.fromkeys(out))

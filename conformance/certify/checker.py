@@ -267,6 +267,10 @@ class Checker:
             if not intact:
                 problems.append(f"output {role}: the kernel wrote past the end of the output"
                                 f"{_breach(result, role, expect.outputs.get(role))}")
+        for role, same in (result.identical or {}).items():
+            if not same:
+                problems.append(f"output {role}: the run bound with a guard region gave other bytes than the run "
+                                f"bound as in production (load_kernel): the kernel behaves differently under test")
         if result.inputs_intact is not None:
             changed = [role for role, intact in result.inputs_intact.items() if not intact]
         else:
@@ -278,20 +282,28 @@ class Checker:
         return problems
 
     def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
+        """Outputs against the op's reference: shapes and dtypes always (where the op has a record), values where
+        there are any. ``verdict.evidence`` says what was checked: "values", "shapes" (every output empty) or
+        None (nothing: no record and no values)."""
         stored = getattr(case, "stored", None)
         record = find(manifest.op_id)
         words = record.word("unconstrained") if record else "non-finite inputs"
+        attributes = getattr(case, "attributes", None)
+        reference = record.compute(inputs, attributes) if record is not None else None
+        if reference is not None:
+            self._check_contract_outputs(case, record, inputs, reference, outputs)
         if all(y.size == 0 for y in outputs.values()):
             verdict.worst_ratio = None
-            return  # nothing to compare: no record needed
+            verdict.evidence = "shapes" if reference is not None else None
+            return
         if stored is not None:
             expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
                         .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
             tolerance = {role: stored_tolerance(t, expected[role].shape) for role, t in stored.tolerance.items()}
         else:
-            record = record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
-            attributes = getattr(case, "attributes", None)
-            expected = record.compute(inputs, attributes)
+            if reference is None:
+                record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
+            expected = reference
             # the tolerance model may depend on the call's data (row ops derive it from each row)
             plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
             tolerance = {role: record.tolerance_for(str(y.dtype), inputs, attributes, plan)
@@ -309,6 +321,27 @@ class Checker:
                 verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
         verdict.worst_ratio = worst
+        verdict.evidence = "values"
+
+    @staticmethod
+    def _check_contract_outputs(case, record, inputs, reference: dict, outputs: dict) -> None:
+        """The outputs the manifest declares (and the implementation returned) against the op's reference:
+        a manifest cannot make its own contract trivial (an output declared empty, of another dtype)."""
+        problems = []
+        dtype = record.reference_dtype(inputs)
+        for role in record.outputs:
+            want = reference.get(role)
+            got = outputs.get(role)
+            if want is None or got is None:
+                continue
+            if tuple(got.shape) != tuple(np.shape(want)):
+                problems.append(f"output {role}: the manifest declares shape {list(got.shape)}, the op's reference "
+                                f"({record.op}) gives {list(np.shape(want))}")
+            if dtype is not None and str(got.dtype) != dtype:
+                problems.append(f"output {role}: the manifest declares dtype {got.dtype}, the op's reference "
+                                f"({record.op}) gives {dtype}")
+        if problems:
+            raise CaseFailed(f"{case.id}: the outputs do not match the op's contract:\n  " + "\n  ".join(problems))
 
 
 def _breach(result, role: str, expected) -> str:

@@ -103,6 +103,8 @@ class ImplResult:
     guards_intact: dict[str, bool] | None = None
     #: Per input: whether the device copy is unchanged after the run (None: the checker compares host arrays).
     inputs_intact: dict[str, bool] | None = None
+    #: Per output: whether the guarded run and the run bound as in production gave the same bytes (None: n/a).
+    identical: dict[str, bool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -172,7 +174,7 @@ class ManifestImplementation:
             raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
         return ImplResult(dict(run.outputs), plan.variant, dispatch, run.guards_intact, run.inputs_intact,
-                          extra={"guard_breach": run.guard_breach})
+                          run.identical, extra={"guard_breach": run.guard_breach})
 
 
 def _rejected(err: ContractError) -> Rejected:

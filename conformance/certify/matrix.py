@@ -12,12 +12,16 @@ from pathlib import Path
 
 from conformance.certify.outcomes import NOT_APPLICABLE
 from conformance.errors import ConformanceError
+from conformance.files import read_named
+
+#: The cap on one report read by ``merge`` (a matrix of every column of a large run is a few MiB).
+MAX_REPORT = 256 << 20
 
 
 def load(path: Path) -> dict:
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_named(Path(path), MAX_REPORT))
+    except (ValueError, RecursionError) as exc:
         raise ConformanceError(f"{path}: cannot read the report: {exc}") from None
     single = isinstance(data, dict) and isinstance(data.get("summary"), dict) and "packages" in data
     columns = data.get("columns") if isinstance(data, dict) else None

@@ -56,6 +56,12 @@ class Verdict:
     rerun: str | None = None
     #: Where a standalone reproduction of this failure was written (implementations that write one).
     repro: str | None = None
+    #: The variant the golden case expects (None: a rejection), before any planning for the device.
+    expected_variant: str | None = None
+    #: What the value check checked: "values", "shapes" (every output empty) or None (nothing).
+    evidence: str | None = None
+    #: Whether every output the case expects is empty (such a case can only give "shapes" evidence).
+    empty: bool = False
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -72,6 +78,7 @@ class Verdict:
         for key in ("error_profile", "repro") + (("rerun",) if self.status in ("failed", "xfailed") else ()):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty)
         return out
 
 
@@ -112,4 +119,6 @@ def verdict_for(case) -> Verdict:
     expected = Expected.of(case.expect)
     variant = expected.variant if expected.accepted else \
         "planning-failed" if expected.reason == "planning-failed" else "rejected"
-    return Verdict(case.id, case.package, variant, case_dtype(case), case.family)
+    empty = expected.accepted and all(0 in shape for shape, _ in expected.outputs.values())
+    return Verdict(case.id, case.package, variant, case_dtype(case), case.family,
+                   expected_variant=expected.variant if expected.accepted else None, empty=empty)

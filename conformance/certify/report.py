@@ -9,12 +9,15 @@ model; ``divergences`` lists the cases where it departs from the manifest's cont
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
 from conformance.certify import report_html
+from conformance.certify.evidence import assess
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
+from conformance.certify.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
 
 DIVERGENCE_TEXT = {"rejects-accepted": "rejects calls the manifest accepts",
@@ -63,9 +66,10 @@ def _change_kind(text: str) -> str:
         if ": device lacks" in text else text
 
 
-#: The three certification states, most honest first: a waived failure is never reported as a plain pass.
+#: The certification states, most honest first: a waived failure is never reported as a plain pass, and a run
+#: that checked nothing is never reported as one that passed.
 RESULTS = {"conforms": "conforms", "conforms-with-waivers": "conforms with waivers",
-           "does-not-conform": "does not conform"}
+           "does-not-conform": "does not conform", "nothing-checked": "nothing checked"}
 
 
 def waivers(verdicts) -> list[dict]:
@@ -76,16 +80,20 @@ def waivers(verdicts) -> list[dict]:
             for v in sorted(verdicts, key=lambda v: v["id"]) if v["status"] == "xfailed"]
 
 
-def result_of(totals: dict) -> str:
+def result_of(totals: dict, evidence: dict | None = None) -> str:
+    """The result: any failure, or a package, variant or dtype left unchecked, is not conformance."""
     if totals["failed"] or totals["xpassed"] or totals["not-run"]:
         return "does-not-conform"
+    if evidence and evidence["unchecked"]:
+        return "does-not-conform" if evidence["checked"] else "nothing-checked"
     return "conforms-with-waivers" if totals["xfailed"] else "conforms"
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False) -> dict:
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
-    result = "does-not-conform" if interrupted else result_of(totals)
+    evidence = assess(verdicts)
+    result = "does-not-conform" if interrupted else result_of(totals, evidence)
     return {
         "implementation": implementation,
         "interrupted": interrupted,     # a partial report: the run was stopped (Ctrl-C) before every case ran
@@ -94,7 +102,11 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "totals": totals,
         "result": result,
         #: True for "conforms" and "conforms-with-waivers" (the run's exit status); "result" tells them apart.
-        "conforms": result != "does-not-conform",
+        "conforms": result in ("conforms", "conforms-with-waivers"),
+        #: Packages, variants and dtypes without a value-checked case: named, and never "conforms".
+        "unchecked": evidence["unchecked"],
+        #: Variants and dtypes the device cannot run (every case planned into a rejection, skipped...).
+        "not_runnable": evidence["not_runnable"],
         "waivers": waivers(verdicts),
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
@@ -124,8 +136,8 @@ def device_line(dev: dict | None) -> str:
 
 
 def markdown(report: dict) -> str:
-    lines = [f"# Conformance report: {report['implementation']}", "",
-             f"Device: {device_line(report.get('device'))}", "",
+    lines = [f"# Conformance report: {cell(report['implementation'])}", "",
+             f"Device: {cell(device_line(report.get('device')))}", "",
              f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
                                                            f"listed under Waivers)" if report["waivers"] else "")
              + (" (interrupted: a partial report)" if report.get("interrupted") else "") + "  ",
@@ -133,38 +145,56 @@ def markdown(report: dict) -> str:
     if report["deselected_heavy"]:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")
     for reason, count in report["skipped_reasons"].items():
-        lines.append(f"Skipped {count}: {reason}")
+        lines.append(f"Skipped {count}: {cell(reason)}  ")
     if report.get("replanned"):
         lines += ["", "Planned for this device (it lacks what a case's profile assumes):", ""]
-        lines += [f"- {n} case(s): {change}" for change, n in report["replanned"].items()]
+        lines += [f"- {n} case(s): {cell(change)}" for change, n in report["replanned"].items()]
     lines += ["", "## Packages", ""]
     for pkg in report["packages"]:
-        files = ", ".join(f"`{name}` sha256 `{(digest or 'missing')[:16]}`" for name, digest in pkg["files"].items())
-        lines.append(f"- **{pkg['package']}** ({pkg['root']}): {files}")
+        files = ", ".join(f"{code_span(name)} sha256 {code_span((digest or 'missing')[:16])}"
+                          for name, digest in pkg["files"].items())
+        lines.append(f"- **{cell(pkg['package'])}** ({cell(pkg['root'])}): {files}")
     lines += ["", "## Results", "", "| package | variant | dtype | passed | failed | skipped | xfailed | "
               "not applicable | worst error / allowed |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for pkg, variants in report["summary"].items():
         for variant, dtypes in variants.items():
-            for dtype, cell in dtypes.items():
-                ratio = "" if cell["worst_ratio"] is None else f"{cell['worst_ratio']:.3g}"
-                lines.append(f"| {pkg} | {variant} | {dtype} | {cell['passed']} | {cell['failed']} | "
-                             f"{cell['skipped']} | {cell['xfailed']} | {cell[NOT_APPLICABLE]} | {ratio} |")
+            for dtype, c in dtypes.items():
+                ratio = "" if c["worst_ratio"] is None else f"{c['worst_ratio']:.3g}"
+                lines.append(f"| {cell(pkg)} | {cell(variant)} | {cell(dtype)} | {c['passed']} | {c['failed']} | "
+                             f"{c['skipped']} | {c['xfailed']} | {c[NOT_APPLICABLE]} | {ratio} |")
+    lines += _evidence_lines(report)
     failed = [v for v in report["cases"] if v["status"] in ("failed", "xpassed", "not-run")]
     if failed:
         lines += ["", "## Failures", ""]
         for v in failed:  # the whole message: a value failure's table of worst elements is the evidence
-            lines += [f"- `{v['id']}` ({v['status']})", ""] + _block(v.get("detail") or "") + [""]
+            lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
     if report["waivers"]:
         lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
                   "the case failed as shown.", ""]
         for w in report["waivers"]:
-            lines += [f"- `{w['id']}`: waived by `{w['pattern']}` ({w['reason']})", ""] + _block(w["waived"]) + [""]
+            lines += [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})",
+                      ""] + code_block(w["waived"]) + [""]
     return "\n".join(lines) + "\n" + _outside_sections(report)
 
 
-def _block(text: str) -> list[str]:
-    """``text`` verbatim, as a code block inside a list item."""
-    return ["  ```"] + [f"  {line}" for line in text.splitlines()] + ["  ```"]
+def _evidence_lines(report: dict) -> list[str]:
+    """What the result could not rest on: cells left unchecked (never "conforms"), and those the device cannot run."""
+    lines = []
+    for key, title, note in (("unchecked", "Not checked", "no case of these was dispatched and value-checked, so "
+                              "the result cannot be *conforms*"),
+                             ("not_runnable", "Not runnable on this device", "every case was planned into a "
+                              "rejection for this device, skipped or not applicable")):
+        entries = report.get(key) or []
+        if entries:
+            lines += ["", f"## {title}", "", f"{note.capitalize()}.", ""]
+            lines += [f"- {cell(cell_line(e))}" for e in entries]
+    return lines
+
+
+def cell_line(entry: dict) -> str:
+    """One entry of ``unchecked`` or ``not_runnable``: package (/ variant / dtype), its case count and why."""
+    where = entry["package"] + (f" / {entry['variant']} / {entry['dtype']}" if entry["variant"] else "")
+    return f"{where} ({entry['cases']} case(s)): {entry['why']}"
 
 
 def _outside_sections(data: dict) -> str:
@@ -172,7 +202,7 @@ def _outside_sections(data: dict) -> str:
     lines = []
     if data.get("totals", {}).get(NOT_APPLICABLE):
         lines += ["", "## Not applicable", ""]
-        lines += [f"- {n}: {reason}" for reason, n in sorted(data["not_applicable_reasons"].items(),
+        lines += [f"- {n}: {cell(reason)}" for reason, n in sorted(data["not_applicable_reasons"].items(),
                                                                 key=lambda kv: -kv[1])]
     if data.get("checks"):
         lines += ["", "## Assertions", "", "| assertion | passed | failed | not applicable |", "| --- | --- | --- | --- |"]
@@ -182,12 +212,28 @@ def _outside_sections(data: dict) -> str:
     if data.get("divergences"):
         lines += ["", "## Divergences from the manifest's contract", ""]
         for kind, cases in data["divergences"].items():
-            lines += [f"### {data['implementation']} {DIVERGENCE_TEXT.get(kind, kind)} ({len(cases)})", ""]
+            lines += [f"### {cell(data['implementation'])} {cell(DIVERGENCE_TEXT.get(kind, kind))} ({len(cases)})", ""]
             for c in cases:
                 body = c["detail"].split(": ", 1)[-1] if c["detail"] else ""
-                lines.append(f"- `{c['id']}`: {' '.join(body.split())[:300]}")
+                lines.append(f"- {code_span(c['id'])}: {cell(' '.join(body.split())[:300])}")
             lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def strict_json(data) -> str:
+    """``data`` as JSON every parser takes: a non-finite number (a NaN output's ratio) becomes null, never the
+    ``NaN`` / ``Infinity`` that Python writes and JSON does not have."""
+    return json.dumps(_finite(data), indent=2, sort_keys=False, allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_files(path: Path, data: dict, markdown_text: str, html_text: str | None = None) -> tuple[Path, ...]:
@@ -195,7 +241,7 @@ def write_files(path: Path, data: dict, markdown_text: str, html_text: str | Non
     writer of every report."""
     path, md, page = check_paths(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_output(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    write_output(path, strict_json(data) + "\n")
     write_output(md, markdown_text)
     if html_text is None:
         return path, md

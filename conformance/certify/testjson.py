@@ -11,6 +11,7 @@ import base64
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def decode_array(d: dict) -> np.ndarray:
     shape = tuple(int(s) for s in d["shape"])
     if "data" not in d:      # shape-only (a large rejected call): zeros stand in, only the shape matters
         return np.zeros(shape, dtype=dtype.newbyteorder("="))
-    raw = base64.b64decode(d["data"])
+    if not isinstance(d["data"], str):
+        raise ValueError(f"{d['dtype']}{list(shape)}: data must be base64 text")
+    raw = base64.b64decode(d["data"], validate=True)
     if len(raw) != math.prod(shape) * dtype.itemsize:
         raise ManifestError(f"{d['dtype']}{list(shape)}: data has {len(raw)} bytes, expected "
                             f"{math.prod(shape) * dtype.itemsize}", file=TEST_FILE)
@@ -163,15 +166,86 @@ def load_test_cases(package: Package, path: Path | None = None) -> list:
             out.append(_stored_case(package, item, profiles, path))
     except ConformanceError:
         raise
-    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+    except ValueError as exc:
+        raise ManifestError(f"malformed: {exc}", file=str(path), pointer=pointer) from None
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ManifestError(f"malformed: {type(exc).__name__}: {exc}", file=str(path), pointer=pointer) from None
     return out
 
 
+#: A stored case id (after ``test.json/``): printable, no newline or backtick, of a length any report takes.
+STORED_ID = re.compile(r"[A-Za-z0-9_.@~#=+,:;/\[\]()<>' -]{1,200}")
+#: The most elements a shape-only (rejected) stored input may claim: zeros stand in for it.
+MAX_SHAPE_ONLY = 1 << 28
+
+
+def _shape(value, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > 8 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in value):
+        raise ValueError(f"{where}: expected a shape, a list of at most 8 non-negative integers, got {value!r:.80}")
+    return tuple(value)
+
+
+def _check_item(item) -> None:
+    """A stored case as ``export`` writes it, else ValueError saying which field is wrong and what it should be
+    (checked before anything is decoded or allocated: a negative or huge shape, outputs shorter than their
+    shape, a tolerance without ``atol``...)."""
+    if not isinstance(item, dict):
+        raise ValueError(f"expected a case object, got {type(item).__name__}")
+    if not isinstance(item.get("id"), str) or not STORED_ID.fullmatch(item["id"]):
+        raise ValueError(f"id: expected up to 200 printable characters (no newline or backtick), got "
+                         f"{str(item.get('id'))[:80]!r}")
+    markers = item.get("markers", [])
+    if not isinstance(markers, list) or not all(isinstance(m, str) and len(m) <= 64 for m in markers):
+        raise ValueError("markers: expected a list of strings of at most 64 characters")
+    inputs = item.get("inputs")
+    if not isinstance(inputs, dict):
+        raise ValueError("inputs: expected an object of role -> array (or null)")
+    expect = item.get("expect")
+    if not isinstance(expect, dict) or expect.get("outcome") not in ("accepted", "rejected"):
+        raise ValueError("expect: expected an object with outcome 'accepted' or 'rejected'")
+    for role, d in inputs.items():
+        if d is None:
+            continue
+        if not isinstance(d, dict) or not isinstance(d.get("dtype"), str):
+            raise ValueError(f"inputs/{role}: expected {{shape, dtype, data}}")
+        shape = _shape(d.get("shape"), f"inputs/{role}/shape")
+        if "data" not in d and (expect["outcome"] == "accepted" or math.prod(shape) > MAX_SHAPE_ONLY):
+            raise ValueError(f"inputs/{role}: no data (only a rejected call of at most {MAX_SHAPE_ONLY} elements "
+                             f"may be stored by its shape alone)")
+        decode_array(d)            # its data must hold exactly what the shape and dtype say
+    if expect["outcome"] == "rejected":
+        return
+    declared = expect.get("outputs")
+    if not isinstance(declared, dict) or not isinstance(expect.get("variant"), str) \
+            or not isinstance(expect.get("passes"), list):
+        raise ValueError("expect: an accepted case needs 'variant', 'passes' and 'outputs'")
+    outputs, tolerance = item.get("outputs"), item.get("tolerance")
+    if not isinstance(outputs, dict) or not isinstance(tolerance, dict):
+        raise ValueError("outputs and tolerance: expected objects of role -> values / tolerance")
+    for role, o in declared.items():
+        if not isinstance(o, dict) or not isinstance(o.get("dtype"), str):
+            raise ValueError(f"expect/outputs/{role}: expected {{shape, dtype}}")
+        count = math.prod(_shape(o.get("shape"), f"expect/outputs/{role}/shape"))
+        values = outputs.get(role)
+        if not isinstance(values, list) or len(values) != count or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+            raise ValueError(f"outputs/{role}: expected {count} numbers (null: unconstrained), got "
+                             f"{len(values) if isinstance(values, list) else type(values).__name__}")
+        t = tolerance.get(role)
+        if not isinstance(t, dict) or not all(isinstance(t.get(k), (int, float)) and not isinstance(t.get(k), bool)
+                                              and t[k] >= 0 for k in ("atol", "rtol")):
+            raise ValueError(f"tolerance/{role}: expected non-negative numbers 'atol' and 'rtol'")
+        element = t.get("elementAtol")
+        if element is not None and (not isinstance(element, list) or len(element) != count):
+            raise ValueError(f"tolerance/{role}/elementAtol: expected {count} numbers")
+
+
 def _stored_case(package: Package, item: dict, profiles: dict, path: Path):
-    name = item.get("profile", "baseline")
+    name = item.get("profile", "baseline") if isinstance(item, dict) else "baseline"
     if name not in profiles and name not in PROFILES:
         raise ValueError(f"unknown profile {name!r} (known: {', '.join(sorted({*profiles, *PROFILES}))})")
+    _check_item(item)
     profile = profiles.get(name) or PROFILES[name]
     inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
     stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))

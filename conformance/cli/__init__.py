@@ -6,7 +6,8 @@ when it runs (:mod:`conformance.cli.lazy`): ``--help`` works without NumPy or a 
 
 from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve", "new")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve", "new",
+            "certify")
 
 
 def add_packages_and_device(parser) -> None:

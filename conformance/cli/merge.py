@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
@@ -16,19 +15,23 @@ flatten = on_use("conformance.certify.matrix", "flatten")
 report_html = on_use("conformance.certify.report_html")
 check_output = on_use("conformance.files", "check_output")
 write_output = on_use("conformance.files", "write_output")
+strict_json = on_use("conformance.certify.report", "strict_json")
 
 
 def _merge(args) -> int:
     reports = [(Path(p), load(Path(p))) for p in args.reports]
     page = check_output(Path(args.html)) if args.html else None
+    for target in (args.out, args.json):
+        if target:
+            check_output(Path(target))
     matrix = merge(reports, allow_different_packages=args.allow_different_packages)
     text = markdown(matrix)
     if page:
         write_output(page, report_html.page([col for _, col in flatten(reports)], matrix, title="Conformance matrix"))
     if args.out:
-        Path(args.out).write_text(text)
+        write_output(Path(args.out), text)
     if args.json:
-        Path(args.json).write_text(json.dumps(matrix, indent=2) + "\n")
+        write_output(Path(args.json), strict_json(matrix) + "\n")
     if not args.out and not args.json and not args.html:
         print(text, end="")
     for line in missing_lines(matrix):

@@ -39,6 +39,8 @@ SCOPE_ROOTS = ("shapes", "ranks", "dtypes", "present", "device", "tunables", "at
 
 #: Keywords of Kernel.plan/run besides tensors and attributes: no attribute may take these names.
 RESERVED_ARGUMENTS = ("profile", "tunables", "verify")
+#: The longest op id (domain.name): with "@<version>" and ".digest" it stays a file name every file system takes.
+MAX_OP_ID = 200
 
 
 
@@ -287,6 +289,12 @@ class Manifest:
         problems = Problems(file)
         schema_problems(raw, problems)
         problems.raise_if_any()
+        op_length = len(raw["domain"]) + 1 + len(raw["name"])
+        if op_length > MAX_OP_ID:
+            problems.add("/name", f"the op id {raw['domain']}.{raw['name'][:40]}... is {op_length} characters, more "
+                                  f"than {MAX_OP_ID}: it names files (<op id>@<version>.digest), and file systems "
+                                  f"take names of at most 255 bytes")
+            problems.raise_if_any()
         self._build(problems)
         problems.raise_if_any()
 

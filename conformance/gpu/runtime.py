@@ -1,7 +1,11 @@
 """Run a plan on a real device: render, compile (cached), bind, dispatch, read back.
 
-Outputs are allocated with a guard region after them, filled with a sentinel,
-so a kernel that writes past its output is caught (:attr:`Run.guards_intact`).
+A plain run binds every buffer exactly as :func:`conformance.load_kernel` does, nothing more. A verified run
+(a conformance case) dispatches the plan twice: once bound exactly like that (its outputs are the ones checked),
+and once with each output bound together with a guard region after it, filled with a sentinel drawn afresh for
+that run, so a kernel that writes past its output is caught (:attr:`Run.guards_intact`). The two runs' outputs
+must be bit-identical (:attr:`Run.identical`): a kernel that behaves differently when it can see the guard
+(``arrayLength``, the sentinel) gives itself away instead of being certified on a run production never makes.
 
 Guards against hostile or broken kernels (issue 10):
 
@@ -44,8 +48,6 @@ from conformance.gpu.render import render_with_sources, template_digest
 GUARD_RATIO = 3
 GUARD_MIN_BYTES = 64 << 10
 GUARD_MAX_BYTES = 16 << 20
-GUARD_WORD = 0x7FC0_DEAD  # a NaN payload no kernel computes by accident
-GUARD = np.array([GUARD_WORD], dtype=np.uint32).tobytes()   # one guard word
 
 
 def guard_bytes(nbytes: int, limits: dict) -> int:
@@ -57,8 +59,13 @@ def guard_bytes(nbytes: int, limits: dict) -> int:
     return max(0, guard - guard % 4)
 
 
-def guard_pattern(nbytes: int) -> bytes:
-    return GUARD * (nbytes // 4)
+def draw_sentinel() -> bytes:
+    """A guard word for one run: random, so a kernel cannot recognise the guard by a fixed bit pattern."""
+    return os.urandom(4)
+
+
+def guard_pattern(nbytes: int, sentinel: bytes) -> bytes:
+    return sentinel * (nbytes // 4)
 
 DEFAULT_DISPATCH_TIMEOUT = 30.0
 DEFAULT_HOST_MEMORY_FRACTION = 0.5
@@ -120,6 +127,8 @@ class Run:
     #: Per output whose guard was overwritten: the first written byte past the output's end, counted from its end.
     guard_breach: dict[str, int] = field(default_factory=dict)
     inputs_intact: dict[str, bool] = field(default_factory=dict)
+    #: Per output (verified runs): whether the guarded run gave the same bytes as the run bound as in production.
+    identical: dict[str, bool] = field(default_factory=dict)
     dispatched: list[tuple[str, tuple[int, int, int]]] = field(default_factory=list)
 
 
@@ -158,6 +167,7 @@ class Bound:
     buffers: dict[str, object] = field(default_factory=dict)
     output_bytes: dict[str, int] = field(default_factory=dict)
     guarded: dict[str, int] = field(default_factory=dict)    # role -> guard bytes after the output (0: none)
+    sentinel: bytes = b""                                      # the guard word of this binding
     passes: list = field(default_factory=list)
 
     @staticmethod
@@ -246,16 +256,17 @@ class Runtime:
             return False
 
     # -- execution --------------------------------------------------------------------------
-    def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, expose_guard: bool = False) -> "Bound":
-        """Upload inputs, allocate guarded outputs, and bind every non-empty pass (reusable for timing).
+    def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, guard: bool = False) -> "Bound":
+        """Upload inputs, allocate outputs, and bind every non-empty pass (reusable for timing).
 
-        With ``expose_guard`` each output is bound *with* its guard region, so a shader that writes past
-        the end of an output writes into the guard (and is caught) instead of being silently dropped by
-        robust buffer access.
+        Without ``guard`` every buffer is exactly what production allocates and binds. With it each output is
+        followed by a guard region filled with a sentinel drawn for this binding, and bound *with* it, so a
+        shader that writes past the end of an output writes into the guard (and is caught) instead of being
+        silently dropped by robust buffer access.
         """
         dev = self.device.device
         usage = wgpu.BufferUsage
-        bound = Bound(plan)
+        bound = Bound(plan, sentinel=draw_sentinel() if guard else b"")
         inputs = little_endian(inputs)
         try:
             for role, array in inputs.items():
@@ -265,12 +276,12 @@ class Runtime:
                     bound.buffers[role] = dev.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC)
             for role, out in plan.outputs.items():
                 nbytes = _padded(_output_bytes(out))
-                guarded = guard_bytes(nbytes, self.device.profile.limits)   # 0 at the very limit
+                guarded = guard_bytes(nbytes, self.device.profile.limits) if guard else 0   # 0 at the very limit
                 buf = dev.create_buffer(size=nbytes + guarded, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
                 if guarded:
-                    dev.queue.write_buffer(buf, nbytes, guard_pattern(guarded))
+                    dev.queue.write_buffer(buf, nbytes, guard_pattern(guarded, bound.sentinel))
                     if nbytes != _output_bytes(out):  # an odd f16 count: the padding bytes are guarded too
-                        dev.queue.write_buffer(buf, nbytes - 4, GUARD[:4])
+                        dev.queue.write_buffer(buf, nbytes - 4, bound.sentinel)
                 bound.buffers[role] = buf
                 bound.output_bytes[role] = nbytes
                 bound.guarded[role] = guarded
@@ -278,8 +289,7 @@ class Runtime:
                 if pass_plan.dispatch.empty:
                     continue
                 pipeline, layout, _ = self.pipeline(plan, pass_plan)
-                exposed = {role: g for role, g in bound.guarded.items() if g and expose_guard}
-                entries = [self._entry(b, bound.buffers, pass_plan, exposed) for b in pass_plan.bindings]
+                entries = [self._entry(b, bound.buffers, pass_plan, bound.guarded) for b in pass_plan.bindings]
                 bound.passes.append((pass_plan, pipeline, dev.create_bind_group(layout=layout, entries=entries)))
         except ConformanceError:  # template and runtime errors keep their own type and message
             bound.release()
@@ -290,7 +300,7 @@ class Runtime:
         return bound
 
     def run(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, verify: bool = False) -> Run:
-        """Run every pass; with ``verify``, also read back inputs and output guards.
+        """Run every pass bound as in production; with ``verify``, also a guarded run (see the module's docstring).
 
         Sizes are checked before anything is allocated; the work on the device is given
         :func:`dispatch_timeout` seconds.
@@ -306,6 +316,7 @@ class Runtime:
         if all(p.dispatch.empty for p in plan.passes):
             result.guards_intact = {r: True for r in outputs}
             result.inputs_intact = {r: True for r, a in inputs.items() if a is not None}
+            result.identical = {r: True for r in outputs} if verify else {}
             return result
         limit = dispatch_timeout()
         box: dict = {}
@@ -367,10 +378,24 @@ class Runtime:
                 pass_name=passes, kind="host-memory")
 
     def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool) -> None:
+        """The run bound as in production fills ``result.outputs``; with ``verify`` the guarded run follows."""
+        data = self._dispatch(plan, inputs, result, guard=False)
+        for role, array in result.outputs.items():
+            array.reshape(-1).view(np.uint8)[:] = np.frombuffer(data[role], np.uint8, count=array.nbytes)
+        if not verify:
+            return
+        guarded_result = Run({})
+        guarded = self._dispatch(plan, inputs, guarded_result, guard=True)
+        result.guards_intact, result.inputs_intact = guarded_result.guards_intact, guarded_result.inputs_intact
+        result.guard_breach = guarded_result.guard_breach
+        result.identical = {role: guarded[role][:array.nbytes] == data[role][:array.nbytes]
+                            for role, array in result.outputs.items()}
+
+    def _dispatch(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, *, guard: bool) -> dict:
+        """One submission of every pass; the outputs' bytes by role. Guarded: also checks guards and inputs."""
         dev = self.device.device
-        outputs = result.outputs
         usage = wgpu.BufferUsage
-        bound = self.bind(plan, inputs, expose_guard=verify)
+        bound = self.bind(plan, inputs, guard=guard)
         try:
             encoder = dev.create_command_encoder()
             for pass_plan, pipeline, group in bound.passes:
@@ -378,15 +403,16 @@ class Runtime:
                 bound.record_one(cpass, pipeline, group, pass_plan)
                 cpass.end()
                 self.device.dispatches += 1
-                result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
+                if not guard:
+                    result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
             readback = {}
-            for role in outputs:
-                size = bound.output_bytes[role] + (bound.guarded.get(role, 0) if verify else 0)
+            for role in plan.outputs:
+                size = bound.output_bytes[role] + bound.guarded[role]
                 readback[role] = bound.buffers[f"readback:{role}"] = dev.create_buffer(
                     size=size, usage=usage.MAP_READ | usage.COPY_DST)
                 encoder.copy_buffer_to_buffer(bound.buffers[role], 0, readback[role], 0, size)
             inputs_back = {}
-            if verify:
+            if guard:
                 for role in inputs:
                     if role in bound.buffers:
                         size = bound.buffers[role].size
@@ -394,23 +420,23 @@ class Runtime:
                             size=size, usage=usage.MAP_READ | usage.COPY_DST)
                         encoder.copy_buffer_to_buffer(bound.buffers[role], 0, inputs_back[role], 0, size)
             dev.queue.submit([encoder.finish()])
-            for role, array in outputs.items():
-                data = self._read(readback[role])
-                array.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, np.uint8, count=array.nbytes)
-                if verify:
-                    end, padded = array.nbytes, bound.output_bytes[role]
-                    padding = GUARD[:4][4 - (padded - end):] if padded > end else b""
-                    result.guards_intact[role] = not bound.guarded.get(role, 0) or (
-                        data[end:padded] == padding and data[padded:] == guard_pattern(bound.guarded[role]))
+            outputs = {}
+            for role, out in plan.outputs.items():
+                data = outputs[role] = self._read(readback[role])
+                if guard:
+                    end, padded = _output_bytes(out), bound.output_bytes[role]
+                    padding = bound.sentinel[4 - (padded - end):] if padded > end else b""
+                    expected_tail = padding + guard_pattern(bound.guarded[role], bound.sentinel)
+                    result.guards_intact[role] = not bound.guarded[role] or data[end:] == expected_tail
                     if not result.guards_intact[role]:
-                        result.guard_breach[role] = first_difference(
-                            data[end:], padding + guard_pattern(bound.guarded[role]))
-            if verify:
+                        result.guard_breach[role] = first_difference(data[end:], expected_tail)
+            if guard:
                 for role, array in inputs.items():
                     if array is not None:
                         same = role not in inputs_back or (
                             self._read(inputs_back[role])[:array.nbytes] == np.ascontiguousarray(array).tobytes())
                         result.inputs_intact[role] = same
+            return outputs
         except ConformanceError:
             raise
         except Exception as exc:
@@ -418,7 +444,7 @@ class Runtime:
         finally:
             bound.release()
 
-    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, exposed: dict[str, int] | None = None) -> dict:
+    def _entry(self, b: BindingPlan, buffers, pass_plan: PassPlan, guarded: dict[str, int]) -> dict:
         if b.buffer_type == "uniform":
             data = b.uniform_bytes + b"\0" * (-len(b.uniform_bytes) % 16)
             buf = self.device.device.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
@@ -430,7 +456,7 @@ class Runtime:
                                      f"but the pass dispatches {pass_plan.dispatch.threads} threads",
                                      pass_name=pass_plan.name, kind="binding")
         size = _padded(b.byte_size)
-        guard = (exposed or {}).get(b.arg, 0)   # fits the binding limit by construction (guard_bytes)
+        guard = guarded.get(b.arg, 0)   # fits the binding limit by construction (guard_bytes)
         reaches_guard = b.byte_offset + size == buf.size - guard   # a range ending early leaves it to another
         if guard and reaches_guard and size + guard <= self.device.profile.limits["maxStorageBufferBindingSize"]:
             size += guard

@@ -92,7 +92,8 @@ class OpRecord:
       ``shape`` (every required role, the optional ones when ``with_optional``);
     * ``words``: what failure messages say, e.g. ``{"unconstrained": "non-finite x+bias"}``;
     * ``interpret(inputs, outputs) -> str``: for a call the manifest rejects but an implementation ran, a guess
-      at what it computed (" (the values match ...)"), or "".
+      at what it computed (" (the values match ...)"), or "";
+    * ``output_dtype(inputs) -> str``: the outputs' dtype (default: the first present input's).
     """
 
     op: str
@@ -109,6 +110,8 @@ class OpRecord:
     words: Mapping[str, str] = field(default_factory=dict)
     interpret: Callable[..., str] | None = None
     tolerance_parameters: Callable[..., dict] | None = None
+    #: ``output_dtype(inputs) -> dtype name`` of the outputs; None: the dtype of the first input present.
+    output_dtype: Callable[[dict], str] | None = None
 
     def __post_init__(self) -> None:
         if "." not in self.op:
@@ -138,6 +141,13 @@ class OpRecord:
 
     def word(self, key: str) -> str:
         return self.words.get(key, DEFAULT_WORDS[key])
+
+    def reference_dtype(self, inputs: dict) -> str | None:
+        """The outputs' dtype for these inputs (checked against what a manifest declares)."""
+        if self.output_dtype is not None:
+            return self.output_dtype(inputs)
+        first = next((inputs[r] for r in self.roles if inputs.get(r) is not None), None)
+        return None if first is None else str(first.dtype)
 
     def recipe(self, name: str) -> DataRecipe | None:
         return next((r for r in self.data if r.name == name), None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, report, report_html
+from conformance.certify import matrix, quote, report, report_html
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
@@ -88,6 +89,7 @@ class RunState:
         self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
         self.verdicts: list[dict] = []
+        self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()
         self.progress = None      # a ColumnProgress once the cases are known, where progress is wanted
         self.compilations: dict[int, int] = {}
@@ -101,6 +103,17 @@ class RunState:
         self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
         self.interrupted = False
         self.previous_sigint = None
+        #: The reports (one per column) once the session has finished: the terminal summary prints their result.
+        self.results: list[dict] = []
+
+    def record(self, nodeid: str, verdict: dict) -> None:
+        """One verdict per test: a test run again (on a replacement worker) replaces its earlier verdict."""
+        index = self.ran.get(nodeid)
+        if index is None:
+            self.ran[nodeid] = len(self.verdicts)
+            self.verdicts.append(verdict)
+        else:
+            self.verdicts[index] = verdict
 
     def rerun_command(self, item) -> str:
         """The command that reruns exactly ``item``, typed where this run was started: this run's own
@@ -134,8 +147,10 @@ class RunState:
         """One report per column (verdicts of a single-column run carry no column)."""
         implementation = "manifest-runtime" if self.impl_name == "manifest" else self.impl_name
         out = []
-        for slug in sorted(self.columns) or [""]:
-            mine = [v for v in verdicts if v.get("column", "") == slug or (len(self.columns) <= 1)]
+        # every column a case names, even one whose every worker died before telling the controller about it
+        slugs = sorted(set(self.columns) | {v["column"] for v in verdicts if v.get("column")})
+        for slug in slugs or [""]:
+            mine = [v for v in verdicts if v.get("column", "") == slug or len(slugs) <= 1]
             skipped = dict(Counter(v["detail"] for v in mine if v["status"] == "skipped"))
             col = self.columns.get(slug, {})
             data = report.build(mine, identity=self.identity, device=col.get("device"),
@@ -230,9 +245,19 @@ def pytest_configure(config):
             report.check_paths(Path(path))
         except ConformanceError as err:
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
+    _no_worker_replacement_under_loadgroup(config)
     if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
         state = state_of(config)
         state.previous_sigint = signal.signal(signal.SIGINT, _on_interrupt(state))
+
+
+def _no_worker_replacement_under_loadgroup(config) -> None:
+    """Under ``--dist loadgroup``, pytest-xdist 3.8 can hang for ever once it replaces a crashed worker (upstream
+    issues 1323, 1327 and 1378): unless the user chose a restart count, a crashed worker is not replaced, and its
+    cases are reported as not run (``not-run``, with why) instead of the run never ending."""
+    option = config.option
+    if getattr(option, "dist", None) == "loadgroup" and getattr(option, "maxworkerrestart", "") is None:
+        option.maxworkerrestart = "0"
 
 
 def _on_interrupt(state: RunState):
@@ -333,7 +358,7 @@ def pytest_runtest_logreport(report):
         verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
-    state.verdicts.append(verdict)
+    state.record(report.nodeid, verdict)
     if state.progress is None and state.expected_ids and progress.wanted(config):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         state.progress = reporter and progress.ColumnProgress(reporter, state.expected_ids, state.webgpu)
@@ -351,7 +376,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_STATE, None)
     if state is None or not state.verdicts:
         return
-    tr = terminalreporter
+    tr = _Quoted(terminalreporter)
     tr.section("conformance")
     for slug, col in sorted(state.columns.items()):
         dev, mine = col.get("device") or {}, [v for v in state.verdicts if v.get("column", "") == slug]
@@ -386,9 +411,45 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state.compilations:
         tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
                       f"(over {len(state.compilations)} process(es))")
+    for data in state.results:
+        name = f"column {data['column']}: " if len(state.results) > 1 else ""
+        tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
+        for entry in data["unchecked"]:
+            tr.write_line(f"  not checked: {report.cell_line(entry)}")
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")
+
+
+def test_id_of(nodeid: str) -> str:
+    """The parameter id of a node id: ``...::test_case[<id>]``, to which ``--dist loadgroup`` appends
+    ``@<group>`` (the id itself may hold brackets and "@")."""
+    if "[" not in nodeid or "]" not in nodeid:
+        return nodeid
+    return nodeid[nodeid.index("[") + 1:nodeid.rindex("]")]
+
+
+def split_column(test_id: str) -> tuple[str, str]:
+    """(case id, column slug or "") of a test id: a case id may hold several "+" (``X[4]+bias[4]``, ``~eps=1e+20``),
+    a column's slug (``<webgpu>-<backend>[-<adapter>]``) none, so the column is what follows the last "+", if that
+    is a slug."""
+    head, plus, tail = test_id.rpartition("+")
+    slug = rf"({'|'.join(map(re.escape, WEBGPU))})-[a-z0-9]+(-[^+\s]+)?"
+    return (head, tail) if plus and re.fullmatch(slug, tail) else (test_id, "")
+
+
+class _Quoted:
+    """The terminal reporter, writing every line with control characters shown, never sent (ANSI escapes in a
+    reason that came from a package or a driver)."""
+
+    def __init__(self, tr):
+        self.tr = tr
+
+    def section(self, title: str) -> None:
+        self.tr.section(title)
+
+    def write_line(self, line: str) -> None:
+        self.tr.write_line(quote.control_free(line))
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -400,20 +461,19 @@ def pytest_sessionfinish(session, exitstatus):
     if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
     if not path:
+        state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
         return
     interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
-    ran = {(v["id"], v.get("column", "")) for v in state.verdicts}
     verdicts = list(state.verdicts)
     why = "the run was interrupted before it" if interrupted else "no result (the worker running it died)"
     for nodeid in sorted(state.expected_ids):
-        case_id = nodeid.split("[", 1)[1][:-1] if "[" in nodeid else nodeid
-        case_id, _, slug = case_id.partition("+") if len(state.columns) > 1 else (case_id, "", "")
-        if (case_id, slug) not in ran:
+        case_id, slug = split_column(test_id_of(nodeid))
+        if nodeid not in state.ran:
             verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
                              "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
                              "detail": why})
     heavy = state.deselected_heavy or (0 if config.getoption("run_heavy") else state.heavy_total)
-    reports = state.reports(verdicts, heavy, interrupted)
+    reports = state.results = state.reports(verdicts, heavy, interrupted)
     if len(reports) == 1:
         data = reports[0]
         report.write(data, Path(path))

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from conformance.errors import ConformanceError
+from conformance.files import MAX_YAML_FILE, parse_yaml, read_named
 
 
 class ExpectationsError(ValueError):
@@ -32,9 +33,10 @@ def load(path) -> list[Expectation]:
     if not path:
         return []
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ExpectationsError(f"--expectations {path}: cannot read it: {exc}") from None
+        data = parse_yaml(read_named(Path(path), MAX_YAML_FILE), f"--expectations {path}")
+    except ConformanceError as exc:
+        raise ExpectationsError(str(exc) if str(exc).startswith("--expectations") else
+                                f"--expectations {exc}") from None
     if data is None:
         return []
     if not isinstance(data, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)

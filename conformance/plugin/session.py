@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from pathlib import Path
 
@@ -16,9 +15,11 @@ import pytest
 
 import cases as case_generator
 from cases.golden import CASES_DIR, golden_path, load_matching_golden, regenerate_command, shown_path
+from cases.model import marker_name
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
+from conformance.certify.quote import control_free
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
@@ -161,16 +162,17 @@ class CaseRunner:
         for directory, package, generated in self.packages():
             if isinstance(package, str):
                 params.append(pytest.param(LoadFailure(directory, package), id=f"{directory.name}/manifest",
-                                           marks=_marks(self.config, ["load_error"])))
+                                           marks=_marks(self.config, [], ("load_error",))))
                 continue
             for case in generated:
-                names = list(case.markers) + (["heavy"] if case.heavy else [])
+                names = [n for n in case.markers if n != "heavy"]    # heaviness is the case's flag, not a name
+                own = ("heavy",) if case.heavy else ()
                 for column in self.columns():
                     if len(self.columns()) == 1:
                         params.append(pytest.param((package, case, column), id=case.id,
-                                                   marks=_marks(self.config, names)))
+                                                   marks=_marks(self.config, names, own)))
                         continue
-                    marks = _marks(self.config, names + [column.slug]) + [pytest.mark.xdist_group(column.slug)]
+                    marks = _marks(self.config, names + [column.slug], own) + [pytest.mark.xdist_group(column.slug)]
                     params.append(pytest.param((package, case, column), id=f"{case.id}+{column.slug}", marks=marks))
         metafunc.parametrize("conformance_case", params)
 
@@ -205,7 +207,7 @@ class CaseRunner:
                 pytest.xfail(f"divergence from the contract ({verdict.divergence}): {err}")
             props.append((VERDICT_KEY, _json(verdict)))
             # the suite's message, not a traceback of the case runner (terminal and JUnit <failure> alike)
-            raise pytest.fail.Exception(f"{err}{rerun}", pytrace=False) from None
+            raise pytest.fail.Exception(control_free(f"{err}{rerun}"), pytrace=False) from None
         except CaseSkipped as err:
             verdict.status, verdict.detail = "skipped", str(err)
             props.append((VERDICT_KEY, _json(verdict)))
@@ -217,7 +219,7 @@ class CaseRunner:
         except ConformanceError as err:  # no device, a broken template...: this case fails, with the reason
             verdict.status, verdict.detail = "failed", f"{type(err).__name__}: {err}"
             props.append((VERDICT_KEY, _json(verdict)))
-            raise pytest.fail.Exception(f"{case.id}: {verdict.detail}{rerun}", pytrace=False) from None
+            raise pytest.fail.Exception(control_free(f"{case.id}: {verdict.detail}{rerun}"), pytrace=False) from None
         except Exception as err:  # a bug of the suite: still recorded as this case's failure, with its traceback
             verdict.status, verdict.detail = "failed", f"unexpected {type(err).__name__}: {err}"
             props.append((VERDICT_KEY, _json(verdict)))
@@ -269,14 +271,11 @@ def _json(verdict) -> str:
     return json.dumps(verdict.as_dict())
 
 
-def marker_name(text: str) -> str:
-    name = re.sub(r"\W", "_", text)
-    return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
-
-
-def _marks(config, names) -> list:
+def _marks(config, names, own: tuple[str, ...] = ()) -> list:
+    """pytest marks for a case: ``names`` (from its data) made safe by :func:`marker_name`; ``own`` (the plugin's
+    own, such as ``heavy`` or a column's xdist group) as they are."""
     marks = []
-    for name in dict.fromkeys(marker_name(n) for n in names):
+    for name in [*dict.fromkeys(marker_name(n) for n in names), *own]:
         config.addinivalue_line("markers", f"{name}: conformance case marker")
         marks.append(getattr(pytest.mark, name))
     return marks

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,8 +56,8 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     """
     if ref is None:
         return Side("work tree", repo / specs_path, repo / golden_path)
-    is_revision = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
-                       f"{ref}^{{commit}}").returncode == 0
+    resolved = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    is_revision = resolved.returncode == 0
     is_path = os.path.lexists(ref)
     if is_revision and is_path:
         raise ConformanceError(f"{ref!r} is ambiguous: both a git revision of {repo} and the path "
@@ -73,7 +74,9 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     archive = _git(repo, "archive", "--format=tar", ref, "--", *present, binary=True)
     if archive.returncode:
         raise ConformanceError(f"git archive {ref} failed: {archive.stderr.decode(errors='replace').strip()}")
-    dest = scratch / ref.replace("/", "_").replace("~", "_").replace("^", "_")
+    # a folder of its own per revision, named by the commit (never by the name: a/b and a_b, HEAD~2 and HEAD^2
+    # would share one, and the gate would compare a revision with itself)
+    dest = Path(tempfile.mkdtemp(prefix=f"{resolved.stdout.strip()}-", dir=scratch))
     try:      # "data" refuses members that would land outside dest (an outward symlink, an absolute path)
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(dest, filter="data")

@@ -71,7 +71,7 @@ def test_the_other_webgpu_implementations_certify_the_same_cases(tmp_path, webgp
 
 @pytest.mark.slow
 def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path):
-    paths = [_run(tmp_path, w, f"--webgpu={w}", "-k", "Gelu/f16/X[5]")[0] for w in ("wgpu", "dawn", "chromium")]
+    paths = [_run(tmp_path, w, f"--webgpu={w}", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")[0] for w in ("wgpu", "dawn", "chromium")]
     out = tmp_path / "matrix.md"
     cmd = [sys.executable, "-m", "conformance", "merge", *map(str, paths), "--out", str(out), "--json",
            str(tmp_path / "matrix.json")]
@@ -91,14 +91,14 @@ def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages
 def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path):
     report = tmp_path / "all.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", "--device=all", "--webgpu=all", "-k", "Gelu/f16/X[5]", f"--conformance-report={report}"]
+           "no:cacheprovider", "--device=all", "--webgpu=all", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
     slugs = sorted(c["column"] for c in data["columns"])
     assert slugs == ["chromium-vulkan-swiftshader", "dawn-vulkan-llvmpipe", "firefox-vulkan-fallback",
                      "wgpu-gl-llvmpipe", "wgpu-vulkan-llvmpipe"], slugs
-    assert all(c["conforms"] and c["totals"]["passed"] == 3 for c in data["columns"])
+    assert all(c["conforms"] and c["totals"]["passed"] >= 3 for c in data["columns"])
     assert len(data["matrix"]["columns"]) == 5
     assert report.with_suffix(".md").read_text().startswith("# Conformance matrix")
     assert "left out: dawn: llvmpipe" in proc.stdout  # Dawn's GL adapters are compatibility-mode only

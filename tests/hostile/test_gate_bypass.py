@@ -43,3 +43,15 @@ def test_python_m_conformance_diff_in_a_repository_with_its_own_cases_package(re
     proc = run_cli("-m", "conformance", "diff", "HEAD", cwd=repo, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "no change" in proc.stderr
+
+
+def test_two_revisions_whose_names_look_alike_are_extracted_apart(repo, monkeypatch, capsys):  # noqa: F811
+    """``a/b`` and ``a_b`` (like ``HEAD~2`` and ``HEAD^2``) once shared a scratch folder: the gate compared a
+    revision with itself, and a behaviour change passed (issue 28, class 10)."""
+    git(repo, "branch", "-q", "a/b")
+    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)      # a behaviour change, golden file untouched
+    git(repo, "commit", "-qam", "behaviour change")
+    git(repo, "branch", "-q", "a_b")
+    monkeypatch.chdir(repo)
+    assert main(["diff", "a/b", "a_b", "--gate"]) == 1
+    assert "unacknowledged" in capsys.readouterr().out

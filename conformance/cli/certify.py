@@ -1,0 +1,94 @@
+"""``certify``: every case of the packages under ``--specs``, in a pytest that the checkout cannot steer.
+
+A plain ``pytest`` in a pull request's checkout obeys that checkout: its ``pytest.ini`` / ``pyproject.toml`` /
+``tox.ini`` / ``setup.cfg`` (``addopts`` such as ``-m`` or ``-p``), its ``conftest.py`` files, the
+``PYTEST_ADDOPTS`` and ``PYTEST_PLUGINS`` variables, every installed plugin (autoloaded), and its own packages
+first on ``sys.path``. ``certify`` runs pytest with none of them: in an empty scratch directory, with an empty
+ini file there as the configuration (``-c``, ``--rootdir``), ``--noconftest``, plugin autoloading off and only
+this suite's plugin (and xdist's, with ``--workers``) loaded, ``PYTEST_*`` variables dropped, and an interpreter
+in isolated mode (``python -I``: no current directory, script directory, ``PYTHON*`` variables or user site on
+``sys.path``) given this suite's own location. The packages and the report paths are resolved first, from where
+the command was typed; the report is always written (``--report``) and the exit status is the report's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from conformance.cli.lazy import on_use
+from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
+from conformance.errors import ConformanceError
+
+check_paths = on_use("conformance.certify.report", "check_paths")
+
+#: Run by ``python -I -c``: this suite's root first on sys.path (argv[1]), then pytest on the rest.
+BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+
+
+def suite_root() -> Path:
+    """The directory that holds this suite's packages (``conformance``, ``cases``, ``reference``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def pytest_command(args, scratch: Path) -> list[str]:
+    """The isolated pytest command line for ``args`` (every path in it absolute)."""
+    specs = Path(args.specs).resolve()
+    if not specs.exists():
+        raise ConformanceError(f"--specs {args.specs}: no such directory")
+    report = check_paths(Path(args.report).resolve())[0]
+    ini = scratch / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    argv = [sys.executable, "-I", "-c", BOOTSTRAP, str(suite_root()), "-c", str(ini), "--rootdir", str(scratch),
+            "--noconftest", "-p", "no:cacheprovider", "-p", "conformance.plugin", "-q", "-rfE",
+            "--pyargs", "conformance.test_kernels", f"--specs={specs}", f"--conformance-report={report}",
+            f"--device={args.device}", f"--webgpu={args.webgpu}", f"--impl={args.impl}",
+            f"--divergences={args.divergences}"]
+    if args.adapter:
+        argv.append(f"--adapter={args.adapter}")
+    if args.expectations:
+        argv.append(f"--expectations={Path(args.expectations).resolve()}")
+    if args.golden:
+        argv.append(f"--golden={Path(args.golden).resolve()}")
+    if args.run_heavy:
+        argv.append("--run-heavy")
+    if args.workers:
+        argv += ["-p", "xdist.plugin", "-n", str(args.workers)]
+    return argv
+
+
+def isolated_environment() -> dict[str, str]:
+    """This process's environment less what configures pytest, with plugin autoloading off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def _certify(args) -> int:
+    with tempfile.TemporaryDirectory(prefix="conformance-certify-") as tmp:
+        scratch = Path(tmp)
+        argv = pytest_command(args, scratch)
+        return subprocess.call(argv, cwd=scratch, env=isolated_environment())
+
+
+def register(sub) -> None:
+    p = sub.add_parser("certify", help="run every conformance case in a pytest the checkout cannot configure "
+                                       "(no conftest.py, ini files, addopts or autoloaded plugins)")
+    p.add_argument("--specs", default=str(REPO_SPECS), help="a directory of packages, or one package directory")
+    p.add_argument("--device", default="auto", choices=sorted(BACKENDS) + ["all"])
+    p.add_argument("--adapter", default=None)
+    p.add_argument("--webgpu", default="wgpu", choices=WEBGPU + ("all",))
+    p.add_argument("--impl", default="manifest")
+    p.add_argument("--divergences", choices=("fail", "xfail"), default="fail")
+    p.add_argument("--expectations", default=None, metavar="FILE")
+    p.add_argument("--golden", default=None, metavar="DIR", help="the kernel repository's golden files (as pytest's "
+                                                                  "--golden)")
+    p.add_argument("--run-heavy", action="store_true")
+    p.add_argument("--workers", "-n", type=int, default=0, metavar="N", help="pytest-xdist workers (default: none)")
+    p.add_argument("--report", default="conformance-report.json", metavar="PATH",
+                   help="the JSON report (and the Markdown and HTML ones beside it); default "
+                        "conformance-report.json")
+    p.set_defaults(func=_certify)
