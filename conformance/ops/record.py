@@ -69,7 +69,9 @@ class OpRecord:
       ``shape`` (every required role, the optional ones when ``with_optional``);
     * ``words``: what failure messages say, e.g. ``{"unconstrained": "non-finite x+bias"}``;
     * ``interpret(inputs, outputs) -> str``: for a call the manifest rejects but an implementation ran, a guess
-      at what it computed (" (the values match ...)"), or "".
+      at what it computed (" (the values match ...)"), or "";
+    * ``deterministic``: the same inputs give bit-identical outputs however the invocations are scheduled (a
+      fixed reduction order); ``--stress`` then requires identical outputs across its seeds.
     """
 
     op: str
@@ -86,6 +88,7 @@ class OpRecord:
     words: Mapping[str, str] = field(default_factory=dict)
     interpret: Callable[..., str] | None = None
     tolerance_parameters: Callable[..., dict] | None = None
+    deterministic: bool = True
 
     def __post_init__(self) -> None:
         if "." not in self.op:

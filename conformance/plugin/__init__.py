@@ -62,6 +62,10 @@ def pytest_addoption(parser):
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
+    group.addoption("--stress", type=int, nargs="?", const=3, default=0, metavar="RUNS",
+                    help="race provocation: every shader rewritten with invocation-dependent delays before each "
+                         "workgroup-memory access and barrier, each accepted case run RUNS times (default 3) with "
+                         "different delay seeds; outputs must pass every time and be identical across the runs")
 
 
 class RunState:
@@ -73,6 +77,7 @@ class RunState:
         self.adapter = config.getoption("adapter")
         self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
+        self.stress = config.getoption("stress") or 0
         self.verdicts: list[dict] = []
         self.expected_ids: set[str] = set()
         self.compilations: dict[int, int] = {}
