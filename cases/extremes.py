@@ -8,7 +8,8 @@ binding element ``i`` of a row is taken by invocation ``i % workgroup`` in itera
 strided layout a workgroup-per-row kernel uses so that neighbouring invocations read neighbouring elements).
 Row ``g`` of a layout's rows puts its maximum in lane ``g % width`` and iteration ``(g // width) % iterations``
 of the ``g``-th invocation of :func:`invocation_order` (the last, the first, then every power of two and the
-last minus it, then the rest), and its large negative in another lane, iteration and invocation.
+last minus it, then the rest; one that holds that iteration where the last one is partial), and its large
+negative in another lane, iteration and invocation.
 """
 
 from __future__ import annotations
@@ -93,9 +94,13 @@ def extreme_positions(layout: RowLayout, rows: int) -> list[tuple[int, int]]:
 
 
 def _slot(layout: RowLayout, order: list[int], g_invocation: int, g: int) -> int:
+    """Lane ``g % width`` of iteration ``(g // width) % iterations``, taken by the ``g_invocation``-th invocation of
+    ``order``, or, where that one has no such iteration (a partial last one), by the one that many slots earlier."""
     invocation = order[g_invocation % len(order)]
     lane = g % layout.width
-    iteration = (g // layout.width) % layout.iterations_of(invocation)
+    iteration = (g // layout.width) % layout.iterations
+    if iteration >= layout.iterations_of(invocation):
+        invocation %= layout.items - iteration * layout.workgroup
     return layout.position(invocation, iteration, lane)
 
 

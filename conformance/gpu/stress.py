@@ -7,9 +7,18 @@ every statement of a function body that reads or writes a ``var<workgroup>`` var
 ``conformance_stress_spin(<site>u)``: a loop whose trip count is a hash of the invocation's local index (shifted,
 so that groups of 1 to 32 neighbouring invocations, warps included, move together), the site and the seed, at
 most SPIN_MAX iterations. The loop's result feeds a workgroup atomic under a condition the compiler cannot decide,
-so the delay is not optimised away; it reads and writes nothing of the kernel's, so a correct kernel computes
-exactly what it computed before (the rewrite moves no arithmetic), while a kernel missing a barrier meets other
-interleavings under other seeds.
+so the delay is not optimised away; it reads and writes nothing of the kernel's.
+
+Delays cannot reorder the lanes of one SIMD group (lavapipe and SwiftShader run 8 or 4 invocations as one
+vector, in order between barriers; a warp reconverges after a divergent loop), and a race between neighbouring
+invocations hides there. So, as GPU memory-model testing does ("thread randomization"), the kernel's local
+invocation index is also permuted: the entry point's ``local_invocation_index`` parameter becomes
+``(a * hw + b) % size`` of the hardware index (``a`` coprime with the workgroup size, per seed), which scatters
+neighbouring logical invocations over different SIMD groups and warps. A kernel that synchronises through
+barriers computes bit-identically under any such bijection, since every logical invocation does the same work
+in the same order; only where the kernel also reads ``local_invocation_id``, ``global_invocation_id`` or a
+subgroup builtin (which tie it to the hardware lanes), or its workgroup size is not one literal, are the delays
+applied alone.
 
 The rewrite is active inside :func:`stressed` (a context variable: the checker sets it around one run, the
 runtime reads it when a run begins and applies :func:`apply` to each shader that run compiles). A statement is found by scanning the function
@@ -19,6 +28,7 @@ or ``case``/``default`` cannot be preceded by a call and is left unstressed (its
 
 from __future__ import annotations
 
+import math
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -40,6 +50,11 @@ _WORKGROUP_VAR = re.compile(r"\bvar\s*<\s*workgroup\s*>\s*([A-Za-z_]\w*)")
 _ENTRY = re.compile(r"@compute\b[^{;]*?\bfn\s+([A-Za-z_]\w*)\s*\(")
 _INDEX_PARAM = re.compile(r"@builtin\s*\(\s*local_invocation_index\s*\)\s*([A-Za-z_]\w*)\s*:")
 _UNSTRESSABLE = re.compile(r"(else|case|default)\b")
+_HARDWARE_TIED = re.compile(r"\b(local_invocation_id|global_invocation_id|subgroup\w*)\b")
+_WORKGROUP_SIZE = re.compile(r"@workgroup_size\s*\(\s*(\d+)u?\s*,?\s*\)")
+#: Per seed (cycled), the multiplier of the permutation as a fraction of the workgroup size (then the next
+#: coprime value): neighbours land about that far apart.
+PERMUTATION_MIX = (0.618, 0.382, 0.5, 0.25, 0.75, 0.125)
 
 
 class StressError(ConformanceError):
@@ -131,21 +146,25 @@ def _code(text: str) -> str:
 
 
 def _with_index(wgsl: str, seed: int) -> str:
-    """The entry point records its local invocation index (a parameter added where it has none); the helper after."""
+    """The entry point records its hardware local index for the delays (a parameter added where it has none) and,
+    where it can, sees a permuted one as its own ``local_invocation_index``; the helpers follow the shader."""
     entry = _ENTRY.search(wgsl)
     open_at = entry.end()
     close_at = _matching(wgsl, open_at - 1)
     params = wgsl[open_at:close_at]
     found = _INDEX_PARAM.search(params)
+    hw = f"{PREFIX}hw"
+    size = _WORKGROUP_SIZE.search(wgsl[entry.start():open_at])
+    permute = found is not None and size is not None and not _HARDWARE_TIED.search(_code(wgsl))
     if found is not None:
-        index, head = found.group(1), wgsl[:close_at]
+        head = wgsl[:open_at] + params[:found.start(1)] + hw + params[found.end(1):]
+        logical = f"\n  let {found.group(1)} = " + (f"{PREFIX}perm({hw});" if permute else f"{hw};")
     elif "local_invocation_index" in wgsl:
         raise StressError("the entry point takes local_invocation_index inside a struct: stress needs it as a "
                           "parameter")
     else:
-        index = f"{PREFIX}index"
         sep = ", " if params.strip() else ""
-        head = wgsl[:open_at] + f"@builtin(local_invocation_index) {index}: u32" + sep + params
+        head, logical = wgsl[:open_at] + f"@builtin(local_invocation_index) {hw}: u32" + sep + params, ""
     body_at = wgsl.index("{", close_at) + 1
     shift = GROUP_SHIFTS[(seed - 1) % len(GROUP_SHIFTS)]
     helper = f"""
@@ -163,7 +182,19 @@ fn {PREFIX}spin(site: u32) {{
   if (acc == 0x2545F491u) {{ atomicAdd(&{PREFIX}sink, 1u); }}
 }}
 """
-    return head + wgsl[close_at:body_at] + f"\n  {PREFIX}lid = {index};" + wgsl[body_at:] + helper
+    if permute:
+        n = int(size.group(1))
+        a, b = permutation(n, seed)
+        helper += f"fn {PREFIX}perm(i: u32) -> u32 {{ return (i * {a}u + {b}u) % {n}u; }}\n"
+    return head + wgsl[close_at:body_at] + f"\n  {PREFIX}lid = {hw};" + logical + wgsl[body_at:] + helper
+
+
+def permutation(size: int, seed: int) -> tuple[int, int]:
+    """(a, b) of the bijection i -> (a i + b) % size of ``seed``: a the first value coprime with ``size`` from
+    PERMUTATION_MIX's fraction of it."""
+    start = max(1, round(size * PERMUTATION_MIX[(seed - 1) % len(PERMUTATION_MIX)]))
+    a = next(a for a in range(start, start + size + 1) if math.gcd(a, size) == 1)
+    return a % size or 1, (seed * 40503) % size
 
 
 def _matching(text: str, open_at: int) -> int:
