@@ -124,7 +124,7 @@ def _with_delays(wgsl: str, touches: re.Pattern) -> tuple[str, int]:
             stripped = text.strip()
             if fn_depth is not None and depth >= fn_depth and stripped and touches.search(text) \
                     and not _UNSTRESSABLE.match(stripped):
-                at = start + (len(wgsl[start:i]) - len(wgsl[start:i].lstrip()))
+                at = _first_code(wgsl, start)
                 pieces += [wgsl[last:at], f"{PREFIX}spin({sites}u); "]
                 last, sites = at, sites + 1
             if c == "{":
@@ -139,6 +139,15 @@ def _with_delays(wgsl: str, touches: re.Pattern) -> tuple[str, int]:
         i += 1
     pieces.append(wgsl[last:])
     return "".join(pieces), sites
+
+
+def _first_code(wgsl: str, at: int) -> int:
+    """The first position from ``at`` that is neither white space nor inside a comment."""
+    while True:
+        skipped = re.match(r"\s+|//[^\n]*|/\*.*?\*/", wgsl[at:], flags=re.S)
+        if not skipped or not skipped.group(0):
+            return at
+        at += skipped.end()
 
 
 def _code(text: str) -> str:
@@ -193,8 +202,9 @@ def permutation(size: int, seed: int) -> tuple[int, int]:
     """(a, b) of the bijection i -> (a i + b) % size of ``seed``: a the first value coprime with ``size`` from
     PERMUTATION_MIX's fraction of it."""
     start = max(1, round(size * PERMUTATION_MIX[(seed - 1) % len(PERMUTATION_MIX)]))
-    a = next(a for a in range(start, start + size + 1) if math.gcd(a, size) == 1)
-    return a % size or 1, (seed * 40503) % size
+    a = next(a for a in range(start, start + size + 1) if math.gcd(a, size) == 1) % size or 1
+    b = (seed * 40503) % size
+    return a, (1 if (a, b) == (1, 0) and size > 1 else b)   # never the identity
 
 
 def _matching(text: str, open_at: int) -> int:
