@@ -1,7 +1,7 @@
 """Which planted faults a device shows, plainly and under --stress: the row ops' `race`, `barrier`,
 `lane-dropped` and `invocation-dropped` mutants (conformance.tools.mutate), each run over the package's
 cases of --families (default: values-extremes) until the first failure, once plainly and once with --stress RUNS; one JSON line per
-mutant, then the seconds per case of the shipped package plainly and under --stress.
+mutant, then (--baseline) the seconds per case of the shipped package plainly and under --stress.
 
     python scripts/race_matrix.py --webgpu dawn --only race --stress 3 > out.jsonl
 """
@@ -50,9 +50,12 @@ def main() -> int:
     parser.add_argument("--families", default="values-extremes",
                         help="the mutants meet the cases of these families (a regular expression over the family "
                              "markers; default values-extremes); the shipped package meets every case")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run the shipped package over every case, plainly and under --stress (its cost)")
+    parser.add_argument("--packages", default=",".join(PACKAGES))
     args = parser.parse_args()
     impl = ManifestImplementation(device=args.device, webgpu=args.webgpu)
-    for name in PACKAGES:
+    for name in args.packages.split(","):
         package = load_package(name)
         case_list = [c for c in cases.generate(package) if c.accepted and not c.heavy]
         chosen = [c for c in case_list if any(re.fullmatch(args.families.replace("-", "_"), f) for f in c.markers)]
@@ -64,15 +67,16 @@ def main() -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 copy = load_package(m.materialize(package.root, Path(tmp) / package.root.name))
                 row = {"mutant": m.id, "kind": m.kind, "description": m.description.split(" (line")[0],
-                       "webgpu": args.webgpu, "device": impl.describe() and impl.describe().get("adapter")}
+                       "webgpu": args.webgpu}
                 for label, stress in (("plain", 0), ("stress", args.stress)):
                     if label == "plain" and not args.plain:
                         continue
                     killer, seconds = first_failure(impl, copy, chosen, stress)
                     row[label] = {"killed_by": killer, "seconds": round(seconds, 1)}
+                row["device"] = (impl.describe() or {}).get("adapter")
                 impl.device.clear_pipelines()
             print(json.dumps(row), flush=True)
-        for label, stress in (("plain", 0), ("stress", args.stress)):
+        for label, stress in (("plain", 0), ("stress", args.stress)) if args.baseline else ():
             killer, seconds = first_failure(impl, package, case_list, stress)
             print(json.dumps({"package": name, "run": label, "cases": len(case_list), "failure": killer,
                               "seconds": round(seconds, 1), "per_case_ms": round(1000 * seconds / len(case_list), 1),
