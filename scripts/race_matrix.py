@@ -1,7 +1,7 @@
 """Which planted faults a device shows, plainly and under --stress: the row ops' `race`, `barrier`,
 `lane-dropped` and `invocation-dropped` mutants (conformance.tools.mutate), each run over the package's
 cases of --families (default: values-extremes) until the first failure, once plainly and once with --stress RUNS; one JSON line per
-mutant, then (--baseline) the seconds per case of the shipped package plainly and under --stress.
+mutant, then (--baseline) the seconds the shipped package takes over the same cases, plainly and under --stress.
 
     python scripts/race_matrix.py --webgpu dawn --only race --stress 3 > out.jsonl
 """
@@ -48,10 +48,11 @@ def main() -> int:
     parser.add_argument("--stress", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help="also run each mutant without --stress")
     parser.add_argument("--families", default="values-extremes",
-                        help="the mutants meet the cases of these families (a regular expression over the family "
-                             "markers; default values-extremes); the shipped package meets every case")
+                        help="the cases the mutants meet: these families (a regular expression over the family "
+                             "markers; default values-extremes)")
     parser.add_argument("--baseline", action="store_true",
-                        help="also run the shipped package over every case, plainly and under --stress (its cost)")
+                        help="also run the shipped package over the same cases, plainly and under --stress (what the "
+                             "cases and --stress cost; --families '.*' for every case)")
     parser.add_argument("--packages", default=",".join(PACKAGES))
     args = parser.parse_args()
     impl = ManifestImplementation(device=args.device, webgpu=args.webgpu)
@@ -77,9 +78,9 @@ def main() -> int:
                 impl.device.clear_pipelines()
             print(json.dumps(row), flush=True)
         for label, stress in (("plain", 0), ("stress", args.stress)) if args.baseline else ():
-            killer, seconds = first_failure(impl, package, case_list, stress)
-            print(json.dumps({"package": name, "run": label, "cases": len(case_list), "failure": killer,
-                              "seconds": round(seconds, 1), "per_case_ms": round(1000 * seconds / len(case_list), 1),
+            killer, seconds = first_failure(impl, package, chosen, stress)
+            print(json.dumps({"package": name, "run": label, "cases": len(chosen), "failure": killer,
+                              "seconds": round(seconds, 1), "per_case_ms": round(1000 * seconds / len(chosen), 1),
                               "webgpu": args.webgpu}), flush=True)
             impl.device.clear_pipelines()
     return 0
