@@ -3,9 +3,10 @@
 A reduction whose wrong answer is harmless on typical data (Softmax is invariant to the subtracted maximum; a
 mean that drops a few N(0, 1) terms moves little) shows only when a large value sits in exactly the lane,
 invocation or loop iteration the bug drops. The plan says how a row is spread over the workgroup: a binding
-element type ``vec4<...>`` is ``width`` 4 lanes (else 1; twice that for a packed binding), the pass's workgroup size is the invocations, and
-binding element ``i`` of a row is taken by invocation ``i % workgroup`` in iteration ``i // workgroup`` (the
-strided layout a workgroup-per-row kernel uses so that neighbouring invocations read neighbouring elements).
+element type ``vec4<...>`` is ``width`` 4 lanes (else 1; twice that for a packed binding), the pass's
+workgroup size is the invocations, and binding element ``i`` of a row is taken by invocation ``i % workgroup``
+in iteration ``i // workgroup`` (the strided layout a workgroup-per-row kernel uses so that neighbouring
+invocations read neighbouring elements).
 Row ``g`` of a layout's rows puts its maximum in lane ``g % width`` and iteration ``(g // width) % iterations``
 of the ``g``-th invocation of :func:`invocation_order` (the last, the first, then every power of two and the
 last minus it, then the rest; one that holds that iteration where the last one is partial), and its large

@@ -604,7 +604,8 @@ FAMILIES = {
     "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
     "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
-    "values-partial-nonfinite": values_partial_nonfinite, "values-extremes": values_extremes, "broadcast": broadcast, "attributes": attributes,
+    "values-partial-nonfinite": values_partial_nonfinite, "values-extremes": values_extremes,
+    "broadcast": broadcast, "attributes": attributes,
     "device-limits": device_limits, "size-steps": size_steps, "thresholds": thresholds,
 }
 #: Families filled by the condition search (generate.py), after the ones above.

@@ -1,7 +1,7 @@
 """Which planted faults a device shows, plainly and under --stress: the row ops' `race`, `barrier`,
 `lane-dropped` and `invocation-dropped` mutants (conformance.tools.mutate), each run over the package's
-cases of --families (default: values-extremes) until the first failure, once plainly and once with --stress RUNS; one JSON line per
-mutant, then (--baseline) the seconds the shipped package takes over the same cases, plainly and under --stress.
+cases of --families (default: values-extremes) until the first failure, once plainly and once with
+--stress RUNS; one JSON line per mutant, then (--baseline) the seconds the shipped package takes over the same cases, plainly and under --stress.
 
     python scripts/race_matrix.py --webgpu dawn --only race --stress 3 > out.jsonl
 """

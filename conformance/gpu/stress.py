@@ -21,8 +21,8 @@ subgroup builtin (which tie it to the hardware lanes), or its workgroup size is 
 applied alone.
 
 The rewrite is active inside :func:`stressed` (a context variable: the checker sets it around one run, the
-runtime reads it when a run begins and applies :func:`apply` to each shader that run compiles). A statement is found by scanning the function
-bodies for ``;``, ``{`` and ``}`` outside parentheses (comments skipped); a statement that begins with ``else``
+runtime reads it when a run begins and applies :func:`apply` to each shader that run compiles). A statement
+is found by scanning the function bodies for ``;``, ``{`` and ``}`` outside parentheses (comments skipped); a statement that begins with ``else``
 or ``case``/``default`` cannot be preceded by a call and is left unstressed (its access is still in the run).
 """
 

@@ -62,7 +62,8 @@ def test_the_local_index_is_permuted_by_a_bijection():
 
 def test_a_kernel_tied_to_hardware_lanes_gets_delays_only():
     tied = SHADER.replace("fn main(@builtin(local_invocation_index) lid: u32)",
-                          "fn main(@builtin(local_invocation_index) lid: u32, @builtin(local_invocation_id) l3: vec3<u32>)")
+                          "fn main(@builtin(local_invocation_index) lid: u32, "
+                          "@builtin(local_invocation_id) l3: vec3<u32>)")
     out = stress.rewrite(tied, 2)
     assert "let lid = conformance_stress_hw;" in out and "conformance_stress_perm" not in out
     assert "conformance_stress_spin(2u); workgroupBarrier();" in out
