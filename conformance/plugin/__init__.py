@@ -78,6 +78,11 @@ class RunState:
         self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
         self.stress = config.getoption("stress") or 0
+        if self.stress < 0:
+            raise pytest.UsageError(f"--stress {self.stress}: expected the number of runs per case (1 or more)")
+        if self.stress and self.impl_name != "manifest":
+            raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
+                                    f"manifest only, not {self.impl_name}")
         self.verdicts: list[dict] = []
         self.expected_ids: set[str] = set()
         self.compilations: dict[int, int] = {}

@@ -112,9 +112,6 @@ class CaseRunner:
                 impl = load_implementation(state.impl_name, **options)
             except ConformanceError as err:
                 raise pytest.UsageError(f"--impl {state.impl_name}: {err}") from None
-            if state.stress and not getattr(impl, "follows_device_model", False):
-                raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
-                                        f"manifest only, not {state.impl_name}")
             self._checkers[key] = Checker(impl, stress_runs=state.stress)
         return self._checkers[key]
 

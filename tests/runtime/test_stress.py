@@ -2,6 +2,9 @@
 correct kernel computes bit-identically under it, and a planted missing barrier that passes a plain run fails."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,7 +13,7 @@ from conformance import load_kernel
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ImplResult, ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, verdict_for
-from conformance.engine.package import load_package
+from conformance.engine.package import REPO_SPECS, load_package
 from conformance.gpu import stress
 from conformance.tools.mutate.mutants import package_mutants
 
@@ -151,3 +154,14 @@ def test_outputs_that_differ_between_stressed_runs_fail_a_deterministic_op():
     Checker(impl).check(case, package, verdict_for(case))                    # one run: within tolerance
     with pytest.raises(CaseFailed, match=r"outputs of seed 2 differ from seed 1's \(Y\)"):
         Checker(impl, stress_runs=3).check(case, package, verdict_for(case))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--impl", "onnxruntime-cpu", "--stress"], "--stress rewrites this project's rendered shaders: it applies to "
+                                                "--impl manifest only, not onnxruntime-cpu"),
+    (["--stress=-2"], "--stress -2: expected the number of runs per case (1 or more)")])
+def test_stress_options_that_cannot_apply_are_refused_by_name(args, message):
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO_SPECS.parent / "conformance" / "test_kernels.py"),
+                           "-q", "-p", "no:cacheprovider", "--device=vulkan", *args], capture_output=True, text=True,
+                          timeout=300, cwd=REPO_SPECS.parent)
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
