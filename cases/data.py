@@ -6,7 +6,10 @@ op's record, ``conformance.ops``, for the roles it names) and cast to its dtype.
 ``special`` values (kept as text, so NaN compares equal in goldens) then overwrite the
 even flat positions of the first input, cycling through the list, so each special value
 also has ordinary neighbours in the same vec4; with ``special_rows`` only those of the
-first rows of the last axis, so that the other rows of a row op stay checked.
+first rows of the last axis, so that the other rows of a row op stay checked. ``extremes`` (row ops) then put,
+in row r of the last axis, ``+extreme`` at flat position ``extremes[r][0]`` of the row (its maximum, far from its
+mean) and ``-extreme`` at ``extremes[r][1]`` (a large negative): positions the case generator derives from the plan
+(cases.extremes), so that the values a reduction would drop sit in its lanes, invocations and iterations.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class Recipe:
     scale: float = 3.0
     special: tuple[str, ...] = ()
     special_rows: int = 0    # 0: specials anywhere; k: only in the first k rows of the last axis
+    extreme: float = 0.0     # the magnitude placed at ``extremes`` (row ops)
+    extremes: tuple[tuple[int, int], ...] = ()   # per row: (position of +extreme, position of -extreme)
 
     def as_dict(self) -> dict:
         out = {"seed": self.seed, "dist": self.dist, "scale": self.scale}
@@ -44,12 +49,16 @@ class Recipe:
             out["special"] = list(self.special)
         if self.special_rows:
             out["specialRows"] = self.special_rows
+        if self.extremes:
+            out["extreme"] = self.extreme
+            out["extremes"] = [list(pair) for pair in self.extremes]
         return out
 
     @staticmethod
     def from_dict(data: dict) -> "Recipe":
         return Recipe(int(data["seed"]), data["dist"], float(data["scale"]), tuple(data.get("special", ())),
-                      int(data.get("specialRows", 0)))
+                      int(data.get("specialRows", 0)), float(data.get("extreme", 0.0)),
+                      tuple((int(a), int(b)) for a, b in data.get("extremes", ())))
 
 
 def seed_for(case_id: str) -> int:
@@ -88,8 +97,26 @@ def make_inputs(case) -> dict[str, np.ndarray | None]:
             span = size if not recipe.special_rows or not shape else min(size, recipe.special_rows * shape[-1])
             even = np.arange(0, span, 2)
             array[even] = specials[np.arange(even.size) % specials.size]
+        if recipe.extremes and index == 0 and size:
+            _place_extremes(array, shape, recipe, case.id)
         out[role] = array.reshape(shape)
     return out
+
+
+def _place_extremes(flat: np.ndarray, shape, recipe: Recipe, case_id: str) -> None:
+    """+extreme and -extreme at each row's two positions (flat: the row-major array of ``shape``)."""
+    cols = shape[-1] if shape else 1
+    if len(recipe.extremes) > size_rows(shape) or any(not 0 <= p < cols for pair in recipe.extremes for p in pair):
+        raise ValueError(f"case {case_id}: extremes {list(recipe.extremes)[:4]}... do not fit {len(recipe.extremes)} "
+                         f"rows of {cols} elements in the shape {list(shape)}")
+    for row, (high, low) in enumerate(recipe.extremes):
+        flat[row * cols + high] = recipe.extreme
+        if low != high:
+            flat[row * cols + low] = -recipe.extreme
+
+
+def size_rows(shape) -> int:
+    return math.prod(shape[:-1]) if shape else 1
 
 
 def _draw(case, recipe: Recipe, role: str, rng, shape, size: int, dtype: str) -> np.ndarray:

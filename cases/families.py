@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from cases.calls import CallSpec, accepted, scope_of
 from cases.conditions import Analysis, around, dotted
 from cases.data import MAX_CASE_ELEMENTS, NONFINITE, special_values
+from cases.extremes import coverage, extreme_positions, layout_of, row_count, split_rows
 from cases.pool import _first_change
 from cases.profiles import limit_profile_name, profile_named
 from cases.shapes import companions, primary
@@ -37,6 +38,7 @@ class Item:
     scale: float = 3.0
     special: tuple[str, ...] = ()
     special_rows: int = 0
+    extremes: tuple[tuple[int, int], ...] = ()
 
 
 #: Columns of the multi-row shapes of row ops: a vec4 row and a scalar one.
@@ -342,6 +344,33 @@ def values_partial_nonfinite(ctx: Ctx):
             for d in ctx.dtypes for s in ((4, 8), (3, 13)) for o in ctx.states()]
 
 
+def values_extremes(ctx: Ctx):
+    """Row ops: each row's maximum and a large negative (+-EXTREME among N(0, 1) values) in a different lane,
+    invocation and loop iteration of the planned reduction (cases.extremes). Per variant one layout: of the row
+    lengths where the selected variant or the workgroup size changes (size-steps' lengths), the one whose rows
+    reach the most invocations, then lanes x iterations; per dtype and optional-input state. A reduction that
+    drops lanes, invocations, iterations or the final combine misses some row's extreme."""
+    if not ctx.rows:
+        return []
+    out = []
+    lengths = dict.fromkeys(n for what in ("variant", "workgroup") for step in _steps(ctx, what) for n in step)
+    for d in ctx.dtypes:
+        for o in ctx.states():
+            best: dict[str, tuple] = {}
+            for n in lengths:
+                plan = ctx.plan(ctx.call((1, n), d, optional=o))
+                layout = layout_of(plan, ctx.lead.role, n) if plan is not None else None
+                if layout is not None and (plan.variant not in best or coverage(layout) > coverage(best[plan.variant])):
+                    best[plan.variant] = layout
+            for layout in best.values():
+                positions = extreme_positions(layout, row_count(layout))
+                for group in split_rows(layout, len(positions), MAX_CASE_ELEMENTS):
+                    spec = ctx.call((len(group), layout.cols), d, optional=o)
+                    out.append(Item("values-extremes", spec, f"extremes{group.start}", "normal", 1.0,
+                                    extremes=tuple(positions[g] for g in group)))
+    return out
+
+
 def broadcast(ctx: Ctx):
     """Every form of a rank-free companion input next to the primary: its shape, each suffix, each suffix with
     leading ones, leading dims, a middle 1, single elements of each rank; accepted or rejected as the manifest
@@ -575,7 +604,8 @@ FAMILIES = {
     "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
     "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
-    "values-partial-nonfinite": values_partial_nonfinite, "broadcast": broadcast, "attributes": attributes,
+    "values-partial-nonfinite": values_partial_nonfinite, "values-extremes": values_extremes,
+    "broadcast": broadcast, "attributes": attributes,
     "device-limits": device_limits, "size-steps": size_steps, "thresholds": thresholds,
 }
 #: Families filled by the condition search (generate.py), after the ones above.

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from cases.calls import CallSpec, outcome, scope_of
 from cases.conditions import Analysis
 from cases.data import Recipe, seed_for
+from cases.extremes import EXTREME
 from cases.families import FAMILIES, FAMILY_NAMES, Ctx, Item
 from cases.model import Case, case_from, case_id
 from cases.pool import build_pool
@@ -137,7 +138,8 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
     cases = []
     for cid, (item, families, expect) in merged.items():
         families.sort(key=order.__getitem__)
-        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special, item.special_rows)
+        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special, item.special_rows,
+                        EXTREME if item.extremes else 0.0, item.extremes)
         cases.append(case_from(m.package_id, m.name, families[0], item.spec, expect, cid, recipe, families))
     return cases
 

@@ -29,6 +29,7 @@ from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE, DEFAULT_LIMITS, KNOWN_FEATURES, DeviceProfile
 from conformance.errors import ConformanceError, ContractError, DeviceError, ExpressionError, NoVariantError
+from conformance.gpu.stress import stressed
 from conformance.ops import record_for
 from conformance.ops.registry import find
 from reference import ElementTolerance, Tolerance, compare
@@ -53,8 +54,11 @@ def input_bytes(case) -> int:
 class Checker:
     """Checks cases of the packages under test through one implementation."""
 
-    def __init__(self, impl, make_inputs=make_inputs):
+    def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0):
+        """``stress_runs``: run each accepted case that many times under ``--stress`` (conformance.gpu.stress) with
+        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic."""
         self.impl = impl
+        self.stress_runs = stress_runs
         self._make_inputs = make_inputs
         self.strict = bool(getattr(impl, "follows_device_model", False))
         self._prepared: dict[str, Exception | None] = {}
@@ -209,6 +213,28 @@ class Checker:
                              f"it names {err.argument!r}:\n{err}")
 
     def _check_accepted(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
+        if not self.stress_runs:
+            self._check_accepted_once(case, package, expect, verdict)
+            return
+        first = None
+        for seed in range(1, self.stress_runs + 1):
+            with stressed(seed):
+                try:
+                    outputs = self._check_accepted_once(case, package, expect, verdict)
+                except CaseFailed as err:
+                    raise CaseFailed(f"under --stress seed {seed}: {err}") from None
+            if first is None:
+                first = outputs
+                continue
+            record = find(case.package)
+            if record is None or record.deterministic:
+                differ = [role for role, y in outputs.items() if not np.array_equal(y, first[role], equal_nan=True)]
+                if differ:
+                    raise CaseFailed(f"{case.id}: under --stress the outputs of seed {seed} differ from seed 1's "
+                                     f"({', '.join(differ)}): a deterministic kernel whose result depends on the "
+                                     f"invocations' timing (a race on workgroup memory)")
+
+    def _check_accepted_once(self, case, package: Package, expect: Expected, verdict: Verdict) -> dict:
         checks = verdict.checks
         inputs = self.inputs_for(case)
         try:
@@ -232,6 +258,7 @@ class Checker:
             checks["values"] = "failed"
             raise
         checks["values"] = "passed"
+        return result.outputs
 
     def _plan_problems(self, case, expect: Expected, result, checks: dict) -> list[str]:
         """Variant and dispatch: always for the device model, else where reported on the baseline profile."""

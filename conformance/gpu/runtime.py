@@ -38,6 +38,7 @@ from conformance.engine.dtypes import ITEM_BYTES
 from conformance.engine.package import Package
 from conformance.engine.plan import BindingPlan, PassPlan, Plan
 from conformance.errors import ConformanceError, KernelRuntimeError
+from conformance.gpu import stress
 from conformance.gpu.device import Device, abandon
 from conformance.gpu.render import render_with_sources, template_digest
 
@@ -204,6 +205,7 @@ class Runtime:
     def __init__(self, device: Device, package: Package):
         self.device = device
         self.package = package
+        self.stress_seed = stress.active_seed()  # read here: the run may compile on another thread
 
     # -- compilation ------------------------------------------------------------------------
     def pipeline(self, plan: Plan, pass_plan: PassPlan):
@@ -219,7 +221,7 @@ class Runtime:
         rendered = self.device.pipelines.get(key)
         if rendered is None or not self._unchanged(rendered[1]):
             rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
-        wgsl = rendered[0]
+        wgsl = stress.apply(rendered[0], self.stress_seed)  # unchanged unless a --stress run is active
         shader_key = ("wgsl", hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
                       tuple((b.index, b.buffer_type) for b in pass_plan.bindings))
         cached = self.device.pipelines.get(shader_key)

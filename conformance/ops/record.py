@@ -94,6 +94,8 @@ class OpRecord:
     * ``interpret(inputs, outputs) -> str``: for a call the manifest rejects but an implementation ran, a guess
       at what it computed (" (the values match ...)"), or "";
     * ``output_dtype(inputs) -> str``: the outputs' dtype (default: the first present input's).
+    * ``deterministic``: the same inputs give bit-identical outputs however the invocations are scheduled (a
+      fixed reduction order); ``--stress`` then requires identical outputs across its seeds.
     """
 
     op: str
@@ -112,6 +114,7 @@ class OpRecord:
     tolerance_parameters: Callable[..., dict] | None = None
     #: ``output_dtype(inputs) -> dtype name`` of the outputs; None: the dtype of the first input present.
     output_dtype: Callable[[dict], str] | None = None
+    deterministic: bool = True
 
     def __post_init__(self) -> None:
         if "." not in self.op:

@@ -77,6 +77,10 @@ def pytest_addoption(parser):
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
+    group.addoption("--stress", type=int, nargs="?", const=3, default=0, metavar="RUNS",
+                    help="race provocation: every shader rewritten with invocation-dependent delays before each "
+                         "workgroup-memory access and barrier, each accepted case run RUNS times (default 3) with "
+                         "different delay seeds; outputs must pass every time and be identical across the runs")
 
 
 class RunState:
@@ -88,6 +92,12 @@ class RunState:
         self.adapter = config.getoption("adapter")
         self.webgpu = config.getoption("webgpu")
         self.impl_name = config.getoption("impl") or "manifest"
+        self.stress = config.getoption("stress") or 0
+        if self.stress < 0:
+            raise pytest.UsageError(f"--stress {self.stress}: expected the number of runs per case (1 or more)")
+        if self.stress and self.impl_name != "manifest":
+            raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
+                                    f"manifest only, not {self.impl_name}")
         self.verdicts: list[dict] = []
         self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()

@@ -25,6 +25,7 @@ def applicable(manifest) -> set[str]:
         out.discard("values-op")
     if not (record and record.rows):
         out.discard("values-partial-nonfinite")
+        out.discard("values-extremes")
     if not any(s.rank is not None for s in manifest.inputs if s is not lead):
         out.discard("optional-mismatch")
     if not any(sum(s.typevar == tv for s in manifest.inputs) > 1 for tv in manifest.type_constraints):

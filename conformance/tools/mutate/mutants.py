@@ -99,6 +99,30 @@ _SPECIALS = [
 ]
 
 
+#: Reductions that drop lanes, invocations or the final combine (killed by the extremes of cases.extremes), and
+#: barriers missing from single steps of the tree (races: run under --stress). Replacements are match templates
+#: (``\\1`` is the first group).
+_REDUCTION_SPECIALS = [
+    ("lane-dropped", r"max\(max\(v\.x, v\.y\), max\(v\.z, v\.w\)\)", "max(v.x, v.y)",
+     "the lanes' maximum ignores lanes z and w"),
+    ("lane-dropped", r"\(v\.x \+ v\.y\) \+ \(v\.z \+ v\.w\)", "(v.x + v.y) + v.z", "the lanes' sum drops lane w"),
+    ("invocation-dropped",
+     r'\{\{ rows\.tree\("partial", workgroupSize, "max"\) \}\}\n  let m = \{\{ V \}\}\(partial\[0\]\);',
+     'let m = {{ V }}({{ rows.start("partial", workgroupSize) }}[0]);',
+     "the row maximum skips the workgroup's reduction: invocation 0's own maximum"),
+    ("invocation-dropped", r'(\{\{ rows\.start\("partial", workgroupSize\) \}\}\[lid\] = )(lanes(?:_sum)?\(.*\));',
+     r"\1select(\2, 0.0, lid == WG - 1u);", "the sum drops the last invocation's partial"),
+    ("invocation-dropped", r'(\{\{ rows\.start\("partial", workgroupSize\) \}\}\[lid\] = )(lanes_max\(.*\));',
+     r"\1select(\2, LOWEST, lid == WG - 1u);", "the maximum drops the last invocation's partial"),
+    ("invocation-dropped",
+     r"(?<=\n)( *)(folded = (?:max\(folded, |folded \+ )\{\{ src \}\}\[lid \+ \{\{ s \}\}u\]\)?;)",
+     r"\1{% if s > 1 %}\2{% endif %}", "tree: the final combine (stride 1) drops slot 1"),
+] + [("race", r"(?<=\{\{ dst \}\}\[lid\] = folded;\n  \}\n)  workgroupBarrier\(\);",
+      "  {% if s != " + str(s) + " %}workgroupBarrier();{% endif %}",
+      f"tree: the barrier after the stride-{s} step removed (a read of the next step races with its write)")
+     for s in (1, 2, 4, 8, 16, 32, 64, 128)]
+
+
 def _code_lines(text: str):
     """(line number, start offset, line) of the WGSL lines: not Jinja tags, not comments."""
     offset, in_comment = 0, False
@@ -147,6 +171,9 @@ def template_mutants(short: str, op_id: str, name: str, text: str) -> list[Mutan
     for kind, pattern, new, desc in _SPECIALS:
         for m in re.finditer(pattern, text, flags=re.S):
             add(kind, m.start(), m.end(), new, desc)
+    for kind, pattern, new, desc in _REDUCTION_SPECIALS:
+        for m in re.finditer(pattern, text):
+            add(kind, m.start(), m.end(), m.expand(new), desc)
     # erf and tanh swapped: both branch conditions exchanged
     a, b = text.find('approximate == "tanh"'), text.find('approximate == "erf"')
     if a >= 0 and b >= 0:

@@ -22,12 +22,15 @@ from conformance.config import default_backend
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 from conformance.files import copy_package
+from conformance.gpu.stress import DEFAULT_RUNS
 from conformance.progress import Progress
 from conformance.tools.mutate.equivalence import argue
 from conformance.tools.mutate.mutants import Mutant, mark_unrendered, package_mutants
 from conformance.tools.mutate.report import summarize, write
 
 REPO = Path(__file__).resolve().parents[3]
+#: Mutant kinds run under --stress (conformance.gpu.stress).
+STRESSED_KINDS = ("race", "barrier")
 TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
 
 
@@ -47,12 +50,19 @@ def run_suite(specs: Path, report: Path, *, stop_first: bool = True, timeout: fl
     return proc.returncode, data, (proc.stdout + proc.stderr)[-3000:]
 
 
+def stress_runs(m: Mutant) -> int:
+    """Races (a missing barrier) are run under ``--stress``: on a device whose schedule hides them, only delays
+    that move invocations out of step show them."""
+    return DEFAULT_RUNS if m.kind in STRESSED_KINDS else 0
+
+
 def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, timeout: float) -> Mutant:
     work = scratch / m.slug
     pkg = m.materialize(package_dir, work / package_dir.name)
     shutil.copy(test_json, pkg / "test.json")
     start = time.monotonic()
-    rc, data, tail = run_suite(pkg, work / "report.json", timeout=timeout, extra=["-m", "test_json"])
+    stress = [f"--stress={stress_runs(m)}"] if stress_runs(m) else []
+    rc, data, tail = run_suite(pkg, work / "report.json", timeout=timeout, extra=["-m", "test_json", *stress])
     m.seconds = round(time.monotonic() - start, 2)
     if rc == 0:
         m.status = "survived"
@@ -77,11 +87,13 @@ def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, tim
 _WORKER: dict = {}
 
 
-def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str) -> tuple[str, str, str | None, str, float]:
-    """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure."""
+def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
+                  stress: int = 0) -> tuple[str, str, str | None, str, float]:
+    """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure;
+    each accepted case ``stress`` times under --stress where that is not 0."""
     start = time.monotonic()
     impl = ManifestImplementation(device="vulkan", webgpu=default_backend()[2])  # CONFORMANCE_WEBGPU
-    checker = Checker(impl)  # per mutant: nothing of one mutant's package is kept for the next
+    checker = Checker(impl, stress_runs=stress)  # per mutant: nothing of one mutant's package is kept for the next
     key = (original_dir, test_json)
     if key not in _WORKER:
         _WORKER[key] = load_test_cases(load_package(Path(original_dir)), Path(test_json))
@@ -161,7 +173,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         for m, root, tj in tasks:
             mdir = m.materialize(root, scratch / "mutants" / m.slug / root.name)
             by_id[m.id] = m
-            jobs_args.append((m.id, str(mdir), str(root), str(tj)))
+            jobs_args.append((m.id, str(mdir), str(root), str(tj), stress_runs(m)))
         ctx = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             pending = [pool.submit(_worker_check, *a) for a in jobs_args]
