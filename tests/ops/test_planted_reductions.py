@@ -16,11 +16,11 @@ from .conftest import LAYERNORM, SOFTMAX
 #: (package, mutant kind, text of its description, line of the template it changes)
 PLANTED = [
     (SOFTMAX, "lane-dropped", "ignores lanes z and w", None),
-    (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L53:"),    # cached rows
-    (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L73:"),    # looped rows
-    (SOFTMAX, "invocation-dropped", "sum drops the last invocation's partial", "L60:"),
-    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L56:"),
-    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L82:"),
+    (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L131:"),    # cached rows
+    (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L151:"),    # looped rows
+    (SOFTMAX, "invocation-dropped", "sum drops the last invocation's partial", "L138:"),
+    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L134:"),   # cached mean
+    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L160:"),   # looped variance
 ]
 
 
@@ -65,7 +65,7 @@ def test_the_extremes_cases_fail_a_reduction_that_drops_lanes_or_invocations(nam
 
 
 @pytest.mark.parametrize("kind, words, line", [("lane-dropped", "ignores lanes z and w", None),
-                                               ("invocation-dropped", "skips the workgroup's reduction", "L73:")])
+                                               ("invocation-dropped", "skips the workgroup's reduction", "L151:")])
 def test_without_the_extremes_these_softmax_copies_pass_every_case(kind, words, line, impl, generated, tmp_path):
     """Softmax is invariant to the subtracted maximum: only a large value in a dropped lane or slot shows it."""
     copy = planted(SOFTMAX, kind, words, line, tmp_path)
