@@ -14,6 +14,7 @@ from conformance.gpu.device import get_device
 from conformance.gpu.kernel import Kernel
 from conformance.tools import bench, proposal
 from conformance.tools.peers import format_peers
+from conformance.tools.shapes import BenchShape, parse_shape
 
 
 def webgpu_list(text: str) -> list[str]:
@@ -56,7 +57,7 @@ def _bench(args) -> int:
     deadline = time.perf_counter() + args.time_budget if args.time_budget else None
     options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
                    sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
-                   peers=args.peers, cuda_copy=not args.no_cuda_copy, deadline=deadline)
+                   peers=args.peers, cuda_copy=not args.no_cuda_copy, deadline=deadline, shapes=_shapes(args))
     out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
     if len(args.webgpu) == 1:
         device = get_device(args.device, args.adapter, args.webgpu[0])
@@ -71,6 +72,24 @@ def _bench(args) -> int:
         if "peers" in run:
             print(format_peers(run["peers"]))
     return 0
+
+
+def _shapes(args):
+    """``--shapes models`` or ``--shape`` (repeatable), or None for the size grid."""
+    if args.shapes and args.shape:
+        raise SystemExit("bench: --shapes and --shape: give one of them")
+    if args.shapes:
+        return args.shapes
+    if args.shape:
+        return [BenchShape(s, (f"--shape {','.join(map(str, s))}",)) for s in args.shape]
+    return None
+
+
+def shape_argument(text: str) -> tuple[int, ...]:
+    try:
+        return parse_shape(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _plot(args) -> int:
@@ -97,6 +116,11 @@ def register(sub) -> None:
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
     b.add_argument("--max-elements", type=int, default=1 << 20,
                    help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")
+    b.add_argument("--shapes", choices=["models"], default=None,
+                   help="instead of the size grid, each op's activation shapes in public model configurations "
+                        "(BERT-base, GPT-2, GPT-2 medium, a 7B decoder; sequence 128 and 512)")
+    b.add_argument("--shape", type=shape_argument, action="append", default=None, metavar="D0,D1,...",
+                   help="instead of the size grid, this primary input shape for every package (repeatable)")
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup-seconds", type=float, default=1.0,
                    help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")
