@@ -78,6 +78,8 @@ def _shapes(args):
     """``--shapes models`` or ``--shape`` (repeatable), or None for the size grid."""
     if args.shapes and args.shape:
         raise SystemExit("bench: --shapes and --shape: give one of them")
+    if (args.shapes or args.shape) and args.sweep:
+        raise SystemExit("bench: --sweep tunes at the size grid's largest size; drop --shapes/--shape or --sweep")
     if args.shapes:
         return args.shapes
     if args.shape:

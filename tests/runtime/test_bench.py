@@ -186,3 +186,16 @@ def test_a_size_range_or_shape_list_with_nothing_to_bench_is_an_error_that_says_
         bench.run_bench([softmax], max_elements=0, shapes=[BenchShape((huge,), ("x",))], **options)
     with pytest.raises(bench.NothingToBench, match="--shape"):
         bench.run_implementations(["wgpu"], lambda webgpu: [kernel], min_elements=5, max_elements=6, **options)
+
+
+def test_bench_command_line_refuses_a_malformed_shape_and_shapes_with_sweep(capsys):
+    import pytest
+
+    from conformance.__main__ import main
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--shape", "1,x,3"])
+    assert exc.value.code == 2 and "--shape '1,x,3': expected positive integers" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--sweep tunes at the size grid"):
+        main(["bench", "--shapes", "models", "--sweep", "--packages", "Softmax"])
+    with pytest.raises(SystemExit, match="--shapes and --shape"):
+        main(["bench", "--shapes", "models", "--shape", "4,4"])
