@@ -74,10 +74,11 @@ def test_check_fails_with_a_diff_on_a_changed_manifest(tmp_path):
     assert "+    - {name: FastGelu.vec4Bias, threads: 2, workgroupSize: 128" in result.stdout
 
 
-#: CPU seconds for generating every package under specs/ (about 9 s on the 2-core CI machine): CPU time, not wall
-#: time, so that a loaded machine does not fail it; the candidate pool is linear in the inputs' companion shapes
+#: CPU seconds for generating every package under specs/ (about 9 s for seven packages on the 2-core CI machine,
+#: 12-18 s for nine with the row ops' version 2, 6 s of it theirs, measured under load): CPU time, not wall time,
+#: so that a loaded machine does not fail it; the candidate pool is linear in the inputs' companion shapes
 #: (tests/ops/test_third_party_op.py checks a five-input op), so a new input costs a few seconds, not minutes.
-GENERATION_CPU_BUDGET = 15.0
+GENERATION_CPU_BUDGET = 25.0
 
 
 def test_generation_of_every_package_is_fast():
