@@ -10,6 +10,8 @@ Measured on the H200 with these kernels (a lab version of this script that timed
 after the other; 64 Mi / 256 Mi elements): vec4<f16> 0.90-0.91 / 0.89, two strided vec4<f16>
 0.91 / 0.90, two adjacent vec4<f16> 0.69 / 0.68, mat2x4<f16> 0.69 / 0.68, vec4<u32> +
 unpack2x16float 1.00-1.01 / 1.00. The same access widths carry GELU: docs/bench/README.md.
+"f16 (2-byte accesses)" is the only access an f16 row of odd length allows (each row starts at an odd
+element): the bound for LayerNormalization and Softmax on such rows (not yet run on the H200).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 256u + lid;
 """
 KERNELS = {  # name: (array element type, f16 per invocation, body)
+    "f16 (2-byte accesses)": ("f16", 1, "if (i < params.count) { y[i] = f16(f32(x[i])); }"),
     "vec4<f16>": ("vec4<f16>", 4, "if (i < params.count) { y[i] = vec4<f16>(vec4<f32>(x[i])); }"),
     "two strided vec4<f16>": ("vec4<f16>", 8, """let j = (i / 256u) * 512u + i % 256u;
   if (j < params.count) { y[j] = vec4<f16>(vec4<f32>(x[j])); }
@@ -59,7 +62,7 @@ def main(n: int) -> None:
     x = d.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC)
     y = d.create_buffer(size=data.nbytes, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
     for name, (element, per_invocation, body) in KERNELS.items():
-        count = n // (8 if element in ("mat2x4<f16>", "vec4<u32>") else 4)  # array elements
+        count = n // {"mat2x4<f16>": 8, "vec4<u32>": 8, "f16": 1}.get(element, 4)  # array elements
         params = d.create_buffer_with_data(data=np.array([count, 0, 0, 0], np.uint32), usage=usage.UNIFORM)
         module = d.create_shader_module(code=HEAD.format(t=element) + "  " + body + "\n}\n")
         pipeline = d.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})

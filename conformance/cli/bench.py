@@ -19,6 +19,7 @@ Kernel = on_use("conformance.gpu.kernel", "Kernel")
 bench = on_use("conformance.tools.bench")
 proposal = on_use("conformance.tools.proposal")
 format_peers = on_use("conformance.tools.peers", "format_peers")
+shapes = on_use("conformance.tools.shapes")
 
 
 def webgpu_list(text: str) -> list[str]:
@@ -62,7 +63,8 @@ def _bench(args) -> int:
     packages = [load_package(d) for d in dirs]
     options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
                    sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
-                   peers=args.peers, cuda_copy=not args.no_cuda_copy, max_calls=args.max_calls)
+                   peers=args.peers, cuda_copy=not args.no_cuda_copy, max_calls=args.max_calls,
+                   shapes=_shapes(args))
     out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
     if len(args.webgpu) == 1:
         device = get_device(args.device, args.adapter, args.webgpu[0])
@@ -77,6 +79,26 @@ def _bench(args) -> int:
         if "peers" in run:
             print(format_peers(run["peers"]))
     return 0
+
+
+def _shapes(args):
+    """``--shapes models`` or ``--shape`` (repeatable), or None for the size grid."""
+    if args.shapes and args.shape:
+        raise SystemExit("bench: --shapes and --shape: give one of them")
+    if (args.shapes or args.shape) and args.sweep:
+        raise SystemExit("bench: --sweep tunes at the size grid's largest size; drop --shapes/--shape or --sweep")
+    if args.shapes:
+        return args.shapes
+    if args.shape:
+        return [shapes.BenchShape(s, (f"--shape {','.join(map(str, s))}",)) for s in args.shape]
+    return None
+
+
+def shape_argument(text: str) -> tuple[int, ...]:
+    try:
+        return shapes.parse_shape(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _plot(args) -> int:
@@ -109,6 +131,11 @@ def register(sub) -> None:
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
     b.add_argument("--max-elements", type=int, default=1 << 20,
                    help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")
+    b.add_argument("--shapes", choices=["models"], default=None,
+                   help="instead of the size grid, each op's activation shapes in public model configurations "
+                        "(BERT-base, GPT-2, GPT-2 medium, a 7B decoder; sequence 128 and 512)")
+    b.add_argument("--shape", type=shape_argument, action="append", default=None, metavar="D0,D1,...",
+                   help="instead of the size grid, this primary input shape for every package (repeatable)")
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup-seconds", type=float, default=1.0,
                    help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")

@@ -65,7 +65,7 @@ def _gelu(name: str, with_bias: bool, approximate: str) -> OpRecord:
     return OpRecord(
         f"com.microsoft.{name}", roles, ("Y",), _compute(ref), _tolerance(ref),
         ort=OrtMapping(name, roles, ("Y",), domain="com.microsoft", opset=1),
-        torch_peer=_gelu_peer(approximate),
+        torch_peer=_gelu_peer(approximate), activation="intermediate",
         words={"unconstrained": "non-finite x+bias" if with_bias else "non-finite x"},
         interpret=_gelu_interpret(ref))
 
@@ -104,7 +104,7 @@ def _layernorm() -> OpRecord:
         data=(DataRecipe("ln-offset", _offset_rows, (1e2, 1e4), ("X",),
                          "rows with |mean| / sigma of 1e2 and 1e4: E[x^2] - mean^2 loses the variance"),),
         ort=OrtMapping("LayerNormalization", ("X", "scale", "bias"), ("Y",), attributes={"axis": -1}, opset=17),
-        torch_peer=_layernorm_peer,
+        torch_peer=_layernorm_peer, activation="hidden",
         words={"unconstrained": "rows with a non-finite value or an f32 overflow"},
         tolerance_parameters=_layernorm_tolerance_parameters(ref))
 
@@ -137,7 +137,7 @@ def _softmax() -> OpRecord:
               DataRecipe("sm-spike", _spike_rows, (100.0,), ("X",),
                          "one element of 100 per row: exp(x - m) overflows unless m is the row's true maximum")),
         ort=OrtMapping("Softmax", ("X",), ("Y",), attributes={"axis": -1}, opset=13),
-        torch_peer=_softmax_peer,
+        torch_peer=_softmax_peer, activation="attention",
         words={"unconstrained": "rows with a non-finite value"},
         tolerance_parameters=lambda dtype, inputs, attributes=None: {"model": "reference/softmax.py"})
 
@@ -152,7 +152,7 @@ def _add() -> OpRecord:
     return OpRecord(
         "ai.onnx.Add", ("A", "B"), ("C",), _compute(ref), _tolerance(ref),
         ort=OrtMapping("Add", ("A", "B"), ("C",), opset=14),
-        torch_peer=_add_peer,
+        torch_peer=_add_peer, activation="hidden",   # the residual add
         words={"unconstrained": "non-finite or overflowing A + B"})
 
 

@@ -10,6 +10,8 @@ import numpy as np
 
 #: How a non-finite (or overflowing) input spreads to the outputs the reference leaves unconstrained.
 STRUCTURES = ("elementwise", "rows")
+#: Which activation of a transformer block an op sees (``bench --shapes models``); None: not benched there.
+ACTIVATIONS = (None, "hidden", "intermediate", "attention")
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class OpRecord:
       or None;
     * ``bench_inputs(shape, dtype, with_optional) -> {role: (shape, dtype)}``: the bench call for a primary of
       ``shape`` (every required role, the optional ones when ``with_optional``);
+    * ``activation``: the activation of a transformer block the op sees, for ``bench --shapes models``
+      (``"hidden"``, ``"intermediate"`` or ``"attention"``; conformance.tools.shapes), or None;
     * ``words``: what failure messages say, e.g. ``{"unconstrained": "non-finite x+bias"}``;
     * ``interpret(inputs, outputs) -> str``: for a call the manifest rejects but an implementation ran, a guess
       at what it computed (" (the values match ...)"), or "";
@@ -115,12 +119,16 @@ class OpRecord:
     #: ``output_dtype(inputs) -> dtype name`` of the outputs; None: the dtype of the first input present.
     output_dtype: Callable[[dict], str] | None = None
     deterministic: bool = True
+    activation: str | None = None
 
     def __post_init__(self) -> None:
         if "." not in self.op:
             raise ValueError(f"op record {self.op!r}: the op is '<domain>.<name>', as in the manifest")
         if self.structure not in STRUCTURES:
             raise ValueError(f"op record {self.op}: structure {self.structure!r}, expected one of {STRUCTURES}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"op record {self.op}: activation {self.activation!r}, expected one of "
+                             f"{', '.join(map(str, ACTIVATIONS))}")
         if not self.roles or not self.outputs:
             raise ValueError(f"op record {self.op}: roles and outputs must name the manifest's inputs and outputs")
 

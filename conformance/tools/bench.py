@@ -29,6 +29,7 @@ from conformance.ops.record import manifest_bench_inputs
 from conformance.ops.registry import find
 from conformance.progress import Progress
 from conformance.tools.peers import cuda_copy_baseline, run_peers
+from conformance.tools.shapes import BenchShape, model_shapes
 
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
 WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
@@ -113,6 +114,7 @@ class Row:
     best_copy_spread: float = 0.0
     error: str | None = None          # a bench error (the kernel beat the best copy): not a result
     inputs: dict | None = None        # role -> shape of every input fed (the op record's bench inputs)
+    source: str | None = None         # the model configurations a shape of --shapes/--shape comes from
 
     @property
     def best_copy_ratio(self) -> float:
@@ -198,16 +200,62 @@ def bench_calls(kernel: Kernel, sizes, dtypes):
     """Calls per size: an aligned shape [n/1024, 1024] and an unaligned one, [n+1] or, for an op over rows,
     [n/1024, 1023] (one row of n+1 would measure one workgroup); each optional input present or not; every
     required input fed, as the op record's bench inputs say (the manifest's ranks without a record)."""
-    manifest = kernel.manifest
-    optional = [s for s in manifest.inputs if s.optional]
-    record = find(manifest.op_id)
+    record = find(kernel.manifest.op_id)
     for n in sizes:
         unaligned = [n // 1024, 1023] if record is not None and record.rows and n >= 1024 else [n + 1]
         for dtype in dtypes:
             for shape in ([n // 1024, 1024] if n % 1024 == 0 else [n], unaligned):
-                for with_optional in ([False, True] if optional else [False]):
-                    make = record.bench_call if record is not None else manifest_bench_inputs
-                    yield make(manifest, shape, dtype, with_optional), with_optional
+                yield from _calls_of(kernel, shape, dtype)
+
+
+def _calls_of(kernel: Kernel, shape, dtype):
+    """The calls of one primary ``shape``: each optional input absent, then present."""
+    manifest = kernel.manifest
+    record = find(manifest.op_id)
+    make = record.bench_call if record is not None else manifest_bench_inputs
+    for with_optional in ([False, True] if any(s.optional for s in manifest.inputs) else [False]):
+        yield make(manifest, list(shape), dtype, with_optional), with_optional
+
+
+def kernel_shapes(kernel: Kernel, shapes) -> list[BenchShape]:
+    """What ``shapes`` means for one kernel: ``"models"``, the shapes of the activation its op record names
+    (none without a record or an activation); a list of BenchShape, those."""
+    if shapes == "models":
+        record = find(kernel.manifest.op_id)
+        return model_shapes(record.activation) if record is not None and record.activation else []
+    return list(shapes)
+
+
+def shape_calls(kernel: Kernel, shapes, dtypes):
+    """(call, source) for every shape of ``kernel_shapes`` in every dtype."""
+    for bench_shape in kernel_shapes(kernel, shapes):
+        for dtype in dtypes:
+            for args, _ in _calls_of(kernel, bench_shape.shape, dtype):
+                yield args, bench_shape.source
+
+
+class NothingToBench(ConformanceError, ValueError):
+    """A size range or shape list that leaves no call to time (an argument error, said as such)."""
+
+
+def nothing_to_bench(kernels, min_elements: int, max_elements: int, shapes, limit: int) -> str:
+    """Why a run has no call: the grid has no size in range, no package has a model shape, or every shape is
+    above the device's binding limit."""
+    if shapes is None:
+        grid = ", ".join(_size_text(n) for n in SIZES)
+        return (f"--min-elements {min_elements} --max-elements {max_elements}: no size of the built-in grid "
+                f"({grid} elements) lies in that range below the device's binding limit of {limit} bytes; "
+                f"bench one size with --shape N (e.g. --shape {max(min_elements, 1)})")
+    names = ", ".join(k.package.name for k in kernels)
+    if shapes == "models":
+        return (f"--shapes models: none of the packages ({names}) has an op record naming the model activation "
+                f"it sees (OpRecord.activation)")
+    return (f"--shape {', '.join(','.join(map(str, s.shape)) for s in shapes)}: no package ({names}) accepts it "
+            f"within the device's binding limit of {limit} bytes")
+
+
+def _size_text(n: int) -> str:
+    return f"{n >> 20} Mi" if n >= 1 << 20 else f"{n >> 10} Ki"
 
 
 def _call_text(args) -> str:
@@ -273,12 +321,13 @@ def _all_settled(*timings: Timing) -> bool | None:
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
               out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
-              cuda_copy: bool = True, max_calls: int | None = None) -> dict:
+              cuda_copy: bool = True, max_calls: int | None = None, shapes=None) -> dict:
     """Rows for every reachable variant and size on the kernels' device (and the sweep, and with ``peers`` the
-    peer rows), written to ``out`` and ``plot`` when given. ``cuda_copy``: a CUDA device-to-device copy joins
-    best_copy where torch has CUDA. ``max_calls``: time only the first that many calls of the fixed work list (said
-    in the result as ``truncated``): a budget counted in calls, so which rows a run has does not depend on the
-    machine's speed."""
+    peer rows), written to ``out`` and ``plot`` when given. ``shapes``: instead of the size grid, ``"models"``
+    (each op's model activations, conformance.tools.shapes) or a list of BenchShape. ``cuda_copy``: a CUDA
+    device-to-device copy joins best_copy where torch has CUDA. ``max_calls``: time only the first that many calls
+    of the fixed work list (said in the result as ``truncated``): a budget counted in calls, so which rows a run has
+    does not depend on the machine's speed. Raises NothingToBench when no call is left."""
     device = kernels[0].device
     timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
     cuda, cuda_note = cuda_copy_baseline(warmup_seconds, reps) if cuda_copy else (None, "CUDA copy not asked for")
@@ -286,10 +335,17 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])
     sizes = [n for n in SIZES if min_elements <= n <= max_elements and (n + 1) * 4 <= limit]
     dtypes = ["float32"] + (["float16"] if "shader-f16" in device.profile.features else [])
-    work = [(k, args) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
+    if shapes is None:
+        work = [(k, args, None) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
+    else:
+        sizes = []   # no sweep: it runs at the grid's largest size
+        work = [(k, args, source) for k in kernels for args, source in shape_calls(k, shapes, dtypes)
+                if all(a is None or math.prod(a[0]) * 4 <= limit for a in args.values())]
+    if not any(_accepts(k, args) for k, args, _ in work):
+        raise NothingToBench("bench: " + nothing_to_bench(kernels, min_elements, max_elements, shapes, limit))
     rows, skipped, failed = [], 0, []
     progress = Progress(f"bench {device.webgpu}", min(len(work), max_calls if max_calls is not None else len(work)))
-    for i, (kernel, args) in enumerate(work, 1):
+    for i, (kernel, args, source) in enumerate(work, 1):
         if max_calls is not None and i > max_calls:
             skipped += 1
             continue
@@ -302,6 +358,7 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
             continue
         progress.step(f"{kernel.package.name} {_call_text(args)}")
         if row:
+            row.source = source
             rows.append(row)
     best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep and sizes else []
     adapter = device.summary.get("adapter")
@@ -334,6 +391,14 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     return result
 
 
+def _accepts(kernel: Kernel, args) -> bool:
+    try:
+        kernel.plan(**args)
+    except ContractError:
+        return False
+    return True
+
+
 def row_dict(r: Row) -> dict:
     return asdict(r) | {"vs_copy_shader": r.vs_shader, "vs_copy_buffer": r.vs_buffer,
                         "best_copy_ratio": r.best_copy_ratio}
@@ -363,6 +428,8 @@ def run_implementations(webgpus: list[str], open_kernels, *, out: Path | None, p
             kernels = open_kernels(webgpu)
             # peers (torch, ONNX Runtime) do not depend on our implementation: timed once, against the first
             result = run_bench(kernels, out=None, plot=None, **(options | {"peers": options.get("peers") and i == 0}))
+        except NothingToBench:   # the arguments' fault, the same on every implementation
+            raise
         except Exception as exc:  # an implementation that does not open or run here: said, the others still run
             merged["implementations"][webgpu] = f"not benched: {type(exc).__name__}: {exc}"
             continue
@@ -476,7 +543,8 @@ def format_table(result: dict) -> str:
             continue
         lines.append(head + f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r.get('best_copy_ratio', math.nan):>12.3f}"
                      f"{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
-                     + ("  unsettled: GPU speed still changing" if r.get("settled") is False else ""))
+                     + ("  unsettled: GPU speed still changing" if r.get("settled") is False else "")
+                     + (f"  {list(r['shape'])} {r['source']}" if r.get("source") else ""))
     for t in result.get("tuning", []):
         lines.append(f"tuning: {t['package']} v{t.get('version', 1)} {t['dtype']} {t['variant']}: "
                      f"WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "

@@ -23,10 +23,11 @@ ORT_METHOD = "wall clock, device-resident IOBinding, fence read-back subtracted"
 
 
 def selected_rows(result: dict, max_elements: int):
-    """The bench rows every peer times: at least 1 Mi elements, at most ``max_elements``, a multiple of 1024."""
+    """The bench rows every peer times: every model shape (``source``), and of the size grid those of at least
+    1 Mi elements, at most ``max_elements``, a multiple of 1024."""
     for row in result["rows"]:
         n = math.prod(row["shape"])
-        if (1 << 20) <= n <= max_elements and n % 1024 == 0:
+        if row.get("source") or ((1 << 20) <= n <= max_elements and n % 1024 == 0):
             yield row
 
 

@@ -145,3 +145,58 @@ def test_row_ops_are_benched_on_rows_not_one_long_row():
     assert shapes == {(1024, 1024), (1024, 1023)}
     assert {tuple(args["X"][0]) for args, _ in bench.bench_calls(gelu, [1 << 20], ["float32"])} == {
         (1024, 1024), ((1 << 20) + 1,)}
+
+
+def test_model_shapes_come_from_the_op_records_activation_and_name_their_configurations():
+    from conformance.tools.shapes import model_shapes
+    ln, softmax = load_kernel("com.microsoft.LayerNormalization"), load_kernel("com.microsoft.Softmax")
+    gelu = load_kernel("com.microsoft.FastGelu", version=2)
+    hidden = {s.shape: s.source for s in bench.kernel_shapes(ln, "models")}
+    assert hidden[(1, 128, 768)] == "BERT-base seq 128 hidden, GPT-2 seq 128 hidden"
+    assert (1, 512, 4096) in hidden and all(len(s) == 3 for s in hidden)
+    assert {s.shape for s in bench.kernel_shapes(softmax, "models")} >= {(1, 12, 128, 128), (1, 32, 512, 512)}
+    assert (1, 512, 3072) in {s.shape for s in bench.kernel_shapes(gelu, "models")}
+    assert not any("7B" in s.source for s in model_shapes("intermediate"))   # its MLP is SwiGLU, not GELU
+    calls = list(bench.shape_calls(gelu, "models", ["float32"]))
+    assert {args["bias"][0] for args, _ in calls if args.get("bias")} == {(3072,), (4096,)}  # bias: the last dim
+
+
+def test_a_shape_run_benches_those_shapes_with_their_source_and_peers_take_them(device):
+    from conformance.tools.peers import selected_rows
+    from conformance.tools.shapes import BenchShape
+    kernel = load_kernel("com.microsoft.Softmax", device=device)
+    result = bench.run_bench([kernel], max_elements=4096, reps=3, sweep=False, write_tuning=False, out=None,
+                             plot=None, warmup_seconds=0.05, shapes=[BenchShape((2, 3, 40), ("test shape",))])
+    assert {tuple(r["shape"]) for r in result["rows"]} == {(2, 3, 40)}
+    assert all(r["source"] == "test shape" for r in result["rows"])
+    assert "[2, 3, 40] test shape" in bench.format_table(result)
+    assert list(selected_rows(result, 4096)) == result["rows"]   # 240 elements: below the grid rows' 1 Mi
+
+
+def test_a_size_range_or_shape_list_with_nothing_to_bench_is_an_error_that_says_why(device):
+    import pytest
+
+    from conformance.tools.shapes import BenchShape
+    kernel = load_kernel("ai.onnx.Add", device=device)
+    options = dict(reps=3, sweep=False, write_tuning=False, out=None, plot=None, warmup_seconds=0.05)
+    with pytest.raises(bench.NothingToBench, match=r"393216 .*no size of the built-in grid .*--shape"):
+        bench.run_bench([kernel], min_elements=393216, max_elements=393216, **options)
+    softmax = load_kernel("com.microsoft.Softmax", device=device)
+    huge = 1 << 31   # elements: past any device's binding limit, so never allocated
+    with pytest.raises(bench.NothingToBench, match=f"--shape {huge}: no package .*binding limit"):
+        bench.run_bench([softmax], max_elements=0, shapes=[BenchShape((huge,), ("x",))], **options)
+    with pytest.raises(bench.NothingToBench, match="--shape"):
+        bench.run_implementations(["wgpu"], lambda webgpu: [kernel], min_elements=5, max_elements=6, **options)
+
+
+def test_bench_command_line_refuses_a_malformed_shape_and_shapes_with_sweep(capsys):
+    import pytest
+
+    from conformance.__main__ import main
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--shape", "1,x,3"])
+    assert exc.value.code == 2 and "--shape '1,x,3': expected positive integers" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--sweep tunes at the size grid"):
+        main(["bench", "--shapes", "models", "--sweep", "--packages", "Softmax"])
+    with pytest.raises(SystemExit, match="--shapes and --shape"):
+        main(["bench", "--shapes", "models", "--shape", "4,4"])
