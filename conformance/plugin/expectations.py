@@ -51,15 +51,19 @@ class Glob:
     (brackets included: ids hold shapes) is literal.
 
     Matched by the two-pointer wildcard algorithm (back to the last ``*`` only), in at most
-    len(pattern) x len(id) steps: a translated regex backtracked catastrophically on runs of ``*?``.
+    len(pattern) x len(id) steps (``steps`` holds the last match's count): a translated regex backtracked
+    catastrophically on runs of ``*?``.
     """
 
     def __init__(self, glob: str):
         self.glob = re.sub(r"\*+", "*", glob)   # a run of stars is one star
+        self.steps = 0
 
     def fullmatch(self, text: str) -> bool:
         pattern, p, t, star, mark = self.glob, 0, 0, -1, 0
+        self.steps = 0
         while t < len(text):
+            self.steps += 1
             if p < len(pattern) and pattern[p] == "*":
                 star, mark, p = p, t, p + 1
             elif p < len(pattern) and (pattern[p] == "?" or pattern[p] == text[t]):

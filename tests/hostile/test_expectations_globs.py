@@ -1,8 +1,8 @@
-"""``--expectations`` globs match in linear-ish time (issue 11, item 8): runs of ``*?`` took seconds per case id."""
+"""``--expectations`` globs match in at most len(glob) x len(id) steps (issue 11, item 8): runs of ``*?`` took seconds
+per case id as a regex. The steps are counted, not timed, so the test means the same on any machine."""
 from __future__ import annotations
 
 import re
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,9 +15,9 @@ CASE_ID = "FastGelu/f16/X[2,4099]+bias[4099]/vec4_tail_bias@small-storage" * 3
 
 def test_runs_of_star_question_do_not_backtrack():
     for glob in ("*?" * 40 + "!", "*?*" * 500 + "nope", "*a" * 300 + "b", "?" * 150 + "*" * 1000 + "x"):
-        start = time.perf_counter()
-        assert not id_pattern(glob).fullmatch(CASE_ID)
-        assert time.perf_counter() - start < 0.5, glob[:40]
+        pattern = id_pattern(glob)
+        assert not pattern.fullmatch(CASE_ID)
+        assert pattern.steps <= (len(pattern.glob) + 1) * len(CASE_ID), (glob[:40], pattern.steps)
     assert id_pattern("*?" * 40).fullmatch(CASE_ID)
 
 
