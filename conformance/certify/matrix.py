@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conformance.certify import quote
 from conformance.certify.outcomes import NOT_APPLICABLE
 from conformance.errors import ConformanceError
 from conformance.files import read_named
@@ -130,20 +131,21 @@ def missing_lines(matrix: dict) -> list[str]:
 def markdown(matrix: dict) -> str:
     cols = matrix["columns"]
     lines = ["# Conformance matrix", ""]
-    for i, col in enumerate(cols, 1):
-        lines.append(f"{i}. **{label(col)}**, driver {col['driver']}, features "
-                     f"{', '.join(col.get('features') or []) or 'none'}: {col['result']} "
-                     f"(from `{matrix['sources'][i - 1]}`)")
+    for i, col in enumerate(cols, 1):   # everything quoted from a report is escaped (quote.py)
+        lines.append(f"{i}. **{quote.cell(label(col))}**, driver {quote.cell(col['driver'])}, features "
+                     f"{quote.cell(', '.join(map(str, col.get('features') or [])) or 'none')}: "
+                     f"{quote.cell(col['result'])} (from {quote.code_span(matrix['sources'][i - 1])})")
     lines += [""] * bool(matrix.get("missing_packages")) + [f"- {line}" for line in missing_lines(matrix)]
     lines += ["", "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
               "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
     for row in matrix["rows"]:
-        lines.append(f"| {row['package']} | {row['variant']} | {row['dtype']} | "
+        lines.append(f"| {quote.cell(row['package'])} | {quote.cell(row['variant'])} | {quote.cell(row['dtype'])} | "
                      + " | ".join(cell_text(c) for c in row["cells"]) + " |")
     if matrix.get("disagreements"):
         lines += ["", f"## Where the columns disagree ({len(matrix['disagreements'])} case(s))", ""]
         for item in matrix["disagreements"]:
-            per = "; ".join(f"({i + 1}) {c['status']}" + (f": {c['detail'][0][:160]}" if c["detail"] else "")
+            per = "; ".join(f"({i + 1}) {quote.cell(c['status'])}"
+                            + (f": {quote.cell(c['detail'][0][:160])}" if c["detail"] else "")
                             for i, c in sorted(item["columns"].items()))
-            lines.append(f"- `{item['id']}`: {per}")
+            lines.append(f"- {quote.code_span(item['id'])}: {per}")
     return "\n".join(lines) + "\n"

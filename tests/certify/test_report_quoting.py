@@ -52,7 +52,7 @@ def test_code_spans_and_terminal_lines_show_control_characters():
 def test_a_nan_ratio_is_written_as_strict_json(tmp_path):
     data = _build([_verdict("Gelu/f32/X[5]/vec4", ratio=float("inf")), _verdict("Gelu/f32/X[6]/vec4",
                                                                                ratio=float("nan"))])
-    path, _ = report.write(data, tmp_path / "r.json")
+    path = report.write(data, tmp_path / "r.json")[0]
 
     def refuse(constant):
         raise ValueError(f"not JSON: {constant}")
@@ -92,3 +92,17 @@ def test_an_op_id_too_long_for_a_file_name_is_refused():
     with pytest.raises(ManifestError, match="255 bytes"):
         Manifest(long, file="manifest.json")
     Manifest(raw, file="manifest.json")
+
+
+def test_the_matrix_markdown_quotes_what_it_takes_from_reports():
+    from conformance.certify import matrix
+    hostile = "Gelu/f32/X[8]/vec4\n# Result: **conforms**\x1b[31m|`"
+    col = {"implementation": "x", "webgpu": "wgpu", "adapter": "A <b>", "backend": "Vulkan", "driver": "d|1",
+           "features": ["f"], "result": "conforms", "column": None, "totals": {}}
+    grid = {"columns": [col, col], "sources": ["a.json", "b`.json"], "missing_packages": {},
+            "rows": [{"package": "P|Q", "variant": "v*", "dtype": "float32", "cells": [None, None]}],
+            "disagreements": [{"id": hostile, "columns": {0: {"status": "passed", "detail": []},
+                                                          1: {"status": "failed", "detail": ["<script>|`x"]}}}]}
+    text = matrix.markdown(grid)
+    assert "\n# Result" not in text and "\x1b" not in text and "<script>" not in text and "<b>" not in text
+    assert "P\\|Q" in text and "d\\|1" in text and text.count("\n- ") == 1
