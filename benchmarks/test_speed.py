@@ -4,8 +4,10 @@ What the test suite checks about budgets is counted in work; how long that work 
 """
 from __future__ import annotations
 
+import shutil
 import time
 
+import numpy as np
 import pytest
 
 from conformance import BASELINE, ConformanceError, load_kernel
@@ -34,7 +36,6 @@ def test_render_speed(package):
 
 def test_seconds_to_refuse_a_bomb(tmp_path):
     """How long a template that runs out of the work budget takes to be refused here."""
-    import shutil
     pkg = tmp_path / "Gelu"
     shutil.copytree(REPO_SPECS / "com.microsoft.Gelu", pkg)
     template = pkg / "elementwise-bias-gelu.wgsl.jinja"
@@ -50,7 +51,6 @@ def test_seconds_to_refuse_a_bomb(tmp_path):
 
 def test_interleaved_passes_keep_their_order():
     """A 16-byte copy pass is timed shorter than the 256 KiB GELU pass around it (timestamps: each span is its own)."""
-    import numpy as np
     device = get_device("vulkan")
     if "timestamp-query" not in device.profile.features:
         pytest.skip("no timestamps on this device")
