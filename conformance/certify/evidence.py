@@ -105,4 +105,4 @@ def flag_lines(weak, compared_nothing) -> list[str]:
     """What is weaker than it looks, one plain line each (the caller quotes them): the generator's flags, then the
     cases that ran and compared no element."""
     return [f"{w['package']}: {w['kind']}: {w['message']}" for w in weak] + \
-        [f"{c['id']}" + (f" ({c['column']})" if c.get("column") else "") + f": {c['why']}" for c in compared_nothing]
+        [f"{c['id']}" + (f" on {c['column']}" if c.get("column") else "") + f": {c['why']}" for c in compared_nothing]
