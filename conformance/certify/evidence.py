@@ -91,6 +91,11 @@ def assess(verdicts) -> dict:
             "compared_nothing": compared_nothing(verdicts)}
 
 
+#: The heading of the report's section of weakness flags (Markdown, HTML, merge).
+WEAK_TITLE = "Weaker than it looks"
+WEAK_NOTE = "Cases that pass but check less than they seem to, each with what to add"
+
+
 def weak_of(reports) -> list[dict]:
     """The case generator's weakness flags (``{package, kind, message}``, cases.weakness) of ``reports``, each
     once: every column of a run, and every machine's report of the same packages, carries the same flags."""

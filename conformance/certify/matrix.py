@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from conformance.certify import quote
-from conformance.certify.evidence import flag_lines, weak_of
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
 from conformance.errors import ConformanceError
 from conformance.files import read_named
@@ -154,5 +154,5 @@ def markdown(matrix: dict) -> str:
             lines.append(f"- {quote.code_span(item['id'])}: {per}")
     weak = flag_lines(matrix.get("weak") or [], matrix.get("compared_nothing") or [])
     if weak:
-        lines += ["", "## Weaker than it looks", ""] + [f"- {quote.cell(line)}" for line in weak]
+        lines += ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE}.", ""] + [f"- {quote.cell(line)}" for line in weak]
     return "\n".join(lines) + "\n"

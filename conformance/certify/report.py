@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from conformance.certify import report_html
-from conformance.certify.evidence import assess, flag_lines
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, flag_lines
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
 from conformance.certify.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
@@ -204,9 +204,8 @@ def _weak_lines(report: dict) -> list[str]:
     found = flag_lines(report.get("weak") or [], report.get("compared_nothing") or [])
     if not found:
         return []
-    return ["", "## Weaker than it looks", "", "Cases that pass but check less than they seem to, each with what to "
-            "add (`python -m cases --coverage` shows the generator's flags too).", ""] + \
-        [f"- {cell(line)}" for line in found]
+    return ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE} (`python -m cases --coverage` shows the generator's flags "
+            f"too).", ""] + [f"- {cell(line)}" for line in found]
 
 
 def cell_line(entry: dict) -> str:

@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from html import escape
 
-from conformance.certify.evidence import flag_lines, weak_of
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
 
 #: Cell states, worst first: a cell shows the worst state any of its cases has.
@@ -198,8 +198,8 @@ def _weak(columns: list[dict]) -> list[str]:
     found = flag_lines(weak_of(columns), nothing)
     if not found:
         return []
-    return ['<h2 id="weak">Weaker than it looks</h2><p>Cases that pass but check less than they seem to, each with '
-            'what to add.</p><ul>', *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
+    return [f'<h2 id="weak">{escape(WEAK_TITLE)}</h2><p>{escape(WEAK_NOTE)}.</p><ul>',
+            *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
 
 
 def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Conformance report") -> str:
