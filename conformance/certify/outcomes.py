@@ -62,6 +62,9 @@ class Verdict:
     evidence: str | None = None
     #: Whether every output the case expects is empty (such a case can only give "shapes" evidence).
     empty: bool = False
+    #: Output elements compared against the reference (None: no value check ran; 0 with outputs that are not
+    #: empty: every element was unconstrained for the case's data, so the case checked no value).
+    compared: int | None = None
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -78,7 +81,8 @@ class Verdict:
         for key in ("error_profile", "repro") + (("rerun",) if self.status in ("failed", "xfailed") else ()):
             if getattr(self, key):
                 out[key] = getattr(self, key)
-        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty)
+        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty,
+                   compared=self.compared)
         return out
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, quote, report, report_html
+from conformance.certify import evidence, matrix, quote, report, report_html
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
@@ -111,6 +111,7 @@ class RunState:
         self.column_notes: list[str] = []
         self.heavy_total = 0
         self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
+        self.weak: list[dict] = []   # the generator's weakness flags of the packages ({package, kind, message})
         self.interrupted = False
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
@@ -152,6 +153,7 @@ class RunState:
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
         self.case_sources = self.case_sources or data.get("case_sources") or []
+        self.weak = self.weak or data.get("weak") or []
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -165,7 +167,7 @@ class RunState:
             col = self.columns.get(slug, {})
             data = report.build(mine, identity=self.identity, device=col.get("device"),
                                 implementation=implementation, skipped_reasons=skipped,
-                                deselected_heavy=deselected_heavy, interrupted=interrupted)
+                                deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
             if slug:
@@ -421,11 +423,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state.compilations:
         tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
                       f"(over {len(state.compilations)} process(es))")
+    for line in evidence.flag_lines(state.weak, []):    # once, whatever the columns
+        tr.write_line(f"weak: {line}")
     for data in state.results:
         name = f"column {data['column']}: " if len(state.results) > 1 else ""
         tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
         for entry in data["unchecked"]:
             tr.write_line(f"  not checked: {report.cell_line(entry)}")
+        for line in evidence.flag_lines([], data["compared_nothing"]):
+            tr.write_line(f"  {line}")
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")

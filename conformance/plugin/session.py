@@ -16,6 +16,7 @@ import pytest
 import cases as case_generator
 from cases.golden import CASES_DIR, golden_path, load_matching_golden, regenerate_command, shown_path
 from cases.model import marker_name
+from cases.weakness import report_flags
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -48,6 +49,7 @@ class CaseRunner:
         self.golden = Path(golden).resolve() if golden else None
         self._packages = None
         self._sources: list[str] = []
+        self._weak: list[dict] = []
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
@@ -68,7 +70,9 @@ class CaseRunner:
                     note = missing_record_note(package.name)
                     if note:   # once per package, up front (not once per case as RecordNotFound)
                         warnings.warn(pytest.PytestWarning(note))
-                    generated = self._cases(package) + load_test_cases(package)
+                    golden_or_generated = self._cases(package)
+                    self._weak += report_flags(package, golden_or_generated)
+                    generated = golden_or_generated + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
@@ -80,6 +84,7 @@ class CaseRunner:
                 self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
                                   for d, p, g in self._packages]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
+            self.state.weak = list(self._weak)
             self.state.case_sources = list(self._sources)
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
@@ -243,7 +248,7 @@ class CaseRunner:
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total,
-                                        "case_sources": self.state.case_sources}
+                                        "case_sources": self.state.case_sources, "weak": self.state.weak}
 
 
 def _share_cpu_renderer() -> None:
