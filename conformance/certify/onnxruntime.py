@@ -86,6 +86,12 @@ class _OrtBase:
         return ImplResult({role: np.asarray(y) for role, y in zip(mapping.outputs, ys)},
                           extra={"providers": list(sess.get_providers())})
 
+    def repro_files(self, failure) -> dict[str, bytes]:
+        """A standalone repro of ``failure`` (:class:`conformance.certify.repro.Failure`): a script that runs the
+        same model with this provider and session config, alone (:mod:`conformance.certify.repro_ort`)."""
+        from conformance.certify.repro_ort import files  # only --repro-dir needs it
+        return files(failure, self.provider, self.config)
+
     # -- sessions ------------------------------------------------------------------------------
     def session_for(self, key):
         """The session for ``key`` (:func:`session_key`), made once; a model ORT refuses is a Rejected."""

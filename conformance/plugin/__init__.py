@@ -77,6 +77,10 @@ def pytest_addoption(parser):
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
+    group.addoption("--repro-dir", default=None, metavar="DIR",
+                    help="for an implementation outside this suite (--impl other than manifest): write a standalone "
+                         "reproduction of each group of identical failures (divergences, value failures) to DIR, "
+                         "using the implementation alone, with DIR/index.md and DIR/index.json listing the groups")
     group.addoption("--stress", type=int, nargs="?", const=3, default=0, metavar="RUNS",
                     help="race provocation: every shader rewritten with invocation-dependent delays before each "
                          "workgroup-memory access and barrier, each accepted case run RUNS times (default 3) with "
@@ -98,6 +102,16 @@ class RunState:
         if self.stress and self.impl_name != "manifest":
             raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
                                     f"manifest only, not {self.impl_name}")
+        self.repro_dir = config.getoption("repro_dir", None)
+        if self.repro_dir and self.impl_name == "manifest":
+            raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
+                                    "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
+                                    "command")
+        #: Per process of the run: the repro groups it saw (conformance.certify.repro.ReproCollector.flush), and
+        #: the seconds it spent on them; the index, once written.
+        self.repro_parts: list[list[dict]] = []
+        self.repro_seconds = 0.0
+        self.repro_index: dict | None = None
         self.verdicts: list[dict] = []
         self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()
@@ -152,6 +166,9 @@ class RunState:
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
         self.case_sources = self.case_sources or data.get("case_sources") or []
+        if data.get("repro") is not None:
+            self.repro_parts.append(data["repro"])
+            self.repro_seconds += data.get("repro_seconds", 0.0)
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -177,7 +194,7 @@ class RunState:
 #: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
 RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
                "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
-               "conformance_report", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
+               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
 
 
 def _option_actions(config) -> dict:
@@ -255,6 +272,13 @@ def pytest_configure(config):
             report.check_paths(Path(path))
         except ConformanceError as err:
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
+    repro_dir = config.getoption("repro_dir", None)
+    if repro_dir and not hasattr(config, "workerinput"):
+        from conformance.certify.repro import check_dir  # only with --repro-dir (it imports NumPy)
+        try:
+            check_dir(Path(repro_dir))
+        except ConformanceError as err:
+            raise pytest.UsageError(f"--repro-dir {repro_dir}: {err}") from None
     _no_worker_replacement_under_loadgroup(config)
     if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
         state = state_of(config)
@@ -426,6 +450,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
         for entry in data["unchecked"]:
             tr.write_line(f"  not checked: {report.cell_line(entry)}")
+    if state.repro_index is not None:
+        from conformance.certify.repro import summary_line  # (loaded already: the index was written)
+        tr.write_line(summary_line(state.repro_index))
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")
@@ -470,6 +497,13 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
+    if state.repro_dir:
+        from conformance.certify.repro import finalize  # only with --repro-dir (it imports NumPy)
+        try:
+            state.repro_index = finalize(Path(state.repro_dir), state.repro_parts, state.repro_seconds)
+        except ConformanceError as err:
+            sys.stderr.write(f"conformance: --repro-dir {state.repro_dir}: {err}\n")
+            session.exitstatus = session.exitstatus or 1
     if not path:
         state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
         return

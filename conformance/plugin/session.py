@@ -51,6 +51,10 @@ class CaseRunner:
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
+        self.repro = None
+        if self.state.repro_dir:
+            from conformance.certify.repro import ReproCollector
+            self.repro = ReproCollector(Path(self.state.repro_dir))
         _share_cpu_renderer()
 
     def packages(self):
@@ -201,6 +205,9 @@ class CaseRunner:
         except CaseFailed as err:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
+            if self.repro is not None and err.failure is not None:
+                verdict.repro = self.repro.add(checker.impl, err.failure)
+                rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""
             if verdict.divergence and request.config.getoption("divergences") == "xfail":
                 verdict.status = "xfailed"
                 props.append((VERDICT_KEY, _json(verdict)))
@@ -239,11 +246,16 @@ class CaseRunner:
                 columns[key] = {"slug": key, "device": self.describe(column) if key in self._checkers else None,
                                 "error": self._errors.get(key)}
         self.state.merge_columns(columns)
+        repro = self.repro.flush() if self.repro is not None else None
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total,
-                                        "case_sources": self.state.case_sources}
+                                        "case_sources": self.state.case_sources, "repro": repro,
+                                        "repro_seconds": self.repro.seconds if self.repro is not None else 0.0}
+        elif repro is not None:
+            self.state.repro_parts.append(repro)
+            self.state.repro_seconds += self.repro.seconds
 
 
 def _share_cpu_renderer() -> None:
