@@ -150,12 +150,16 @@ def check_dir(root: Path) -> Path:
 
 
 def _inside(root: Path, *parts: str) -> Path:
-    """``root/parts...``, refused unless it stays inside ``root`` (each part a safe name, no link on the way)."""
-    path = Path(root, *parts)
-    real_root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(path))
-    if real != real_root and real_root not in real.parents:
-        raise ConformanceError(f"{path}: outside --repro-dir {root}")
+    """``root/parts...``, refused unless each part is a plain name and none of them is a symlink (so the path
+    stays inside ``root``, wherever ``root`` is)."""
+    path = Path(root)
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part or "\0" in part:
+            raise ConformanceError(f"{Path(root, *parts)}: not a plain name inside --repro-dir {root}")
+        path = path / part
+        if os.path.islink(path):
+            raise ConformanceError(f"{path}: a symlink inside --repro-dir (to {os.readlink(path)}); refusing to "
+                                   f"write through it, remove it")
     check_no_links(path)
     return path
 
@@ -169,8 +173,6 @@ def _write(root: Path, rel: list[str], data: bytes) -> Path:
 def _remove_tree(root: Path, *parts: str) -> None:
     """Remove a folder this writer made under ``root`` (never through a link)."""
     path = _inside(root, *parts)
-    if os.path.islink(path):
-        raise ConformanceError(f"{path}: a symlink where --repro-dir keeps its own folder; remove it")
     if path.is_dir():
         shutil.rmtree(path)
 
