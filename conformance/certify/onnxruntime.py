@@ -14,6 +14,7 @@ import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
 from conformance.certify.onnx_models import ELEMENT_TYPES, mapped_model, one_node_model, session
+from conformance.certify.repro_ort import files as repro_files
 from conformance.ops import known_ops, record_for
 
 
@@ -89,8 +90,7 @@ class _OrtBase:
     def repro_files(self, failure) -> dict[str, bytes]:
         """A standalone repro of ``failure`` (:class:`conformance.certify.repro.Failure`): a script that runs the
         same model with this provider and session config, alone (:mod:`conformance.certify.repro_ort`)."""
-        from conformance.certify.repro_ort import files  # only --repro-dir needs it
-        return files(failure, self.provider, self.config)
+        return repro_files(failure, self.provider, self.config)
 
     # -- sessions ------------------------------------------------------------------------------
     def session_for(self, key):

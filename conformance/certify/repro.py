@@ -9,11 +9,12 @@ implementation, provider, kind and :func:`signature`) form one group, reproduced
 
 * each process keeps, per group, its members and its smallest case's files (:class:`ReproCollector`), and at
   its end writes those files under ``DIR/.candidates/`` (every xdist worker writes its own);
-* the process that writes the report (:func:`finalize`) moves each group's smallest candidate to ``DIR/<group>/``
+* the process that writes the report (:func:`conformance.certify.repro_index.finalize`) moves each group's smallest candidate to ``DIR/<group>/``
   and writes ``DIR/index.json`` and ``DIR/index.md``: the groups, their member case ids and counts, and for a
   group without a repro, why.
 
-Every name written is checked (:func:`safe_name`), every path stays inside DIR, and files are replaced
+Every name written is checked (:func:`check_files`, :func:`~conformance.certify.repro_index.safe_name`), every
+path stays inside DIR, and files are replaced
 atomically (:func:`conformance.files.write_output`).
 
 ``Failure.expected`` for an accepted call also holds ``"bounds"``: role -> ``{"dtype", "shape", "atol" (a number
@@ -22,26 +23,24 @@ or an array of the output's shape), "rtol"}``, the tolerance as numbers, which `
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from conformance.certify.implementations import NotSupported
+from conformance.certify.repro_index import CANDIDATES, digest, safe_name, write_inside
 from conformance.errors import ConformanceError
-from conformance.files import check_no_links, check_output, write_output
+from reference.compare import tolerance_text
 
 KINDS = ("accepts-rejected", "rejects-accepted", "values")
-INDEX_JSON, INDEX_MD, CANDIDATES = "index.json", "index.md", ".candidates"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: A value as the planner's explanations show it (``ranks.B = 4``, ``shapes.X = [4, 3]``, ``dtypes.T = "f16"``).
 _VALUE = re.compile(r' = ("[^"]*"|\[[^\]]*\]|[^,;]+)')
-_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(\.\d+)?([eE][-+]?\d+)?")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?\d+(\.\d+)?([eE][-+]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -105,21 +104,12 @@ def group_key(failure: Failure, impl) -> dict:
 
 def group_slug(key: dict) -> str:
     """A directory name for a group: readable (op, kind, a word of the signature) and unique (a hash of the key)."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
     text = key["signature"]
     if key["kind"] == "rejects-accepted":   # the implementation's own words come last
         text = text.rsplit(": ", 1)[-1]
     word = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40].strip("-")
     op = key["op"].split(".")[-1]
-    return safe_name(f"{op}.{key['kind']}.{word or 'x'}.{digest}"[:100])
-
-
-def safe_name(text: str) -> str:
-    """``text`` as one path component: letters, digits, ``.``, ``_`` and ``-`` only, never starting with a dot."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:100].lstrip("._-")
-    if not name:
-        raise ConformanceError(f"{text!r}: no safe file name in it")
-    return name
+    return safe_name(f"{op}.{key['kind']}.{word or 'x'}.{digest(json.dumps(key, sort_keys=True), 10)}"[:100])
 
 
 def check_files(files, who: str) -> dict[str, bytes]:
@@ -135,46 +125,6 @@ def check_files(files, who: str) -> dict[str, bytes]:
         if not isinstance(data, (bytes, bytearray)):
             raise ConformanceError(f"{who}.repro_files: {name}: {type(data).__name__}, not bytes")
     return {name: bytes(data) for name, data in files.items()}
-
-
-def check_dir(root: Path) -> Path:
-    """DIR of ``--repro-dir``: a directory (made if absent), reached through no symlink; refused with a one-line
-    reason otherwise."""
-    root = Path(root)
-    check_no_links(root)
-    if os.path.lexists(root) and (os.path.islink(root) or not root.is_dir()):
-        raise ConformanceError(f"--repro-dir {root}: not a directory")
-    check_output(root / INDEX_JSON)
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def _inside(root: Path, *parts: str) -> Path:
-    """``root/parts...``, refused unless each part is a plain name and none of them is a symlink (so the path
-    stays inside ``root``, wherever ``root`` is)."""
-    path = Path(root)
-    for part in parts:
-        if part in ("", ".", "..") or "/" in part or "\0" in part:
-            raise ConformanceError(f"{Path(root, *parts)}: not a plain name inside --repro-dir {root}")
-        path = path / part
-        if os.path.islink(path):
-            raise ConformanceError(f"{path}: a symlink inside --repro-dir (to {os.readlink(path)}); refusing to "
-                                   f"write through it, remove it")
-    check_no_links(path)
-    return path
-
-
-def _write(root: Path, rel: list[str], data: bytes) -> Path:
-    path = _inside(root, *rel)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_output(path, data)
-
-
-def _remove_tree(root: Path, *parts: str) -> None:
-    """Remove a folder this writer made under ``root`` (never through a link)."""
-    path = _inside(root, *parts)
-    if path.is_dir():
-        shutil.rmtree(path)
 
 
 @dataclass
@@ -220,7 +170,6 @@ class ReproCollector:
 
     @staticmethod
     def _files(impl, failure: Failure) -> tuple[dict | None, str | None]:
-        from conformance.certify.implementations import NotSupported  # (implementations imports the engine)
         make = getattr(impl, "repro_files", None)
         if make is None:
             return None, f"{impl.name} defines no repro_files: nothing written"
@@ -240,92 +189,14 @@ class ReproCollector:
                      "best": None}
             if group.best is not None:
                 size, case_id, verdict, files = group.best
-                where = [CANDIDATES, group.slug, safe_name(case_id)[:60] + "-" + _digest(case_id)]
+                where = [CANDIDATES, group.slug, safe_name(case_id)[:60] + "-" + digest(case_id)]
                 for name, data in files.items():
-                    _write(self.root, where + name.split("/"), data)
+                    write_inside(self.root, where + name.split("/"), data)
                 entry["best"] = {"size": size, "case_id": case_id, "verdict": verdict, "dir": "/".join(where),
                                  "files": list(files)}
             out.append(entry)
         self.seconds += time.perf_counter() - start
         return out
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def merge(parts: list[list[dict]]) -> list[dict]:
-    """The groups of every process, one entry per group: all members, the smallest candidate."""
-    merged: dict[str, dict] = {}
-    for part in parts:
-        for entry in part:
-            have = merged.setdefault(entry["slug"], {**entry, "members": [], "best": None, "candidates": []})
-            have["members"] += entry["members"]
-            if entry["best"] is not None:
-                have["candidates"].append(entry["best"])
-                if have["best"] is None or (entry["best"]["size"], entry["best"]["case_id"]) < \
-                        (have["best"]["size"], have["best"]["case_id"]):
-                    have["best"] = entry["best"]
-            have["note"] = have["note"] or entry["note"]
-    return sorted(merged.values(), key=lambda g: (g["key"]["op"], g["key"]["kind"], -len(g["members"]), g["slug"]))
-
-
-def finalize(root: Path, parts: list[list[dict]], seconds: float = 0.0) -> dict:
-    """Move each group's smallest candidate to ``DIR/<group>/``, remove the candidates, write the index."""
-    start = time.perf_counter()
-    root = Path(root)
-    groups = merge(parts)
-    for group in groups:
-        group.pop("candidates")
-        best = group["best"]
-        if best is None:
-            continue
-        _remove_tree(root, group["slug"])
-        os.replace(_inside(root, *best["dir"].split("/")), _inside(root, group["slug"]))
-    _remove_tree(root, CANDIDATES)
-    index = {"repro_dir": str(root), "failures": sum(len(g["members"]) for g in groups), "groups": []}
-    for group in groups:
-        best = group["best"]
-        index["groups"].append({
-            **group["key"], "slug": group["slug"], "count": len(group["members"]),
-            "members": sorted(group["members"]),
-            "repro": None if best is None else {"case_id": best["case_id"], "run": f"{group['slug']}/{best['files'][0]}",
-                                                "files": best["files"], "verdict": best["verdict"]},
-            "note": None if best is not None else group["note"]})
-    index["written"] = sum(1 for g in index["groups"] if g["repro"])
-    _write(root, [INDEX_JSON], (json.dumps(index, indent=2) + "\n").encode())
-    _write(root, [INDEX_MD], index_markdown(index).encode())
-    index["seconds"] = seconds + time.perf_counter() - start
-    return index
-
-
-def index_markdown(index: dict) -> str:
-    from conformance.certify.quote import cell, code_span  # (quote is plain text work)
-    lines = ["# Standalone reproductions", "",
-             f"{index['failures']} failing case(s) in {len(index['groups'])} group(s) of identical failures (same op, "
-             f"implementation, provider, kind and signature); {index['written']} group(s) with a repro, each of its "
-             f"smallest case. Run a repro from its folder with `python <file>`: it exits 0 when the implementation "
-             f"behaves as the contract expects and 1 when the failure reproduces.", "",
-             "| group | implementation | kind | cases | signature | repro |", "| --- | --- | --- | ---: | --- | --- |"]
-    for g in index["groups"]:
-        repro = code_span(g["repro"]["run"]) if g["repro"] else cell(g["note"] or "none")
-        impl = g["implementation"] + (f" ({g['provider']})" if g.get("provider") else "")
-        lines.append(f"| {code_span(g['slug'])} | {cell(impl)} | {g['kind']} | {g['count']} | "
-                     f"{cell(g['signature'])} | {repro} |")
-    for g in index["groups"]:
-        lines += ["", f"## {cell(g['op'])}: {g['kind']}: {cell(g['signature'])}", ""]
-        if g["repro"]:
-            lines += [f"Repro: {code_span(g['repro']['run'])}, case {code_span(g['repro']['case_id'])}: "
-                      f"{cell(g['repro']['verdict'])}", ""]
-        else:
-            lines += [f"No repro: {cell(g['note'] or 'none')}", ""]
-        lines += [f"{g['count']} case(s):", ""] + [f"- {code_span(m)}" for m in g["members"]]
-    return "\n".join(lines) + "\n"
-
-
-def summary_line(index: dict) -> str:
-    return (f"repros: {index['failures']} failing case(s) in {len(index['groups'])} group(s), {index['written']} "
-            f"written to {index['repro_dir']} (index.md, index.json); {index['seconds']:.2f} s spent on them")
 
 
 def one_line(text: str, limit: int = 400) -> str:
@@ -337,7 +208,6 @@ def one_line(text: str, limit: int = 400) -> str:
 # -- building a Failure from what the checker saw ---------------------------------------------------------------
 def bounds(tolerances: dict, expected: dict) -> tuple[dict, str]:
     """(role -> {dtype, shape, atol, rtol}, the tolerance in words) for the outputs' tolerances."""
-    from reference.compare import tolerance_text
     out, words = {}, []
     for role, tol in tolerances.items():
         shape = tuple(np.shape(expected.get(role)))

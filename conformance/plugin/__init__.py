@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, quote, report, report_html
+from conformance.certify import matrix, quote, report, report_html, repro_index
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
@@ -107,7 +107,7 @@ class RunState:
             raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
                                     "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
                                     "command")
-        #: Per process of the run: the repro groups it saw (conformance.certify.repro.ReproCollector.flush), and
+        #: Per process of the run: the repro groups it saw (conformance.certify.repro.ReproCollector.flush) and
         #: the seconds it spent on them; the index, once written.
         self.repro_parts: list[list[dict]] = []
         self.repro_seconds = 0.0
@@ -274,9 +274,8 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
     repro_dir = config.getoption("repro_dir", None)
     if repro_dir and not hasattr(config, "workerinput"):
-        from conformance.certify.repro import check_dir  # only with --repro-dir (it imports NumPy)
         try:
-            check_dir(Path(repro_dir))
+            repro_index.check_dir(Path(repro_dir))
         except ConformanceError as err:
             raise pytest.UsageError(f"--repro-dir {repro_dir}: {err}") from None
     _no_worker_replacement_under_loadgroup(config)
@@ -451,8 +450,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for entry in data["unchecked"]:
             tr.write_line(f"  not checked: {report.cell_line(entry)}")
     if state.repro_index is not None:
-        from conformance.certify.repro import summary_line  # (loaded already: the index was written)
-        tr.write_line(summary_line(state.repro_index))
+        tr.write_line(repro_index.summary_line(state.repro_index))
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")
@@ -498,9 +496,8 @@ def pytest_sessionfinish(session, exitstatus):
     if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
     if state.repro_dir:
-        from conformance.certify.repro import finalize  # only with --repro-dir (it imports NumPy)
         try:
-            state.repro_index = finalize(Path(state.repro_dir), state.repro_parts, state.repro_seconds)
+            state.repro_index = repro_index.finalize(Path(state.repro_dir), state.repro_parts, state.repro_seconds)
         except ConformanceError as err:
             sys.stderr.write(f"conformance: --repro-dir {state.repro_dir}: {err}\n")
             session.exitstatus = session.exitstatus or 1

@@ -20,6 +20,7 @@ from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.quote import control_free
+from conformance.certify.repro import ReproCollector
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
@@ -51,10 +52,7 @@ class CaseRunner:
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
-        self.repro = None
-        if self.state.repro_dir:
-            from conformance.certify.repro import ReproCollector
-            self.repro = ReproCollector(Path(self.state.repro_dir))
+        self.repro = ReproCollector(Path(self.state.repro_dir)) if self.state.repro_dir else None
         _share_cpu_renderer()
 
     def packages(self):

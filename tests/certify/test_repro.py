@@ -19,7 +19,8 @@ import cases
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import NotSupported, load_implementation
 from conformance.certify.outcomes import CaseFailed, verdict_for
-from conformance.certify.repro import Failure, ReproCollector, check_dir, finalize, group_slug, safe_name
+from conformance.certify.repro import Failure, ReproCollector, group_slug
+from conformance.certify.repro_index import check_dir, finalize, safe_name
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 

@@ -1,0 +1,149 @@
+"""The folder of ``--repro-dir``: names made safe, paths kept inside it, and the index of the run's groups.
+
+Plain data and files only (no NumPy): the plugin's hooks write the index on the process that writes the report,
+from the groups every process sent (:meth:`conformance.certify.repro.ReproCollector.flush`). A group's candidate
+repros lie under ``DIR/.candidates/<group>/<case>/``; :func:`finalize` moves the smallest of each to
+``DIR/<group>/``, removes the rest and writes ``DIR/index.json`` and ``DIR/index.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+from conformance.certify.quote import cell, code_span
+from conformance.errors import ConformanceError
+from conformance.files import check_no_links, check_output, write_output
+
+INDEX_JSON, INDEX_MD, CANDIDATES = "index.json", "index.md", ".candidates"
+
+
+def safe_name(text: str) -> str:
+    """``text`` as one path component: letters, digits, ``.``, ``_`` and ``-`` only, never starting with a dot."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:100].lstrip("._-")
+    if not name:
+        raise ConformanceError(f"{text!r}: no safe file name in it")
+    return name
+
+
+def check_dir(root: Path) -> Path:
+    """DIR of ``--repro-dir``: a directory (made if absent), reached through no symlink; refused with a one-line
+    reason otherwise."""
+    root = Path(root)
+    check_no_links(root)
+    if os.path.lexists(root) and (os.path.islink(root) or not root.is_dir()):
+        raise ConformanceError(f"--repro-dir {root}: not a directory")
+    check_output(root / INDEX_JSON)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def inside(root: Path, *parts: str) -> Path:
+    """``root/parts...``, refused unless each part is a plain name and none of them is a symlink (so the path
+    stays inside ``root``, wherever ``root`` is)."""
+    path = Path(root)
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part or "\0" in part:
+            raise ConformanceError(f"{Path(root, *parts)}: not a plain name inside --repro-dir {root}")
+        path = path / part
+        if os.path.islink(path):
+            raise ConformanceError(f"{path}: a symlink inside --repro-dir (to {os.readlink(path)}); refusing to "
+                                   f"write through it, remove it")
+    check_no_links(path)
+    return path
+
+
+def write_inside(root: Path, rel: list[str], data: bytes) -> Path:
+    """``data`` to ``root/rel...`` (folders made), atomically and never through a link."""
+    path = inside(root, *rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_output(path, data)
+
+
+def _remove_tree(root: Path, *parts: str) -> None:
+    """Remove a folder this writer made under ``root`` (never through a link)."""
+    path = inside(root, *parts)
+    if path.is_dir():
+        shutil.rmtree(path)
+
+
+def digest(text: str, length: int = 8) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def merge(parts: list[list[dict]]) -> list[dict]:
+    """The groups of every process, one entry per group: all members, the smallest candidate."""
+    merged: dict[str, dict] = {}
+    for part in parts:
+        for entry in part:
+            have = merged.setdefault(entry["slug"], {**entry, "members": [], "best": None, "candidates": []})
+            have["members"] += entry["members"]
+            if entry["best"] is not None:
+                have["candidates"].append(entry["best"])
+                if have["best"] is None or (entry["best"]["size"], entry["best"]["case_id"]) < \
+                        (have["best"]["size"], have["best"]["case_id"]):
+                    have["best"] = entry["best"]
+            have["note"] = have["note"] or entry["note"]
+    return sorted(merged.values(), key=lambda g: (g["key"]["op"], g["key"]["kind"], -len(g["members"]), g["slug"]))
+
+
+def finalize(root: Path, parts: list[list[dict]], seconds: float = 0.0) -> dict:
+    """Move each group's smallest candidate to ``DIR/<group>/``, remove the candidates, write the index."""
+    start = time.perf_counter()
+    root = Path(root)
+    groups = merge(parts)
+    for group in groups:
+        group.pop("candidates")
+        best = group["best"]
+        if best is None:
+            continue
+        _remove_tree(root, group["slug"])
+        os.replace(inside(root, *best["dir"].split("/")), inside(root, group["slug"]))
+    _remove_tree(root, CANDIDATES)
+    index = {"repro_dir": str(root), "failures": sum(len(g["members"]) for g in groups), "groups": []}
+    for group in groups:
+        best = group["best"]
+        index["groups"].append({
+            **group["key"], "slug": group["slug"], "count": len(group["members"]),
+            "members": sorted(group["members"]),
+            "repro": None if best is None else {"case_id": best["case_id"], "run": f"{group['slug']}/{best['files'][0]}",
+                                                "files": best["files"], "verdict": best["verdict"]},
+            "note": None if best is not None else group["note"]})
+    index["written"] = sum(1 for g in index["groups"] if g["repro"])
+    write_inside(root, [INDEX_JSON], (json.dumps(index, indent=2) + "\n").encode())
+    write_inside(root, [INDEX_MD], index_markdown(index).encode())
+    index["seconds"] = seconds + time.perf_counter() - start
+    return index
+
+
+def index_markdown(index: dict) -> str:
+    lines = ["# Standalone reproductions", "",
+             f"{index['failures']} failing case(s) in {len(index['groups'])} group(s) of identical failures (same op, "
+             f"implementation, provider, kind and signature); {index['written']} group(s) with a repro, each of its "
+             f"smallest case. Run a repro from its folder with `python <file>`: it exits 0 when the implementation "
+             f"behaves as the contract expects and 1 when the failure reproduces.", "",
+             "| group | implementation | kind | cases | signature | repro |", "| --- | --- | --- | ---: | --- | --- |"]
+    for g in index["groups"]:
+        repro = code_span(g["repro"]["run"]) if g["repro"] else cell(g["note"] or "none")
+        impl = g["implementation"] + (f" ({g['provider']})" if g.get("provider") else "")
+        lines.append(f"| {code_span(g['slug'])} | {cell(impl)} | {g['kind']} | {g['count']} | "
+                     f"{cell(g['signature'])} | {repro} |")
+    for g in index["groups"]:
+        lines += ["", f"## {cell(g['op'])}: {g['kind']}: {cell(g['signature'])}", ""]
+        if g["repro"]:
+            lines += [f"Repro: {code_span(g['repro']['run'])}, case {code_span(g['repro']['case_id'])}: "
+                      f"{cell(g['repro']['verdict'])}", ""]
+        else:
+            lines += [f"No repro: {cell(g['note'] or 'none')}", ""]
+        lines += [f"{g['count']} case(s):", ""] + [f"- {code_span(m)}" for m in g["members"]]
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(index: dict) -> str:
+    return (f"repros: {index['failures']} failing case(s) in {len(index['groups'])} group(s), {index['written']} "
+            f"written to {index['repro_dir']} (index.md, index.json); {index['seconds']:.2f} s spent on them")
