@@ -43,7 +43,7 @@ _VALUE = re.compile(r' = ("[^"]*"|\[[^\]]*\]|[^,;]+)')
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?\d+(\.\d+)?([eE][-+]?\d+)?")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Failure:
     """One failing case of an outside implementation, with all a standalone reproduction needs.
 
@@ -179,6 +179,8 @@ class ReproCollector:
             return None, f"{impl.name}: no repro: {err}"
         except ConformanceError as err:
             return None, str(err)
+        except Exception as err:  # noqa: BLE001 -- a broken repro_files costs its repro, never the run
+            return None, f"{impl.name}.repro_files failed: {type(err).__name__}: {err}"
 
     def flush(self) -> list[dict]:
         """Write each group's smallest case under ``DIR/.candidates/``; the groups as plain data (for xdist)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -244,7 +245,13 @@ class CaseRunner:
                 columns[key] = {"slug": key, "device": self.describe(column) if key in self._checkers else None,
                                 "error": self._errors.get(key)}
         self.state.merge_columns(columns)
-        repro = self.repro.flush() if self.repro is not None else None
+        repro = None
+        if self.repro is not None:
+            try:
+                repro = self.repro.flush()
+            except ConformanceError as err:   # DIR gone or replaced by a link mid-run: said, the run goes on
+                sys.stderr.write(f"conformance: --repro-dir {self.state.repro_dir}: {err}\n")
+                repro = []
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,

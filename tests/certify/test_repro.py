@@ -235,6 +235,14 @@ def test_an_implementation_without_repro_files_is_indexed_with_why(tmp_path):
     assert sorted(p.name for p in (tmp_path / "repros").iterdir()) == ["index.json", "index.md"]
 
 
+def test_a_broken_repro_files_costs_its_repro_not_the_run(tmp_path):
+    class Broken(Writes):
+        def repro_files(self, failure):
+            raise TypeError("oops")
+    _, index = _write(tmp_path, Broken(), [_toy("Op/f32/X[2]/reject", 2)])
+    assert index["groups"][0]["note"] == "writes.repro_files failed: TypeError: oops"
+
+
 @pytest.mark.parametrize("name", ["../escape.py", "/tmp/abs.py", "a/b/c.py", ".hidden", "sp ace.py", ""])
 def test_unsafe_file_names_are_refused_and_nothing_leaves_the_dir(tmp_path, name):
     _, index = _write(tmp_path, Writes({name: b"x"}), [_toy("Op/f32/X[2]/reject", 2)])
@@ -301,6 +309,7 @@ def test_plugin_writes_repros_and_the_report_points_at_them(tmp_path):
     for case in diverged:
         assert case["repro"] == str(root / by_case[case["id"]]["repro"]["run"])
     assert "standalone repro" in report.with_suffix(".html").read_text()
+    assert f"standalone repro: `{diverged[0]['repro']}`" in report.with_suffix(".md").read_text()
     first = root / index["groups"][0]["repro"]["run"]
     assert _run(first).returncode == 1
 
