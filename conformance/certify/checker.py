@@ -55,10 +55,13 @@ def input_bytes(case) -> int:
 class Checker:
     """Checks cases of the packages under test through one implementation."""
 
-    def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0):
+    def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0, repros: bool = False):
         """``stress_runs``: run each accepted case that many times under ``--stress`` (conformance.gpu.stress) with
-        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic."""
+        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic.
+        ``repros``: a failure of an implementation outside the device model carries what a standalone repro needs
+        (``CaseFailed.failure``; ``--repro-dir``)."""
         self.impl = impl
+        self.repros = repros
         self.stress_runs = stress_runs
         self._make_inputs = make_inputs
         self.strict = bool(getattr(impl, "follows_device_model", False))
@@ -196,9 +199,9 @@ class Checker:
         why = reason.splitlines()[0]
         text = (f"{self.impl.name} accepts a call the manifest rejects ({why}); it returned {shapes}"
                 + _interpret(case, inputs, result))
-        raise CaseFailed(f"{case.id}: {text}", divergence="accepts-rejected", failure=Failure(
-            "accepts-rejected", one_line(text), case.id, case.package, dict(inputs), _attributes(case),
-            {"outcome": "rejected", "reason": reason}, {"outcome": "accepted", "outputs": dict(result.outputs)}))
+        raise CaseFailed(f"{case.id}: {text}", divergence="accepts-rejected", failure=self._failure(
+            "accepts-rejected", text, case, inputs, lambda: {"outcome": "rejected", "reason": reason},
+            {"outcome": "accepted", "outputs": dict(result.outputs)}))
 
     @staticmethod
     def _check_reason(case, expect: Expected, err: Rejected) -> None:
@@ -250,21 +253,20 @@ class Checker:
                                  f"{err}") from None
             checks.update(contract="failed")
             text = f"{self.impl.name} rejects a call the manifest accepts (as variant {expect.variant!r})"
-            raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=Failure(
-                "rejects-accepted", one_line(f"{text}: {err}"), case.id, case.package, dict(inputs),
-                _attributes(case), self.contract_outcome(case, package.manifest, inputs, expect),
+            raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=self._failure(
+                "rejects-accepted", f"{text}: {err}", case, inputs,
+                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
                 {"outcome": "rejected", "message": str(err)})) from None
         if not self.strict:
             checks.update(contract="passed")
         problems = self._plan_problems(case, expect, result, checks) + self._output_problems(case, expect, inputs,
                                                                                               result, checks)
         if problems:
-            failure = None
-            if not self.strict and all(p.startswith("output ") for p in problems):   # what a repro can show
-                failure = Failure("values", one_line("; ".join(problems)), case.id, case.package, dict(inputs),
-                                  _attributes(case), self.contract_outcome(case, package.manifest, inputs, expect),
-                                  {"outcome": "accepted", "outputs": dict(result.outputs)})
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=failure)
+            shown = all(p.startswith("output ") for p in problems)   # what a repro can show
+            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=self._failure(
+                "values", "; ".join(problems), case, inputs,
+                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
+                {"outcome": "accepted", "outputs": dict(result.outputs)}) if shown else None)
         try:
             self.check_values(case, package.manifest, inputs, result.outputs, verdict)
         except CaseFailed:
@@ -348,13 +350,12 @@ class Checker:
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
                 verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
-                failure = None if self.strict else Failure(
-                    "values", one_line(f"output {role} differs from the reference: {result.message()}"), case.id,
-                    case.package, dict(inputs), dict(attributes or {}),
-                    expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
-                    {"outcome": "accepted", "outputs": dict(outputs)})
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}",
-                                 failure=failure)
+                                 failure=self._failure(
+                                     "values", f"output {role} differs from the reference: {result.message()}",
+                                     case, inputs,
+                                     lambda: expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
+                                     {"outcome": "accepted", "outputs": dict(outputs)}))
         verdict.worst_ratio = worst
         verdict.evidence = "values"
 
@@ -374,6 +375,13 @@ class Checker:
         plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
         attributes = getattr(case, "attributes", None)
         return reference, {role: record.tolerance_for(dtype, inputs, attributes, plan) for role, dtype in dtypes.items()}
+
+    def _failure(self, kind: str, text: str, case, inputs, expected, observed: dict) -> Failure | None:
+        """The failure as a standalone repro sees it (``expected()`` made only then), where repros are wanted."""
+        if self.strict or not self.repros:
+            return None
+        return Failure(kind, one_line(text), case.id, case.package, dict(inputs), _attributes(case), expected(),
+                       observed)
 
     def contract_outcome(self, case, manifest, inputs, expect: Expected) -> dict:
         """What the contract expects of an accepted call, for a repro: the float64 reference of every output with

@@ -3,7 +3,8 @@
 Plain data and files only (no NumPy): the plugin's hooks write the index on the process that writes the report,
 from the groups every process sent (:meth:`conformance.certify.repro.ReproCollector.flush`). A group's candidate
 repros lie under ``DIR/.candidates/<group>/<case>/``; :func:`finalize` moves the smallest of each to
-``DIR/<group>/``, removes the rest and writes ``DIR/index.json`` and ``DIR/index.md``.
+``DIR/<group>/``, removes the rest (and the folders of groups an earlier run's index listed that this run has
+not) and writes ``DIR/index.json`` and ``DIR/index.md``.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from pathlib import Path
 
 from conformance.certify.quote import cell, code_span
 from conformance.errors import ConformanceError
-from conformance.files import check_no_links, check_output, write_output
+from conformance.files import check_no_links, check_output, read_named, write_output
 
 INDEX_JSON, INDEX_MD, CANDIDATES = "index.json", "index.md", ".candidates"
+#: The cap on an earlier run's index read back (to remove the groups it listed that this run has not).
+MAX_INDEX = 64 << 20
 
 
 def safe_name(text: str) -> str:
@@ -76,6 +79,19 @@ def digest(text: str, length: int = 8) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+def previous_groups(root: Path) -> set[str]:
+    """The group folders the index already in ``root`` lists (an earlier run's), or none."""
+    path = Path(root) / INDEX_JSON
+    if not os.path.lexists(path):
+        return set()
+    try:
+        old = json.loads(read_named(path, MAX_INDEX))
+        slugs = {g["slug"] for g in old.get("groups", [])}
+    except (ConformanceError, ValueError, TypeError, KeyError, AttributeError):
+        return set()   # not an index this writer made: nothing of it is removed
+    return {s for s in slugs if isinstance(s, str) and s == safe_name(s) and s != CANDIDATES}
+
+
 def merge(parts: list[list[dict]]) -> list[dict]:
     """The groups of every process, one entry per group: all members, the smallest candidate."""
     merged: dict[str, dict] = {}
@@ -105,6 +121,8 @@ def finalize(root: Path, parts: list[list[dict]], seconds: float = 0.0) -> dict:
         _remove_tree(root, group["slug"])
         os.replace(inside(root, *best["dir"].split("/")), inside(root, group["slug"]))
     _remove_tree(root, CANDIDATES)
+    for slug in previous_groups(root) - {g["slug"] for g in groups}:   # a finding this run no longer has
+        _remove_tree(root, slug)
     index = {"repro_dir": str(root), "failures": sum(len(g["members"]) for g in groups), "groups": []}
     for group in groups:
         best = group["best"]

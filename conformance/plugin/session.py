@@ -139,7 +139,7 @@ class CaseRunner:
             except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
                 raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
                                         f"{type(err).__name__}: {err}") from None
-            self._checkers[key] = Checker(impl, stress_runs=state.stress)
+            self._checkers[key] = Checker(impl, stress_runs=state.stress, repros=bool(state.repro_dir))
         return self._checkers[key]
 
     def column_error(self, column: Column | None) -> str | None:

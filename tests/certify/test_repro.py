@@ -41,7 +41,7 @@ def generated():
 def _failure(impl, generated, package, case_id) -> Failure:
     pkg, found = generated[package]
     with pytest.raises(CaseFailed) as err:
-        Checker(impl).check(found[case_id], pkg, verdict_for(found[case_id]))
+        Checker(impl, repros=True).check(found[case_id], pkg, verdict_for(found[case_id]))
     assert err.value.failure is not None, err.value
     return err.value.failure
 
@@ -140,6 +140,14 @@ def test_value_failure_repro_compares_with_the_float64_reference(tmp_path, gener
 
 
 @pytest.mark.onnxruntime
+def test_without_repros_a_failure_carries_none(generated):
+    pkg, found = generated["com.microsoft.FastGelu"]
+    with pytest.raises(CaseFailed) as err:
+        Checker(load_implementation("onnxruntime-cpu")).check(found[BIAS], pkg, verdict_for(found[BIAS]))
+    assert err.value.divergence == "accepts-rejected" and err.value.failure is None
+
+
+@pytest.mark.onnxruntime
 def test_webgpu_repro_is_the_same_script_with_its_provider(tmp_path, generated):
     cpu_failure = _failure(load_implementation("onnxruntime-cpu"), generated, "com.microsoft.FastGelu", BIAS)
     webgpu = load_implementation("onnxruntime-webgpu")
@@ -224,6 +232,17 @@ def test_groups_of_several_processes_merge_and_keep_the_smallest(tmp_path):
     (group,) = index["groups"]
     assert group["count"] == 4 and group["repro"]["case_id"] == "Op/f32/X[2]/reject"
     assert not (root / ".candidates").exists()
+
+
+def test_a_rerun_removes_the_groups_it_no_longer_has_and_nothing_else(tmp_path):
+    _, first = _write(tmp_path, Writes(), [_toy("Op/f32/X[2]/reject", 2),
+                                           _toy("Op/f32/X[5]/reject-b", 5, predicate="dtypeOk is false: x = 1")])
+    root = tmp_path / "repros"
+    (root / "mine.txt").write_text("kept")
+    (kept,) = [g["slug"] for g in first["groups"] if g["members"] == ["Op/f32/X[2]/reject"]]
+    _, second = _write(tmp_path, Writes(), [_toy("Op/f32/X[2]/reject", 2)])
+    assert [g["slug"] for g in second["groups"]] == [kept]
+    assert sorted(p.name for p in root.iterdir()) == sorted([kept, "index.json", "index.md", "mine.txt"])
 
 
 def test_an_implementation_without_repro_files_is_indexed_with_why(tmp_path):
