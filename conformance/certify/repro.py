@@ -7,11 +7,12 @@ that reproduce it with the implementation alone (relative name -> bytes; the fir
 may raise :class:`~conformance.certify.implementations.NotSupported` with why not). Identical failures (same op,
 implementation, provider, kind and :func:`signature`) form one group, reproduced once, by its smallest case:
 
-* each process keeps, per group, its members and its smallest case's files (:class:`ReproCollector`), and at
-  its end writes those files under ``DIR/.candidates/`` (every xdist worker writes its own);
-* the process that writes the report (:func:`conformance.certify.repro_index.finalize`) moves each group's smallest candidate to ``DIR/<group>/``
-  and writes ``DIR/index.json`` and ``DIR/index.md``: the groups, their member case ids and counts, and for a
-  group without a repro, why.
+* each process (every xdist worker) writes, per group, its smallest case so far under ``DIR/.candidates/``
+  (:class:`ReproCollector`), and each failing case's entry (its group, key, repro path) travels with its test
+  report to the process that writes the report;
+* that process (:func:`conformance.certify.repro_index.finalize`) moves each group's smallest candidate to
+  ``DIR/<group>/`` and writes ``DIR/index.json`` and ``DIR/index.md``: the groups, their member case ids and
+  counts, and for a group without a repro, why.
 
 Every name written is checked (:func:`check_files`, :func:`~conformance.certify.repro_index.safe_name`), every
 path stays inside DIR, and files are replaced
@@ -26,13 +27,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from conformance.certify.implementations import NotSupported
-from conformance.certify.repro_index import CANDIDATES, digest, safe_name, write_inside
+from conformance.certify.repro_index import CANDIDATES, digest, remove_candidate, safe_name, write_inside
 from conformance.errors import ConformanceError
 from reference.compare import tolerance_text
 
@@ -127,46 +128,40 @@ def check_files(files, who: str) -> dict[str, bytes]:
     return {name: bytes(data) for name, data in files.items()}
 
 
-@dataclass
-class _Group:
-    key: dict
-    slug: str
-    members: list = field(default_factory=list)
-    best: tuple | None = None          # (size as a list, case id, verdict, files)
-    first: str | None = None           # the file to run
-    note: str | None = None            # why this group has no repro
-
-
 class ReproCollector:
-    """Per process: the failures of one run, grouped; the smallest case's files of each group, in memory."""
+    """Per process: for each group, its smallest case so far, whose files are written at once under
+    ``DIR/.candidates/<group>/`` (a worker that dies later keeps what it wrote)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.groups: dict[str, _Group] = {}
-        self.seconds = 0.0               # time spent on repros (shown, never used to decide anything)
+        self.best: dict[str, tuple] = {}     # slug -> (size, case id, candidate name)
+        self.first: dict[str, str] = {}      # slug -> the file to run
+        self.notes: dict[str, str] = {}      # slug -> why the group has no repro (so far)
 
-    def add(self, impl, failure: Failure) -> str | None:
-        """Record ``failure`` of ``impl``; the path of its group's repro (None when it has none)."""
+    def add(self, impl, failure: Failure) -> dict:
+        """Record ``failure`` of ``impl``: the plain entry the index is made of (``slug``, ``key``, ``case_id``,
+        ``repro``: the path of its group's repro or None, ``note``: why none, ``seconds`` spent here)."""
         start = time.perf_counter()
-        try:
-            return self._add(impl, failure)
-        finally:
-            self.seconds += time.perf_counter() - start
-
-    def _add(self, impl, failure: Failure) -> str | None:
         key = group_key(failure, impl)
         slug = group_slug(key)
-        group = self.groups.setdefault(slug, _Group(key, slug))
-        group.members.append(failure.case_id)
-        size = failure_size(failure)
-        if group.best is None or (list(size), failure.case_id) < group.best[:2]:
+        size = list(failure_size(failure))
+        have = self.best.get(slug)
+        if have is None or (size, failure.case_id) < have[:2]:
             files, note = self._files(impl, failure)
-            if files:
-                group.best = (list(size), failure.case_id, failure.verdict, files)
-                group.first, group.note = next(iter(files)), None
-            elif group.best is None:
-                group.note = note
-        return str(self.root / slug / group.first) if group.first else None
+            try:
+                name = self._write(slug, size, failure, files) if files else None
+            except ConformanceError as err:   # DIR gone or replaced by a link mid-run: this repro is lost, said
+                name, note = None, f"not written: {err}"
+            if name:
+                if have is not None:
+                    remove_candidate(self.root, slug, have[2])
+                self.best[slug], self.first[slug] = (size, failure.case_id, name), next(iter(files))
+            elif have is None:
+                self.notes[slug] = note
+        first = self.first.get(slug)
+        return {"slug": slug, "key": key, "case_id": failure.case_id,
+                "repro": str(self.root / slug / first) if first else None,
+                "note": None if first else self.notes.get(slug), "seconds": time.perf_counter() - start}
 
     @staticmethod
     def _files(impl, failure: Failure) -> tuple[dict | None, str | None]:
@@ -182,23 +177,13 @@ class ReproCollector:
         except Exception as err:  # noqa: BLE001 -- a broken repro_files costs its repro, never the run
             return None, f"{impl.name}.repro_files failed: {type(err).__name__}: {err}"
 
-    def flush(self) -> list[dict]:
-        """Write each group's smallest case under ``DIR/.candidates/``; the groups as plain data (for xdist)."""
-        start = time.perf_counter()
-        out = []
-        for group in self.groups.values():
-            entry = {"key": group.key, "slug": group.slug, "members": list(group.members), "note": group.note,
-                     "best": None}
-            if group.best is not None:
-                size, case_id, verdict, files = group.best
-                where = [CANDIDATES, group.slug, safe_name(case_id)[:60] + "-" + digest(case_id)]
-                for name, data in files.items():
-                    write_inside(self.root, where + name.split("/"), data)
-                entry["best"] = {"size": size, "case_id": case_id, "verdict": verdict, "dir": "/".join(where),
-                                 "files": list(files)}
-            out.append(entry)
-        self.seconds += time.perf_counter() - start
-        return out
+    def _write(self, slug: str, size: list, failure: Failure, files: dict) -> str:
+        name = safe_name(failure.case_id)[:60] + "-" + digest(failure.case_id)
+        for path, data in files.items():
+            write_inside(self.root, [CANDIDATES, slug, name] + path.split("/"), data)
+        about = {"size": size, "case_id": failure.case_id, "verdict": failure.verdict, "files": list(files)}
+        write_inside(self.root, [CANDIDATES, slug, name + ".json"], json.dumps(about).encode())
+        return name
 
 
 def one_line(text: str, limit: int = 400) -> str:

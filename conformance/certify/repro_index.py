@@ -1,8 +1,9 @@
 """The folder of ``--repro-dir``: names made safe, paths kept inside it, and the index of the run's groups.
 
 Plain data and files only (no NumPy): the plugin's hooks write the index on the process that writes the report,
-from the groups every process sent (:meth:`conformance.certify.repro.ReproCollector.flush`). A group's candidate
-repros lie under ``DIR/.candidates/<group>/<case>/``; :func:`finalize` moves the smallest of each to
+from the entries of the failing cases (:meth:`conformance.certify.repro.ReproCollector.add`, sent with each test's
+report). A group's candidate repros lie under ``DIR/.candidates/<group>/<case>/`` (with ``<case>.json``: its
+size, case id, verdict and files); :func:`finalize` moves the smallest of each to
 ``DIR/<group>/``, removes the rest (and the folders of groups an earlier run's index listed that this run has
 not) and writes ``DIR/index.json`` and ``DIR/index.md``.
 """
@@ -92,34 +93,50 @@ def previous_groups(root: Path) -> set[str]:
     return {s for s in slugs if isinstance(s, str) and s == safe_name(s) and s != CANDIDATES}
 
 
-def merge(parts: list[list[dict]]) -> list[dict]:
-    """The groups of every process, one entry per group: all members, the smallest candidate."""
-    merged: dict[str, dict] = {}
-    for part in parts:
-        for entry in part:
-            have = merged.setdefault(entry["slug"], {**entry, "members": [], "best": None, "candidates": []})
-            have["members"] += entry["members"]
-            if entry["best"] is not None:
-                have["candidates"].append(entry["best"])
-                if have["best"] is None or (entry["best"]["size"], entry["best"]["case_id"]) < \
-                        (have["best"]["size"], have["best"]["case_id"]):
-                    have["best"] = entry["best"]
-            have["note"] = have["note"] or entry["note"]
-    return sorted(merged.values(), key=lambda g: (g["key"]["op"], g["key"]["kind"], -len(g["members"]), g["slug"]))
+def remove_candidate(root: Path, slug: str, name: str) -> None:
+    """A candidate a smaller case of its group replaced: its folder and its description."""
+    _remove_tree(root, CANDIDATES, slug, name)
+    about = inside(root, CANDIDATES, slug, name + ".json")
+    if about.is_file():
+        about.unlink()
 
 
-def finalize(root: Path, parts: list[list[dict]], seconds: float = 0.0) -> dict:
+def groups_of(entries: list[dict]) -> list[dict]:
+    """The failing cases' entries (:meth:`conformance.certify.repro.ReproCollector.add`) as groups: key, members,
+    why none has a repro; largest first within each op and kind."""
+    groups: dict[str, dict] = {}
+    for entry in entries:
+        group = groups.setdefault(entry["slug"], {"slug": entry["slug"], "key": entry["key"], "members": [],
+                                                  "note": None})
+        group["members"].append(entry["case_id"])
+        group["note"] = group["note"] or entry.get("note")
+    return sorted(groups.values(), key=lambda g: (g["key"]["op"], g["key"]["kind"], -len(g["members"]), g["slug"]))
+
+
+def smallest_candidate(root: Path, slug: str) -> dict | None:
+    """The smallest case any process wrote for the group (its description, with ``name``), or None."""
+    folder = inside(root, CANDIDATES, slug)
+    found = []
+    for about in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(read_named(inside(root, CANDIDATES, slug, about.name), MAX_INDEX))
+        except (ConformanceError, ValueError):
+            continue
+        if inside(root, CANDIDATES, slug, about.stem).is_dir():
+            found.append({**data, "name": about.stem})
+    return min(found, key=lambda d: (d["size"], d["case_id"]), default=None)
+
+
+def finalize(root: Path, entries: list[dict]) -> dict:
     """Move each group's smallest candidate to ``DIR/<group>/``, remove the candidates, write the index."""
     start = time.perf_counter()
     root = Path(root)
-    groups = merge(parts)
+    groups = groups_of(entries)
     for group in groups:
-        group.pop("candidates")
-        best = group["best"]
-        if best is None:
-            continue
-        _remove_tree(root, group["slug"])
-        os.replace(inside(root, *best["dir"].split("/")), inside(root, group["slug"]))
+        best = group["best"] = smallest_candidate(root, group["slug"])
+        if best is not None:
+            _remove_tree(root, group["slug"])
+            os.replace(inside(root, CANDIDATES, group["slug"], best["name"]), inside(root, group["slug"]))
     _remove_tree(root, CANDIDATES)
     for slug in previous_groups(root) - {g["slug"] for g in groups}:   # a finding this run no longer has
         _remove_tree(root, slug)
@@ -131,11 +148,11 @@ def finalize(root: Path, parts: list[list[dict]], seconds: float = 0.0) -> dict:
             "members": sorted(group["members"]),
             "repro": None if best is None else {"case_id": best["case_id"], "run": f"{group['slug']}/{best['files'][0]}",
                                                 "files": best["files"], "verdict": best["verdict"]},
-            "note": None if best is not None else group["note"]})
+            "note": None if best is not None else (group["note"] or "no candidate was written (its process died?)")})
     index["written"] = sum(1 for g in index["groups"] if g["repro"])
     write_inside(root, [INDEX_JSON], (json.dumps(index, indent=2) + "\n").encode())
     write_inside(root, [INDEX_MD], index_markdown(index).encode())
-    index["seconds"] = seconds + time.perf_counter() - start
+    index["seconds"] = sum(e.get("seconds", 0.0) for e in entries) + time.perf_counter() - start
     return index
 
 

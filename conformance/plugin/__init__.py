@@ -33,6 +33,8 @@ from conformance.plugin import expectations
 VERDICT_KEY = "conformance"
 #: The user property of a case an ``--expectations`` entry covers: that entry's pattern and reason, as JSON.
 EXPECTATION_KEY = "conformance_expectation"
+#: The user property of a failing case with a standalone repro entry (--repro-dir), as JSON.
+REPRO_KEY = "conformance_repro"
 #: What a worker sends the controller at its end (xdist's workeroutput): identity, device, heavy count.
 WORKER_KEY = "conformance"
 
@@ -107,10 +109,9 @@ class RunState:
             raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
                                     "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
                                     "command")
-        #: Per process of the run: the repro groups it saw (conformance.certify.repro.ReproCollector.flush) and
-        #: the seconds it spent on them; the index, once written.
-        self.repro_parts: list[list[dict]] = []
-        self.repro_seconds = 0.0
+        #: With --repro-dir: each failing case's repro entry (conformance.certify.repro.ReproCollector.add) by node
+        #: id, sent with its test report (so a worker that dies keeps its entries); the index, once written.
+        self.repro_entries: dict[str, dict] = {}
         self.repro_index: dict | None = None
         self.verdicts: list[dict] = []
         self.ran: dict[str, int] = {}           # node id -> index of its verdict
@@ -166,9 +167,6 @@ class RunState:
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
         self.case_sources = self.case_sources or data.get("case_sources") or []
-        if data.get("repro") is not None:
-            self.repro_parts.append(data["repro"])
-            self.repro_seconds += data.get("repro_seconds", 0.0)
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -392,6 +390,8 @@ def pytest_runtest_logreport(report):
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.record(report.nodeid, verdict)
+    if REPRO_KEY in props:
+        state.repro_entries[report.nodeid] = json.loads(props[REPRO_KEY])
     if state.progress is None and state.expected_ids and progress.wanted(config):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         state.progress = reporter and progress.ColumnProgress(reporter, state.expected_ids, state.webgpu)
@@ -497,7 +497,7 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
     if state.repro_dir:
         try:
-            state.repro_index = repro_index.finalize(Path(state.repro_dir), state.repro_parts, state.repro_seconds)
+            state.repro_index = repro_index.finalize(Path(state.repro_dir), list(state.repro_entries.values()))
         except ConformanceError as err:
             sys.stderr.write(f"conformance: --repro-dir {state.repro_dir}: {err}\n")
             session.exitstatus = session.exitstatus or 1

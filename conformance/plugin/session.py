@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import warnings
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin import REPRO_KEY, VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
 
@@ -205,7 +204,9 @@ class CaseRunner:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
             if self.repro is not None and err.failure is not None:
-                verdict.repro = self.repro.add(checker.impl, err.failure)
+                entry = self.repro.add(checker.impl, err.failure)
+                props.append((REPRO_KEY, json.dumps(entry)))
+                verdict.repro = entry["repro"]
                 rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""
             if verdict.divergence and request.config.getoption("divergences") == "xfail":
                 verdict.status = "xfailed"
@@ -245,22 +246,11 @@ class CaseRunner:
                 columns[key] = {"slug": key, "device": self.describe(column) if key in self._checkers else None,
                                 "error": self._errors.get(key)}
         self.state.merge_columns(columns)
-        repro = None
-        if self.repro is not None:
-            try:
-                repro = self.repro.flush()
-            except ConformanceError as err:   # DIR gone or replaced by a link mid-run: said, the run goes on
-                sys.stderr.write(f"conformance: --repro-dir {self.state.repro_dir}: {err}\n")
-                repro = []
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total,
-                                        "case_sources": self.state.case_sources, "repro": repro,
-                                        "repro_seconds": self.repro.seconds if self.repro is not None else 0.0}
-        elif repro is not None:
-            self.state.repro_parts.append(repro)
-            self.state.repro_seconds += self.repro.seconds
+                                        "case_sources": self.state.case_sources}
 
 
 def _share_cpu_renderer() -> None:

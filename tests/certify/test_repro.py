@@ -8,6 +8,7 @@ repro pass.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,8 @@ def _failure(impl, generated, package, case_id) -> Failure:
 
 def _write(tmp_path, impl, failures):
     collector = ReproCollector(tmp_path / "repros")
-    paths = [collector.add(impl, f) for f in failures]
-    return paths, finalize(tmp_path / "repros", [collector.flush()])
+    entries = [collector.add(impl, f) for f in failures]
+    return [e["repro"] for e in entries], finalize(tmp_path / "repros", entries)
 
 
 def _run(script: Path, fake: bool = False, **env):
@@ -222,16 +223,24 @@ def test_identical_failures_make_one_group_reproduced_by_its_smallest_case(tmp_p
 
 def test_groups_of_several_processes_merge_and_keep_the_smallest(tmp_path):
     root = tmp_path / "repros"
-    parts = []
+    entries = []
     for ns in ((8, 5), (2, 9)):      # two xdist workers, the same bug
         collector = ReproCollector(root)
-        for n in ns:
-            collector.add(Writes(), _toy(f"Op/f32/X[{n}]/reject", n))
-        parts.append(collector.flush())
-    index = finalize(root, parts)
+        entries += [collector.add(Writes(), _toy(f"Op/f32/X[{n}]/reject", n)) for n in ns]
+    assert len(list((root / ".candidates").glob("*/*.json"))) == 2     # each worker's smallest, on disk
+    index = finalize(root, entries)
     (group,) = index["groups"]
     assert group["count"] == 4 and group["repro"]["case_id"] == "Op/f32/X[2]/reject"
+    assert (root / group["repro"]["run"]).read_text() == "# Op/f32/X[2]/reject\n"
     assert not (root / ".candidates").exists()
+
+
+def test_a_group_whose_candidate_was_lost_says_so(tmp_path):
+    root = tmp_path / "repros"
+    entry = ReproCollector(root).add(Writes(), _toy("Op/f32/X[2]/reject", 2))
+    shutil.rmtree(root / ".candidates")      # the worker that wrote it died with its disk state half gone
+    (group,) = finalize(root, [entry])["groups"]
+    assert group["repro"] is None and "no candidate was written" in group["note"]
 
 
 def test_a_rerun_removes_the_groups_it_no_longer_has_and_nothing_else(tmp_path):
@@ -290,13 +299,16 @@ def test_a_symlinked_repro_dir_or_group_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ConformanceError, match="not a directory"):
         check_dir(Path("file"))
     root = check_dir(Path("repros"))
-    collector = ReproCollector(root)
-    collector.add(Writes(), _toy("Op/f32/X[2]/reject", 2))
-    slug = next(iter(collector.groups))
-    (root / slug).symlink_to(outside)     # planted where the group's folder goes
+    entry = ReproCollector(root).add(Writes(), _toy("Op/f32/X[2]/reject", 2))
+    (root / entry["slug"]).symlink_to(outside)     # planted where the group's folder goes
     with pytest.raises(ConformanceError, match="symlink"):
-        finalize(root, [collector.flush()])
+        finalize(root, [entry])
     assert list(outside.iterdir()) == []
+    (root / entry["slug"]).unlink()
+    shutil.rmtree(root / ".candidates")
+    (root / ".candidates").symlink_to(outside)     # and where the candidates go
+    later = ReproCollector(root).add(Writes(), _toy("Op/f32/X[3]/reject", 3))
+    assert later["repro"] is None and "symlink" in later["note"] and list(outside.iterdir()) == []
 
 
 def test_certify_passes_repro_dir_absolute(tmp_path):
