@@ -15,9 +15,12 @@ CHECK_STATUSES = ("passed", "failed", NOT_APPLICABLE)
 class CaseFailed(AssertionError):
     """The implementation broke the contract on this case; the message says how."""
 
-    def __init__(self, message: str = "", divergence: str | None = None):
+    def __init__(self, message: str = "", divergence: str | None = None, failure=None):
         super().__init__(message)
         self.divergence = divergence
+        #: For an implementation outside the device model: the failure as a standalone repro sees it
+        #: (:class:`conformance.certify.repro.Failure`), where the implementation itself broke the contract.
+        self.failure = failure
 
 
 class CaseSkipped(Exception):

@@ -175,6 +175,8 @@ def markdown(report: dict) -> str:
         lines += ["", "## Failures", ""]
         for v in failed:  # the whole message: a value failure's table of worst elements is the evidence
             lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
+            if v.get("repro"):
+                lines += [f"  standalone repro: {code_span(v['repro'])}", ""]
     if report["waivers"]:
         lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
                   "the case failed as shown.", ""]

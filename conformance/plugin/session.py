@@ -21,12 +21,13 @@ from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.quote import control_free
+from conformance.certify.repro import ReproCollector
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin import REPRO_KEY, VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
 
@@ -53,6 +54,7 @@ class CaseRunner:
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
+        self.repro = ReproCollector(Path(self.state.repro_dir)) if self.state.repro_dir else None
         _share_cpu_renderer()
 
     def packages(self):
@@ -141,7 +143,7 @@ class CaseRunner:
             except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
                 raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
                                         f"{type(err).__name__}: {err}") from None
-            self._checkers[key] = Checker(impl, stress_runs=state.stress)
+            self._checkers[key] = Checker(impl, stress_runs=state.stress, repros=bool(state.repro_dir))
         return self._checkers[key]
 
     def column_error(self, column: Column | None) -> str | None:
@@ -206,6 +208,11 @@ class CaseRunner:
         except CaseFailed as err:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
+            if self.repro is not None and err.failure is not None:
+                entry = self.repro.add(checker.impl, err.failure)
+                props.append((REPRO_KEY, json.dumps(entry)))
+                verdict.repro = entry["repro"]
+                rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""
             if verdict.divergence and request.config.getoption("divergences") == "xfail":
                 verdict.status = "xfailed"
                 props.append((VERDICT_KEY, _json(verdict)))
