@@ -106,7 +106,7 @@ def test_tox_runs_the_readme_recipe_with_the_record(repo, suite):
 def test_without_the_record_line_tox_fails_naming_the_record(repo, suite):
     work, _ = repo
     ini = readme_ini(suite, record=False)
-    assert "records" not in ini
+    assert "{toxinidir}/records" not in ini
     proc, seconds = tox(work, ini, "tox-no-record.ini", ".tox-no-record")
     out = proc.stdout
     assert proc.returncode != 0, out[-5000:]
