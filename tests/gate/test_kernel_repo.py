@@ -39,9 +39,13 @@ def ci_steps() -> list[str]:
     return [r.replace("${{ github.base_ref || 'main' }}", "main") for r in runs]
 
 
+def tox_ini() -> str:
+    """The README's tox.ini of a kernel repository: its ``[tox]`` and ``[testenv:kernels]`` block."""
+    return re.search(r"```ini\n(\[tox\]\nenvlist = kernels.*?)```", README, re.S).group(1)
+
+
 def tox_commands() -> list[str]:
-    block = re.search(r"```ini\n(\[tox\]\nenvlist = kernels.*?)```", README, re.S).group(1)
-    commands = block.split("commands =\n", 1)[1]
+    commands = tox_ini().split("commands =\n", 1)[1]
     return [c.strip().replace("{env:GATE_BASE:origin/main}", "origin/main") for c in commands.splitlines() if c.strip()]
 
 
