@@ -156,12 +156,16 @@ jobs:
       - run: sudo apt-get update && sudo apt-get install -y mesa-vulkan-drivers libvulkan1
       - run: pip install "webgpu-kernel-conformance @ git+https://github.com/<org>/webgpu-kernel-conformance"
       - run: pip install ./records
-      - run: python -m conformance lint kernels --device vulkan
-      - run: python -m cases --specs kernels --out kernel-cases --check
-      - run: python -m conformance diff origin/${{ github.base_ref || 'main' }} --gate --specs-path kernels --golden-path kernel-cases
-      - run: python -m pytest --pyargs conformance --device=vulkan --specs kernels --golden kernel-cases
+      - run: |
+          npm install --prefix "$RUNNER_TEMP/js" @huggingface/jinja@0.5.11
+          echo "CONFORMANCE_JINJA_JS=$RUNNER_TEMP/js/node_modules/@huggingface/jinja" >> "$GITHUB_ENV"
+      - run: python -P -m conformance lint kernels --device vulkan --require-js
+      - run: python -P -m cases --specs kernels --out kernel-cases --check
+      - run: python -P -m conformance diff origin/${{ github.base_ref || 'main' }} --gate --specs-path kernels --golden-path kernel-cases
+      - run: python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases --report out/kernels.json
 """
 
+#: ``lint --require-js`` needs ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja (README.md, the tox recipe)
 TOX = """\
 [tox]
 envlist = kernels
@@ -173,10 +177,10 @@ deps =
     -e {toxinidir}/records
 passenv = XDG_RUNTIME_DIR, VK_*, CONFORMANCE_*, GATE_BASE
 commands =
-    python -m conformance lint kernels --device vulkan
-    python -m cases --specs kernels --out kernel-cases --check
-    python -m conformance diff {env:GATE_BASE:origin/main} --gate --specs-path kernels --golden-path kernel-cases
-    python -m pytest --pyargs conformance --device=vulkan --specs kernels --golden kernel-cases
+    python -P -m conformance lint kernels --device vulkan --require-js
+    python -P -m cases --specs kernels --out kernel-cases --check
+    python -P -m conformance diff {env:GATE_BASE:origin/main} --gate --specs-path kernels --golden-path kernel-cases
+    python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases --report out/kernels.json
 """
 
 
@@ -312,5 +316,5 @@ def write_golden(op: str, root: Path, record_file: Path) -> list[Path]:
 def next_steps(op: str) -> str:
     return textwrap.dedent(f"""\
         next: pip install -e ./records   (registers the op record of {op}; pre-commit, tox and CI need it too)
-              python -m conformance lint kernels && python -m cases --specs kernels --out kernel-cases --check
-              python -m pytest --pyargs conformance --specs kernels --golden kernel-cases""")
+              python -P -m conformance lint kernels && python -P -m cases --specs kernels --out kernel-cases --check
+              python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases""")

@@ -7,6 +7,7 @@ conformance step and a real ``pre-commit try-repo`` (which builds the suite into
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -31,12 +32,29 @@ def vec4_only_for_multiples_of_8(package_dir) -> None:
 README = (ROOT / "README.md").read_text()
 
 
+def ci_job() -> str:
+    """The README's kernel-repository job, as written."""
+    return re.search(r"can gate its manifests\nwith this job:\n\n```yaml\n(.*?)```", README, re.S).group(1)
+
+
 def ci_steps() -> list[str]:
-    """The ``run:`` steps of the README's kernel-repository job that use the suite (not apt-get or pip)."""
-    block = re.search(r"can gate its manifests\nwith this job:\n\n```yaml\n(.*?)```", README, re.S).group(1)
-    steps = yaml.safe_load(block)["jobs"]["kernels"]["steps"]
+    """The ``run:`` steps of the README's kernel-repository job that use the suite (not apt-get, pip or npm)."""
+    steps = yaml.safe_load(ci_job())["jobs"]["kernels"]["steps"]
     runs = [s["run"] for s in steps if "run" in s and s["run"].startswith("python -")]
     return [r.replace("${{ github.base_ref || 'main' }}", "main") for r in runs]
+
+
+def js_engine() -> dict[str, str]:
+    """What the job's npm step leaves for the later steps: ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja at the
+    version package.json pins. The tests name the checkout's copy (installed by scripts/setup.sh), that version."""
+    (step,) = [s["run"] for s in yaml.safe_load(ci_job())["jobs"]["kernels"]["steps"] if "npm " in s.get("run", "")]
+    pin = json.loads((ROOT / "package.json").read_text())["dependencies"]["@huggingface/jinja"]
+    assert f'npm install --prefix "$RUNNER_TEMP/js" @huggingface/jinja@{pin}\n' in step, step
+    assert 'echo "CONFORMANCE_JINJA_JS=$RUNNER_TEMP/js/node_modules/@huggingface/jinja" >> "$GITHUB_ENV"' in step
+    directory = ROOT / "node_modules" / "@huggingface" / "jinja"
+    installed = json.loads((directory / "package.json").read_text())["version"]
+    assert installed == pin, f"{directory}: {installed}, package.json pins {pin} (run scripts/setup.sh)"
+    return {"CONFORMANCE_JINJA_JS": str(directory)}
 
 
 def tox_ini() -> str:
@@ -61,7 +79,7 @@ def hooks() -> dict[str, list[str]]:
 def sh(cwd, command: str | list[str]) -> subprocess.CompletedProcess:
     """``command`` as a shell would run it in ``cwd``, with this checkout's suite as the installed one."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}"
-           f"{os.environ.get('PATH', '')}"}
+           f"{os.environ.get('PATH', '')}", **js_engine()}
     line = command if isinstance(command, str) else shlex.join(command)
     return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -113,6 +131,9 @@ def test_readme_job_and_tox_run_the_same_commands():
     assert ci_steps() == [c.replace("origin/main", "origin/main") for c in tox_commands()]
     assert any("--gate" in s for s in ci_steps()) and any(" certify " in s for s in ci_steps())
     assert all(s.startswith("python -P -m ") for s in ci_steps())   # never the checkout's own packages first
+    lint = next(s for s in ci_steps() if " lint " in s)
+    assert lint.endswith(" --require-js"), lint    # CI fails, not skips, when the portable-subset check cannot run
+    js_engine()
 
 
 def test_readme_pre_commit_config_pins_this_release_and_names_real_hooks():
@@ -131,6 +152,8 @@ def test_ci_job_gates_the_kernel_repository(work):
         if " certify " in step:
             continue  # the conformance step: test_ci_job_conformance_step (--run-packaging)
         proc = ok(sh(work, step))
+        if " lint " in step:
+            assert "checked against @huggingface/jinja" in proc.stderr, proc.stderr[-2000:]
         if "--gate" in step:
             assert "gate: behaviour changes are acknowledged" in proc.stdout
             assert re.search(r"FastGelu: [1-9]\d* of \d+ calls change", proc.stdout)

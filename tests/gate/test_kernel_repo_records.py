@@ -9,6 +9,7 @@ it: about two minutes here); the default run checks the record's part in the gol
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -21,7 +22,7 @@ import yaml
 
 from conformance.tools.skeleton import PYPROJECT
 from tests.gate.conftest import ROOT, git
-from tests.gate.test_kernel_repo import README, ci_steps, ok, tox_commands
+from tests.gate.test_kernel_repo import README, ci_job, ci_steps, js_engine, ok, tox_commands, tox_ini
 from tests.ops.third_party import RECORD_MODULE, ROLES, write_package
 
 pytestmark = pytest.mark.packaging
@@ -36,11 +37,28 @@ def blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", SECTION, re.S)
 
 
+def tox_ini_with_record(record: bool = True) -> str:
+    """The README's tox.ini with this section's ``deps`` (its record line dropped unless ``record``)."""
+    (deps,) = blocks("ini")
+    base = tox_ini()
+    plain = next(line for line in base.splitlines() if line.startswith("deps = "))
+    lines = deps.rstrip("\n").splitlines()
+    assert lines[0] == "deps =" and lines[1].strip() == plain.removeprefix("deps = ")   # one more line of deps
+    return base.replace(plain, "\n".join(lines if record else lines[:2]))
+
+
+def ci_job_with_record() -> str:
+    """The README's kernel-repository job with this section's install step right after the suite's."""
+    (step,) = [b for b in blocks("yaml") if b.lstrip().startswith("- run: pip install ./records")]
+    suite = next(line for line in ci_job().splitlines(keepends=True) if "pip install \"webgpu-kernel-conformance" in line)
+    return ci_job().replace(suite, suite + step)
+
+
 def run(cwd, command, env_dir=None, extra_env=None) -> subprocess.CompletedProcess:
     """``command`` through bash in ``cwd``; with ``env_dir`` that environment's bin/ first on PATH (its python)."""
     path = os.environ.get("PATH", "")
     path = f"{env_dir / 'bin'}{os.pathsep}{path}" if env_dir else f"{os.path.dirname(sys.executable)}{os.pathsep}{path}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": path, **(extra_env or {})}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": path, **js_engine(), **(extra_env or {})}
     line = command if isinstance(command, str) else shlex.join(command)
     return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
@@ -87,9 +105,12 @@ def test_ci_steps_and_tox_commands_pass_with_the_record_installed(repo):
     assert "-e {toxinidir}/records" in blocks("ini")[0]       # tox: the record installed beside the suite
     assert ci_steps() == tox_commands()
     for step in ci_steps():
-        if not step.startswith("python -m pytest"):        # the conformance step: its own test below
+        if " certify " not in step:        # the conformance step: its own test below
             proc = ok(run(work, step, env))
             assert "no op record" not in proc.stderr
+            if " lint " in step:           # with --require-js: the portable-subset check ran, and passed
+                assert "com.example.MulAdd: 9 template contexts" in proc.stderr, proc.stderr[-2000:]
+                assert "checked against @huggingface/jinja 0.5.11" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_without_the_record_the_check_fails_naming_it(repo):
@@ -104,10 +125,13 @@ def test_without_the_record_the_check_fails_naming_it(repo):
 
 def test_ci_conformance_step_runs_the_golden_files(repo):
     work, env = repo
-    step = next(s for s in ci_steps() if s.startswith("python -m pytest"))
-    proc = ok(run(work, step + " -q -p no:cacheprovider", env))
-    assert re.search(rf"cases of {OP}: kernel-cases/{OP}.yaml \(\d+ cases, digest matches\)", proc.stdout)
-    assert re.search(r"\b\d{2,} passed", proc.stdout.splitlines()[-1])
+    step = next(s for s in ci_steps() if " certify " in s and "--golden kernel-cases" in s)
+    proc = ok(run(work, step, env))
+    golden = re.escape(str(work / "kernel-cases" / f"{OP}.yaml"))    # certify names the file it loaded, absolute
+    assert re.search(rf"cases of {OP}: {golden} \((\d+) cases, digest matches\)", proc.stdout), proc.stdout[-3000:]
+    assert re.search(r"\b\d{2,} passed", proc.stdout.splitlines()[-1]), proc.stdout[-3000:]
+    report = json.loads((work / "out" / "kernels.json").read_text())
+    assert report["result"] == "conforms" and report["totals"]["failed"] == 0, report["totals"]
 
 
 def test_pre_commit_runs_the_local_hooks(repo, tmp_path):

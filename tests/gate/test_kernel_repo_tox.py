@@ -21,8 +21,8 @@ import pytest
 
 from tests.certify.test_wheel import IGNORED
 from tests.gate.conftest import ROOT
-from tests.gate.test_kernel_repo import tox_commands, tox_ini
-from tests.gate.test_kernel_repo_records import OP, blocks, repo  # noqa: F401  (repo: the module's fixture)
+from tests.gate.test_kernel_repo import js_engine, tox_commands
+from tests.gate.test_kernel_repo_records import OP, repo, tox_ini_with_record  # noqa: F401  (repo: the fixture)
 
 pytestmark = pytest.mark.packaging
 
@@ -40,14 +40,9 @@ NOT_COPIED = {"node_modules"}
 
 
 def readme_ini(suite: str, record: bool = True) -> str:
-    """The README's tox.ini with the records section's ``deps`` (its record lines dropped unless ``record``),
+    """The README's tox.ini with the records section's ``deps`` (its record line dropped unless ``record``),
     the suite's placeholder replaced by the requirement ``suite``."""
-    (deps,) = blocks("ini")
-    base = tox_ini()
-    plain = next(line for line in base.splitlines() if line.startswith("deps = "))
-    lines = deps.rstrip("\n").splitlines()
-    assert lines[0] == "deps =" and lines[1].strip() == plain.removeprefix("deps = ")   # one more line of deps
-    ini = base.replace(plain, "\n".join(lines if record else lines[:2]))
+    ini = tox_ini_with_record(record)
     assert ini.count(PLACEHOLDER) == 1, ini
     return ini.replace(PLACEHOLDER, suite)
 
@@ -63,9 +58,11 @@ def suite(tmp_path_factory) -> str:
 
 
 def outside_env() -> dict[str, str]:
-    """This environment as a kernel repository's CI has it: nothing of this checkout on PYTHONPATH (nor its npm
-    packages named), GATE_BASE unset (the recipe's default, origin/main)."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GATE_BASE", "CONFORMANCE_JINJA_JS")}
+    """This environment as a kernel repository's CI has it: nothing of this checkout on PYTHONPATH, GATE_BASE unset
+    (the recipe's default, origin/main), ``CONFORMANCE_JINJA_JS`` naming the pinned engine (the job's npm step; the
+    installed suite has no node_modules/ around it, so lint --require-js fails without it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GATE_BASE", "CONFORMANCE_JINJA_JS")}
+    return {**env, **js_engine()}
 
 
 def tox(work, ini: str, name: str, workdir: str = ".tox") -> tuple[subprocess.CompletedProcess, float]:
@@ -88,6 +85,7 @@ def test_tox_runs_the_readme_recipe_with_the_record(repo, suite):
         assert f"kernels: commands[{i}]> {command}" in out, (command, out[-5000:])
     assert "values will not be checked" not in out and "no op record" not in out, out[-5000:]
     assert "lint: 0 error(s) in kernels" in out and f"{OP}: up to date" in out, out[-5000:]
+    assert "checked against @huggingface/jinja 0.5.11" in out, out[-5000:]     # --require-js: the check ran
     assert re.search(rf"{OP}: 0 of [1-9]\d* calls change", out), out[-5000:]   # the gate: nothing since origin/main
     assert re.search(rf"cases of {OP}: \S+/kernel-cases/{OP}\.yaml \(\d+ cases, digest matches\)", out), out[-5000:]
     python = work / ".tox" / "kernels" / "bin" / "python"

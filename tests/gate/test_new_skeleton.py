@@ -11,7 +11,10 @@ import tomllib
 import pytest
 
 from conformance.__main__ import main
+from conformance.tools import skeleton as written
 from tests.gate.conftest import ROOT
+from tests.gate.test_kernel_repo import js_engine
+from tests.gate.test_kernel_repo_records import blocks, ci_job_with_record, tox_ini_with_record
 
 
 def install_record(root):
@@ -24,7 +27,7 @@ def install_record(root):
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n")
     points = meta["entry-points"]["conformance.ops"]
     (info / "entry_points.txt").write_text("[conformance.ops]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "records"), str(site), str(ROOT)])}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "records"), str(site), str(ROOT)]), **js_engine()}
 
 
 def run(root, env, *command) -> subprocess.CompletedProcess:
@@ -50,8 +53,9 @@ def test_it_writes_the_kernel_repository(skeleton):
 
 def test_it_lints_and_its_golden_files_match(skeleton):
     root, op, _, env = skeleton
-    lint = run(root, env, "-m", "conformance", "lint", "kernels", "--no-compile")
+    lint = run(root, env, "-m", "conformance", "lint", "kernels", "--no-compile", "--require-js")
     assert lint.returncode == 0 and "lint: 0 error(s)" in lint.stderr, lint.stdout + lint.stderr
+    assert "checked against @huggingface/jinja" in lint.stderr     # portable: a JavaScript loader reads it alike
     assert "no op record" not in lint.stderr
     check = run(root, env, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check")
     assert check.returncode == 0 and f"{op}: up to date" in check.stdout, check.stdout + check.stderr
@@ -74,13 +78,24 @@ def test_a_second_op_in_the_repository_keeps_its_files_and_says_what_to_add(tmp_
     assert (tmp_path / "kernel-cases" / "com.example.Second.yaml").is_file()
 
 
+def test_its_tox_ci_and_hooks_are_the_readmes():
+    """The skeleton's tox.ini, CI job and pre-commit config are the README's recipes with the record installed,
+    character for character (the README is the source: a change there fails here until the skeleton follows)."""
+    assert written.TOX == tox_ini_with_record()
+    assert written.WORKFLOW == ci_job_with_record()
+    hooks = "".join(line for line in written.PRE_COMMIT.splitlines(keepends=True) if not line.startswith("#"))
+    assert hooks == blocks("yaml")[1]
+
+
 @pytest.mark.packaging
 def test_it_certifies(skeleton):
+    """The certify command of its own tox.ini (the CI job's same step), as written."""
     root, op, _, env = skeleton
-    proc = run(root, env, "-m", "pytest", "--pyargs", "conformance", "--device=vulkan", "--specs", "kernels",
-               "--golden", "kernel-cases", "-q", "-p", "no:cacheprovider")
+    command = (root / "tox.ini").read_text().strip().splitlines()[-1].split()
+    assert command[:4] == ["python", "-P", "-m", "conformance"] and "certify" in command, command
+    proc = run(root, env, *command[1:])
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert f"cases of {op}: kernel-cases/{op}.yaml" in proc.stdout
+    assert f"cases of {op}: {root / 'kernel-cases' / op}.yaml" in proc.stdout, proc.stdout[-3000:]
     assert " passed" in proc.stdout.splitlines()[-1] and "failed" not in proc.stdout.splitlines()[-1]
 
 

@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import textwrap
 
+from conformance.engine.call import MAX_RANK
 from conformance.tools.skeleton import TEMPLATE as SKELETON_TEMPLATE
 
 ROLES = "ABCDEFGH"
@@ -62,9 +63,16 @@ RECORD = OpRecord("com.example.{name}", ROLES, ("Y",), compute, tolerance,
 '''
 
 
+def same_shape(role: str) -> str:
+    """``shapes.<role>`` equals ``shapes.A``, axis by axis: @huggingface/jinja compares lists by identity, so a
+    loader would read ``shapes.B == shapes.A`` as false (specs/README.md, "The portable subset")."""
+    axes = " and ".join(f"(ranks.A <= {k} or dim(shapes.{role}, {k}) == dim(shapes.A, {k}))" for k in range(MAX_RANK))
+    return f"ranks.{role} == ranks.A and {axes}"
+
+
 def manifest(name: str, n: int) -> dict:
     roles = ROLES[:n]
-    same = [f"shapes.{r} == shapes.A" for r in roles[1:]]
+    same = [same_shape(r) for r in roles[1:]]
     expr = " + ".join(["V(a[i]) * V(b[i])"] + [f"V({r.lower()}[i])" for r in roles[2:]])
 
     def bindings(etype):
