@@ -1,9 +1,11 @@
 """``python -m conformance new OP_ID --kind elementwise|rows``: the skeleton lints, its golden files match, and
-(``--run-packaging``) pytest certifies it, unchanged, with its record installed the way pip would leave it."""
+(``--run-packaging``) its own certify command passes, unchanged, with its record installed the way pip would leave
+it; its tox, CI and pre-commit files are the README's recipes."""
 
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import tomllib
@@ -17,21 +19,28 @@ from tests.gate.test_kernel_repo import js_engine
 from tests.gate.test_kernel_repo_records import blocks, ci_job_with_record, tox_ini_with_record
 
 
-def install_record(root):
-    """The record distribution of records/ as ``pip install ./records`` leaves it: its module importable and a
-    dist-info with the entry point of its pyproject.toml."""
+def install_record(root, venv):
+    """(python, env): a virtual environment ``venv`` (the interpreter's site-packages visible) holding the record
+    distribution of records/ as ``pip install -e ./records`` leaves it: a ``.pth`` naming records/ and a dist-info
+    with the entry point of its pyproject.toml. In site-packages, not on PYTHONPATH: ``certify`` runs pytest in
+    isolated mode (``python -I``), which ignores PYTHONPATH, as it would a kernel repository's own modules."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = pathlib.Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                       capture_output=True, text=True, check=True).stdout.strip())
     meta = tomllib.loads((root / "records" / "pyproject.toml").read_text())["project"]
-    site = root / "site"
+    (site / "records.pth").write_text(f"{root / 'records'}\n")
     info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n")
     points = meta["entry-points"]["conformance.ops"]
     (info / "entry_points.txt").write_text("[conformance.ops]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "records"), str(site), str(ROOT)]), **js_engine()}
+    return python, {**os.environ, "PYTHONPATH": str(ROOT), **js_engine()}
 
 
-def run(root, env, *command) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *command], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+def run(root, installed, *command) -> subprocess.CompletedProcess:
+    python, env = installed
+    return subprocess.run([str(python), *command], cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module", params=["elementwise", "rows"])
@@ -39,7 +48,7 @@ def skeleton(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"new-{request.param}")
     op = f"com.example.New{request.param.capitalize()}"
     assert main(["new", op, "--kind", request.param, "--dir", str(root)]) == 0
-    return root, op, request.param, install_record(root)
+    return root, op, request.param, install_record(root, tmp_path_factory.mktemp(f"venv-{request.param}"))
 
 
 def test_it_writes_the_kernel_repository(skeleton):
