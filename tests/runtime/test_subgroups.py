@@ -12,7 +12,9 @@ from conformance.engine.package import REPO_SPECS, load_package
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import webgpu_features
 from conformance.tools import proposal
-from tests.runtime.test_numerics import RNG, check
+from reference import compare
+from reference.registry import reference_for
+from tests.runtime.test_numerics import RNG
 
 SUBGROUPS = PROFILES["subgroups"]
 PROPOSAL = REPO_SPECS / "proposals" / "row-ops-subgroups.json"
@@ -36,6 +38,17 @@ def test_naga_gets_the_shader_without_the_directive_it_does_not_implement():
     for naga in ("wgpu", "firefox"):
         assert for_compiler(naga, WGSL) == "enable f16;\n\n@compute @workgroup_size(1) fn main() {}\n"
     assert for_compiler("dawn", WGSL) == WGSL and for_compiler("chromium", WGSL) == WGSL
+
+
+def check_rows(kernel, profile, tunables=None, **arrays):
+    """Run on the device, verified (guards, inputs intact), and compare with the row reference's own tolerance."""
+    plan, run = kernel.run(profile, tunables, verify=True, **arrays)
+    ref = reference_for(kernel.manifest.domain, kernel.manifest.name)
+    result = compare(run.outputs["Y"], ref.compute(arrays)["Y"], ref.tolerance(str(arrays["X"].dtype), arrays),
+                     inputs=arrays["X"])
+    assert result.passed, result.message()
+    assert all(run.guards_intact.values()) and all(run.inputs_intact.values())
+    return plan
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +99,22 @@ def test_the_cases_twin_every_light_accepted_baseline_case_on_the_subgroups_prof
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_subgroup_softmax_matches_the_reference(kernels, shape, dtype):
     x = RNG.normal(0, 4, shape).astype(dtype)
-    plan, _, _ = check(kernels["Softmax"], SUBGROUPS, X=x)
-    assert plan.variant.endswith("_sg")
+    assert check_rows(kernels["Softmax"], SUBGROUPS, X=x).variant.endswith("_sg")
 
 
 @pytest.mark.parametrize("shape", [(64, 768), (5, 1023), (2, 20000), (9, 3)])
 def test_subgroup_layer_norm_matches_the_reference(kernels, shape):
     x = (RNG.normal(0, 1, shape) * 50 + 1e3).astype(np.float32)  # |mean| / sigma = 20: the variance pass counts
     scale, bias = RNG.normal(0, 1, shape[-1]).astype(np.float32), RNG.normal(0, 1, shape[-1]).astype(np.float32)
-    plan, _, _ = check(kernels["LayerNormalization"], SUBGROUPS, X=x, scale=scale, bias=bias)
-    assert plan.variant.endswith("_sg")
+    assert check_rows(kernels["LayerNormalization"], SUBGROUPS, X=x, scale=scale, bias=bias).variant.endswith("_sg")
 
 
 def test_partial_subgroups_take_the_stride_one_path(kernels):
-    """WORKGROUP_SIZE 20 (one row of 20 lanes per workgroup) on subgroups of 8: the third subgroup is partial (4 lanes), so it sums
-    each row alone; the results must not change."""
+    """WORKGROUP_SIZE 20 (one row of 20 lanes per workgroup) on subgroups of 8: the third subgroup is partial (4
+    lanes), so it sums each row alone; the results must not change."""
     x = RNG.normal(0, 4, (6, 97)).astype(np.float32)
-    plan, run = kernels["Softmax"].run(SUBGROUPS, tunables={"WORKGROUP_SIZE": 20}, X=x)
+    plan = check_rows(kernels["Softmax"], SUBGROUPS, {"WORKGROUP_SIZE": 20}, X=x)
     assert plan.variant.endswith("_sg") and plan.passes[0].dispatch.workgroup_size == 20
-    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
-    np.testing.assert_allclose(run.outputs["Y"], e / e.sum(axis=-1, keepdims=True), rtol=2e-6, atol=1e-9)
 
 
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
