@@ -15,6 +15,7 @@ from conformance.tools import proposal
 from reference import compare
 from reference.registry import reference_for
 from tests.runtime.test_numerics import RNG
+from tests.runtime.test_proposal import generated_case_outcomes
 
 SUBGROUPS = PROFILES["subgroups"]
 PROPOSAL = REPO_SPECS / "proposals" / "row-ops-subgroups.json"
@@ -118,8 +119,5 @@ def test_partial_subgroups_take_the_stride_one_path(kernels):
 
 
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
-    conformance_tests = REPO_SPECS.parent / "conformance" / "test_kernels.py"
-    result = pytester.runpytest_inprocess(str(conformance_tests), f"--specs={sg_specs}", "--device=vulkan",
-                                          "-p", "no:cacheprovider", "-q", "-k", "Softmax and subgroups")
-    outcomes = result.parseoutcomes()
+    outcomes = generated_case_outcomes(pytester, sg_specs, "Softmax and subgroups")
     assert outcomes["passed"] > 100 and "failed" not in outcomes and "error" not in outcomes
