@@ -12,6 +12,8 @@ from conformance.engine.package import REPO_SPECS, load_package
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import webgpu_features
 from conformance.tools import proposal
+from conformance.tools.mutate.equivalence import argue
+from conformance.tools.mutate.mutants import template_mutants
 from reference import compare
 from reference.registry import reference_for
 from tests.runtime.test_numerics import RNG
@@ -121,3 +123,15 @@ def test_partial_subgroups_take_the_stride_one_path(kernels):
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
     outcomes = generated_case_outcomes(pytester, sg_specs, "Softmax and subgroups")
     assert outcomes["passed"] > 100 and "failed" not in outcomes and "error" not in outcomes
+
+
+@pytest.mark.parametrize("op,template", [("com.microsoft.Softmax@2", "softmax-multirow.wgsl.jinja"),
+                                         ("com.microsoft.LayerNormalization@2", "layer-norm-multirow.wgsl.jinja")])
+def test_the_power_of_two_guard_mutant_is_argued_equivalent(op, template):
+    """Both reductions of reduce_sg are correct, so its guard's `- 1u` made `+ 1u` changes only the speed."""
+    pkg, short = load_package(op), op.split(".")[-1].split("@")[0]
+    mutants = [m for m in template_mutants(short, pkg.name, template, (pkg.root / template).read_text())
+               if "sg_size - 1u" in m.description and m.id.endswith(":-->+")]
+    assert len(mutants) == 1
+    argue(short, mutants)
+    assert mutants[0].status == "equivalent" and "speed, not the outputs" in mutants[0].equivalence
