@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ from cases.extremes import EXTREME
 from cases.families import FAMILIES, FAMILY_NAMES, Ctx, Item
 from cases.model import Case, case_from, case_id
 from cases.pool import build_pool
+from cases.profiles import TWIN_PROFILES
 from cases.search import Entry, Result, boundaries, search
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
@@ -98,6 +100,26 @@ def reach_items(ctx: Ctx, planner: Planner, cases: list[Case], thin: set[str]) -
     return out
 
 
+def twin_items(planner: Planner, items: list[Item]) -> list[Item]:
+    """Each light accepted baseline item again on every TWIN_PROFILES profile where it selects another variant
+    (same family and data): the feature's variants get the baseline's cases, and the baseline keeps its own."""
+    out, seen = [], set()
+    for item in items:
+        spec = item.spec
+        if spec.profile != "baseline" or spec.heavy or (spec, item.suffix) in seen:
+            continue
+        seen.add((spec, item.suffix))
+        base = outcome(planner, spec)
+        if base["outcome"] != "accepted":
+            continue
+        for name in TWIN_PROFILES:
+            twin = spec.with_profile(name)
+            got = outcome(planner, twin)
+            if got["outcome"] == "accepted" and got["variant"] != base["variant"]:
+                out.append(dataclasses.replace(item, spec=twin))
+    return out
+
+
 def derive(package: Package) -> Derivation:
     m = package.manifest
     analysis, planner = Analysis(m), Planner(m)
@@ -111,6 +133,7 @@ def derive(package: Package) -> Derivation:
     witnesses += boundaries(analysis, pool, pool_entries, lambda spec: scope_of(planner, spec))
     items += [Item("conditions", spec) for spec in sorted(dict.fromkeys(witnesses), key=lambda s: s.cost())]
     items += residue_items(ctx, pool_entries)
+    items += twin_items(planner, items)
     cases = build_cases(package, planner, items)
     thin = thin_variants(cases, ctx.rows)
     if thin:

@@ -15,7 +15,12 @@ PROFILES: dict[str, DeviceProfile] = {
     "small-dispatch": BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgroupsPerDimension": 4}),
     "small-workgroup": BASELINE.restricted("small-workgroup", limits={"maxComputeInvocationsPerWorkgroup": 64,
                                                                       "maxComputeWorkgroupSizeX": 64}),
+    "subgroups": replace(BASELINE, name="subgroups", features=BASELINE.features | {"subgroups"}),
 }
+
+#: Profiles each accepted baseline call is planned on again (generate.twin_items): where a manifest selects
+#: another variant there (variants for an optional feature), the call is a case on that profile too.
+TWIN_PROFILES = ("subgroups",)
 
 PROFILE_ORDER = {name: i for i, name in enumerate(PROFILES)}
 

@@ -2,7 +2,7 @@
 
 The device is opened once per process with the adapter's own limits for
 everything a compute kernel can need (storage sizes, workgroup counts and
-sizes) and with ``shader-f16``/``timestamp-query`` when the adapter has them,
+sizes) and with ``shader-f16``/``timestamp-query``/``subgroups`` when the adapter has them,
 so one device serves every plan whose profile the adapter satisfies.
 
 :class:`DevicePool` owns every device of the process.  A device whose run did
@@ -36,7 +36,15 @@ RAISED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWork
                  "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY",
                  "maxComputeWorkgroupSizeZ", "maxStorageBuffersPerShaderStage", "maxComputeWorkgroupStorageSize",
                  "maxUniformBufferBindingSize", "maxBindingsPerBindGroup")
-OPTIONAL_FEATURES = ("shader-f16", "timestamp-query", "timestamp-query-inside-encoders")
+OPTIONAL_FEATURES = ("shader-f16", "timestamp-query", "timestamp-query-inside-encoders", "subgroups")
+#: An implementation's own name for a WebGPU feature -> the WebGPU name profiles and manifests use (wgpu-native
+#: calls WebGPU's ``subgroups`` ``subgroup``, after its native feature bit).
+FEATURE_ALIASES = {"subgroup": "subgroups"}
+
+
+def webgpu_features(names) -> frozenset[str]:
+    """An adapter's or device's feature names, each under its WebGPU name."""
+    return frozenset(FEATURE_ALIASES.get(n, n) for n in names)
 
 
 def describe(adapter) -> str:
@@ -75,7 +83,7 @@ def adapter_profile(adapter, name: str | None = None) -> DeviceProfile:
         # wgpu reports 0 for limits it does not implement (e.g. maxBindGroupsPlusVertexBuffers): keep the default
         if camel in LIMIT_NAMES and isinstance(value, int) and (value > 0 or camel.startswith("min")):
             limits[camel] = value
-    return DeviceProfile(name or describe(adapter), limits, frozenset(adapter.features))
+    return DeviceProfile(name or describe(adapter), limits, webgpu_features(adapter.features))
 
 
 @dataclass
@@ -117,7 +125,7 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
     adapter = adapters_of(webgpu, backend, adapter_filter)[0]
     profile = adapter_profile(adapter)
-    features = [f for f in OPTIONAL_FEATURES if f in adapter.features]
+    features = [f for f in adapter.features if FEATURE_ALIASES.get(f, f) in OPTIONAL_FEATURES]  # its own names
     required = {kebab_limit(k): profile.limits[k] for k in RAISED_LIMITS}
     try:
         device = adapter.request_device_sync(label="conformance", required_features=features,
@@ -126,7 +134,7 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu
         raise DeviceError(f"cannot open a device on {describe(adapter)}: {exc}") from None
     granted = DeviceProfile(describe(adapter), {**profile.limits, **{
         camel_limit(k): v for k, v in device.limits.items()
-        if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, frozenset(device.features))
+        if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, webgpu_features(device.features))
     return Device(adapter, device, granted, backend, adapter_filter=adapter_filter, webgpu=webgpu)
 
 

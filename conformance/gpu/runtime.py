@@ -39,6 +39,7 @@ from conformance.engine.package import Package
 from conformance.engine.plan import BindingPlan, PassPlan, Plan
 from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu import stress
+from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import Device, abandon
 from conformance.gpu.render import render_with_sources, template_digest
 
@@ -236,6 +237,7 @@ class Runtime:
         if rendered is None or not self._unchanged(rendered[1]):
             rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
         wgsl = stress.apply(rendered[0], self.stress_seed)  # unchanged unless a --stress run is active
+        wgsl = for_compiler(self.device.webgpu, wgsl)
         shader_key = ("wgsl", hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
                       tuple((b.index, b.buffer_type) for b in pass_plan.bindings))
         cached = self.device.pipelines.get(shader_key)

@@ -76,11 +76,16 @@ def test_packed_variants_are_right_at_large_magnitudes_and_in_the_tails(packed, 
     assert plan.variant.startswith("vec8_f16") and np.isfinite(run.outputs["Y"]).all()
 
 
-def test_proposal_packages_pass_their_generated_conformance_cases(pytester, packed_specs):
+def generated_case_outcomes(pytester, specs, selection: str) -> dict:
+    """pytest's outcome counts for the generated conformance cases of the packages in ``specs`` matching ``-k``."""
     conformance_tests = REPO_SPECS.parent / "conformance" / "test_kernels.py"
-    result = pytester.runpytest_inprocess(str(conformance_tests), f"--specs={packed_specs}", "--device=vulkan",
-                                          "-p", "no:cacheprovider", "-q", "-k", "vec8 or reject")
-    outcomes = result.parseoutcomes()
+    result = pytester.runpytest_inprocess(str(conformance_tests), f"--specs={specs}", "--device=vulkan",
+                                          "-p", "no:cacheprovider", "-q", "-k", selection)
+    return result.parseoutcomes()
+
+
+def test_proposal_packages_pass_their_generated_conformance_cases(pytester, packed_specs):
+    outcomes = generated_case_outcomes(pytester, packed_specs, "vec8 or reject")
     assert outcomes["passed"] > 40 and "failed" not in outcomes and "error" not in outcomes
 
 

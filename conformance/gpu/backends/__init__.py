@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 
 from conformance.config import install_hint
 from conformance.errors import DeviceError
@@ -66,3 +67,15 @@ def enumerate_adapters(webgpu: str) -> list:
         return list(module.enumerate_adapters())
     except Exception as exc:  # each implementation raises its own types when no instance can be made
         raise DeviceError(f"cannot enumerate {webgpu} adapters: {exc}") from None
+
+
+#: Implementations whose WGSL compiler is naga: it offers the subgroup builtins behind the device's subgroup
+#: feature but rejects WGSL's ``enable subgroups;`` directive as not yet implemented (gfx-rs/wgpu#5555), which Tint
+#: requires. Templates write the standard directive; it is dropped for these before compiling.
+NAGA_IMPLEMENTATIONS = frozenset({"wgpu", "firefox"})
+_SUBGROUPS_DIRECTIVE = re.compile(r"^[ \t]*enable[ \t]+subgroups[ \t]*;[ \t]*$", re.MULTILINE)
+
+
+def for_compiler(webgpu: str, wgsl: str) -> str:
+    """``wgsl`` as the implementation's compiler takes it (standard WGSL, less what naga does not implement)."""
+    return _SUBGROUPS_DIRECTIVE.sub("", wgsl) if webgpu in NAGA_IMPLEMENTATIONS else wgsl
