@@ -62,6 +62,8 @@ class Verdict:
     evidence: str | None = None
     #: Whether every output the case expects is empty (such a case can only give "shapes" evidence).
     empty: bool = False
+    #: What an implementation reported of the call (``ImplResult.extra["report"]``: cost, provider, console).
+    impl: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -79,6 +81,8 @@ class Verdict:
             if getattr(self, key):
                 out[key] = getattr(self, key)
         out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty)
+        if self.impl:
+            out["impl"] = dict(self.impl)
         return out
 
 
