@@ -17,7 +17,9 @@ page's console warnings and errors that came with its result.
 
 from __future__ import annotations
 
+import importlib
 import math
+import re
 import time
 
 import numpy as np
@@ -25,11 +27,18 @@ import numpy as np
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
 from conformance.certify.onnx_models import mapped_model
 from conformance.certify.onnxruntime import ort_ops, session_key
+from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
+from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
+from conformance.gpu.backends.served import PAGES
 from conformance.ops import record_for
 
 #: The text ORT gives when a node would need the CPU provider and fallback is disabled.
 FALLBACK_TEXT = "fallback to CPU EP has been explicitly disabled"
+#: Terminal colours ORT's log puts around its errors.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The browsers ``--webgpu`` may name (a served ``page:<id>`` besides).
+BROWSERS = ("chromium", "firefox")
 #: JavaScript typed arrays the page builds tensors with (ORT Web's element types).
 WEB_DTYPES = ("float32", "float16", "int32", "int64", "uint8", "int8", "bool", "float64")
 
@@ -44,24 +53,18 @@ class PageUnavailable(ConformanceError):
 
 def _browser(webgpu: str):
     """The browser backend of ``--webgpu`` (the one page runtime's owner), started on first use."""
-    from conformance.gpu.backends import PAGE_PREFIX, unavailable  # the browser modules load on selection
     if webgpu.startswith(PAGE_PREFIX):
-        from conformance.gpu.backends.served import PAGES
         backend = PAGES.get(webgpu[len(PAGE_PREFIX):])
         if backend is None:
-            raise PageUnavailable(f"no served page {webgpu!r}")
+            raise PageUnavailable(f"no served page {webgpu!r} (pages: {', '.join(PAGES) or 'none'})")
         return backend
-    if webgpu not in ("chromium", "firefox"):
-        raise PageUnavailable(f"--webgpu={webgpu}: ONNX Runtime Web runs in a browser; use --webgpu=chromium, "
-                              f"--webgpu=firefox or a served page:<id>")
+    if webgpu not in BROWSERS:
+        raise PageUnavailable(f"--webgpu={webgpu}: ONNX Runtime Web runs in a browser; use "
+                              f"{', '.join('--webgpu=' + b for b in BROWSERS)} or a served page:<id>")
     why = unavailable(webgpu)
     if why:
         raise PageUnavailable(why)
-    if webgpu == "chromium":
-        from conformance.gpu.backends import chromium
-        return chromium.default_backend()
-    from conformance.gpu.backends import firefox
-    return firefox.default_backend()
+    return importlib.import_module(IMPLEMENTATIONS[webgpu]).default_backend()  # loaded on selection (Playwright)
 
 
 class OrtWeb:
@@ -133,6 +136,12 @@ class OrtWeb:
         _console(report, None if reused else made.get("console"), got)
         if not isinstance(got, dict) or ("error" not in got and not isinstance(got.get("outputs"), dict)):
             raise PageUnavailable(f"{self.name}: the page answered ortRun with {str(got)[:200]}")
+        if got.get("trapped"):   # the page dropped that instance and its sessions; they are made again
+            self._sessions.clear()
+            report["trapped"] = True
+            raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: its WebAssembly instance "
+                           f"trapped ({got.get('error')}); ONNX Runtime Web is loaded afresh for the next call",
+                           reason="runtime", report=report)
         if "error" in got:
             raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: {got['error']}",
                            reason="runtime", report=report)
@@ -220,7 +229,6 @@ class OrtWeb:
         ``index.html`` loads ORT Web from ``./ort/`` beside it, or from ``?ort=<URL of ORT Web's dist/>``; it
         shows the expected and the observed result and sets ``document.title`` to ``PASS`` or ``FAIL: ...``.
         """
-        from conformance.certify.onnxruntime_web_repro import repro_files  # the page text lives there
         return repro_files(self, failure)
 
 
@@ -245,7 +253,7 @@ def _console(report: dict, *sources) -> None:
         got = source.get("console") if isinstance(source, dict) else source
         for line in got if isinstance(got, list) else []:
             if isinstance(line, dict) and isinstance(line.get("text"), str):
-                text = " ".join(line["text"].split())[:600]
+                text = " ".join(ANSI.sub("", line["text"]).split())[:600]
                 if text not in lines:
                     lines.append(text)
     if lines:

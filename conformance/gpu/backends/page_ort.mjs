@@ -11,6 +11,7 @@
 const FLAVORS = { webgpu: "ort.webgpu.min.mjs", jsep: "ort.min.mjs" };
 const BASE = new URL("../ort/", import.meta.url).href;
 const LOADED = new Map();     // flavor -> promise of the ort module
+let INSTANCE = 0;             // bumped when a WebAssembly trap left an instance unusable: the next import is fresh
 const SESSIONS = new Map();   // key -> {session, flavor, placements}
 const CONSOLE = [];           // {level, text} since the current command began
 const LEVELS = ["log", "info", "debug", "warn", "error"];
@@ -73,7 +74,8 @@ export function commands({ pack, unpack }) {
   async function load(flavor) {
     if (!FLAVORS[flavor]) throw new Error(`no ONNX Runtime Web flavor ${flavor} (known: ${Object.keys(FLAVORS)})`);
     if (!LOADED.has(flavor)) {
-      LOADED.set(flavor, import(BASE + FLAVORS[flavor]).then((ort) => {
+      const fresh = INSTANCE ? `?instance=${INSTANCE}` : "";
+      LOADED.set(flavor, import(BASE + FLAVORS[flavor] + fresh).then((ort) => {
         ort.env.wasm.numThreads = 1;       // no cross-origin isolation needed
         ort.env.wasm.wasmPaths = BASE;
         ort.env.logLevel = "warning";      // ORT Web's own (JavaScript) log; the session's level is set per session
@@ -141,7 +143,16 @@ export function commands({ pack, unpack }) {
         await new Promise((r) => setTimeout(r, 0));   // let an uncaptured error of the run land in this command
         return { outputs, ms, console: shown(drain()) };
       } catch (e) {
-        return { error: message(e), ms: performance.now() - t0, console: shown(drain()) };
+        const answer = { error: message(e), ms: performance.now() - t0, console: shown(drain()) };
+        if (e instanceof WebAssembly.RuntimeError) {
+          // a trap (divide by zero...) leaves ORT's instance unusable: its next run never ends. Drop it and its
+          // sessions; the next command loads ORT Web afresh (a new module instance, a new WebAssembly instance).
+          LOADED.delete(entry.flavor);
+          for (const [k, v] of [...SESSIONS]) if (v.flavor === entry.flavor) SESSIONS.delete(k);
+          INSTANCE++;
+          answer.trapped = true;
+        }
+        return answer;
       }
     },
 
