@@ -107,14 +107,14 @@ def test_softmax_over_an_empty_tensor_fails_on_the_cpp_provider_only():
 
 def test_jsep_f16_without_shader_f16_returns_zeros_with_the_console_line_attached():
     assert "shader-f16" not in _impl("onnxruntime-web-jsep").device_features   # SwiftShader
-    verdict, err = check("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[64,36]/scalar#normal1")
+    verdict, err = check("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4")
     assert isinstance(err, CaseFailed) and err.divergence is None and verdict.checks["values"] == "failed"
     assert "differs from the reference" in str(err)
     line = "'f16' type used without 'f16' extension enabled"
     assert any(line in text for text in verdict.impl["console"])
     assert "the page's console said" in str(err) and line in str(err)
     # the C++ provider refuses the same call clearly: on this device that is not applicable, not a failure
-    verdict, err = check("onnxruntime-web", "com.microsoft.Gelu", "Gelu/f16/X[64,36]/scalar#normal1")
+    verdict, err = check("onnxruntime-web", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4")
     assert isinstance(err, CaseNotApplicable) and "without shader-f16" in str(err)
     assert "requires f16 but the device does not support it" in str(err)
 
@@ -177,7 +177,7 @@ def _write(root: Path, name: str, files: dict) -> Path:
 
 
 @pytest.mark.parametrize("impl_name,package,case_id,kind,why", [
-    ("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[64,36]/scalar#normal1", "values",
+    ("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4", "values",
      "elements outside the allowed error"),
     ("onnxruntime-web", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[7]/reject-no-variant",
      "accepts-rejected", "accepts a call that must be rejected"),

@@ -44,9 +44,16 @@ function drain() {
   return out;
 }
 
-/** What a command answers of the console: warnings and errors, at most MAX_LINES. */
-const shown = (lines) => lines.filter((l) => l.level === "warn" || l.level === "error")
-  .slice(0, MAX_LINES).map(({ level, text }) => ({ level, text }));
+const WATCHED = "uncaptured WebGPU error on ORT's device: ";
+
+/** What a command answers of the console: warnings and errors, at most MAX_LINES; an uncaptured error that ORT
+ * already logged itself ("An uncaught WebGPU validation error was raised: ...", JSEP) is said once. */
+function shown(lines) {
+  const loud = lines.filter((l) => l.level === "warn" || l.level === "error");
+  const said = loud.filter((l) => !l.text.startsWith(WATCHED)).map((l) => l.text);
+  return loud.filter((l) => !l.text.startsWith(WATCHED) || !said.some((t) => t.includes(l.text.slice(WATCHED.length))))
+    .slice(0, MAX_LINES).map(({ level, text }) => ({ level, text }));
+}
 
 function placementsOf(lines) {
   // ORT's session log: "All nodes placed on [WebGpuExecutionProvider]. Number of nodes: 1", or per provider
@@ -64,7 +71,7 @@ function watch(ort) {   // uncaught WebGPU errors of ORT's own device are consol
   if (dev && typeof dev.addEventListener === "function" && !dev.__wkcWatched) {
     dev.__wkcWatched = true;
     dev.addEventListener("uncapturederror", (e) =>
-      CONSOLE.push({ level: "error", text: `uncaptured WebGPU error on ORT's device: ${e.error.message}` }));
+      CONSOLE.push({ level: "error", text: WATCHED + e.error.message }));
   }
 }
 
