@@ -18,6 +18,7 @@ page's console warnings and errors that came with its result.
 from __future__ import annotations
 
 import importlib
+import itertools
 import math
 import re
 import time
@@ -33,8 +34,10 @@ from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
 from conformance.gpu.backends.served import PAGES
 from conformance.ops import record_for
 
-#: The text ORT gives when a node would need the CPU provider and fallback is disabled.
-FALLBACK_TEXT = "fallback to CPU EP has been explicitly disabled"
+#: What ORT says when a node would need the CPU provider and fallback is disabled ("... has been explicitly
+#: disabled by the user"), or when a node its optimizer made (Gelu decomposed to Mul...) was placed on none.
+FALLBACK = re.compile(r"fallback to CPU EP has been explicitly disabled|Provider type for \w+ node .* is not set")
+_INSTANCES = itertools.count(1)
 #: Terminal colours ORT's log puts around its errors.
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The browsers ``--webgpu`` may name (a served ``page:<id>`` besides).
@@ -84,6 +87,8 @@ class OrtWeb:
         self._adapter: dict | None = None
         self.version: str | None = None
         self.device_features: frozenset | None = None
+        self._prefix = f"{self.flavor}{next(_INSTANCES)}"
+        self._names = itertools.count(1)
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
@@ -187,7 +192,7 @@ class OrtWeb:
     def _session(self, page, key, mapping, dtypes: dict, attributes: dict) -> dict:
         """The page's session for ``key``, made once; raises what making it said (each time it is asked)."""
         if key not in self._sessions:
-            name = f"s{len(self._sessions) + 1}"
+            name = f"{self._prefix}-{next(self._names)}"   # unique in the page: several implementations share it
             shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
             try:
                 model = mapped_model(mapping, dtypes, attributes or None).SerializeToString()
@@ -201,7 +206,7 @@ class OrtWeb:
             placements = got.get("placements") if isinstance(got.get("placements"), dict) else {}
             entry = {"name": name, "placements": placements, "ms": _ms(got, "ms"), "console": got.get("console")}
             others = {p: n for p, n in placements.items() if p != self.provider}
-            if "error" in got and FALLBACK_TEXT in str(got["error"]):
+            if "error" in got and FALLBACK.search(str(got["error"])):
                 entry["error"] = ProviderFallback(
                     f"{self.name}: {mapping.op_type} with {shown}: a node of the model is not taken by "
                     f"{self.provider} and would run on the CPU (fallback disabled, so the session failed): "

@@ -68,14 +68,20 @@ def test_each_case_reports_the_provider_of_every_node_and_its_cost(impl, provide
     assert verdict.as_dict()["impl"]["placements"] == {provider: 1}
 
 
-def test_a_node_the_provider_does_not_take_fails_as_a_cpu_fallback_never_a_rejection():
-    """The C++ WebGPU provider has no float64 Gelu: with fallback disabled the session fails, and that is a
-    failure naming the CPU (a Rejected would pass every rejection case)."""
-    impl = _impl("onnxruntime-web")
-    case = SimpleNamespace(package="com.microsoft.Gelu", attributes=None)
+@pytest.mark.parametrize("impl,op", [("onnxruntime-web-jsep", "com.microsoft.Softmax"),
+                                     ("onnxruntime-web", "com.microsoft.Gelu")])
+def test_a_node_the_provider_does_not_take_fails_as_a_cpu_fallback_never_a_rejection(impl, op):
+    """Neither provider has float64 kernels: with fallback disabled the session fails (JSEP: "fallback to CPU EP has
+    been explicitly disabled"; the C++ provider: the Mul its optimizer made of Gelu has no provider), and that is
+    a failure naming the CPU, never a Rejected (which would pass every rejection case)."""
+    case = SimpleNamespace(package=op, attributes=None)
     with pytest.raises(ProviderFallback, match="would run on the CPU") as err:
-        impl.run(case, {"X": np.linspace(-1, 1, 8)})
+        _impl(impl).run(case, {"X": np.linspace(-1, 1, 8)})
     assert not isinstance(err.value, Rejected)
+    # through the checker, on the manifest's own f64 rejection case: a failure, not "rejected, as the manifest does"
+    name = op.rsplit(".", 1)[1]
+    verdict, err = check(impl, op, f"{name}/f64/X[4,3]/reject-dtype")
+    assert isinstance(err, CaseFailed) and "ProviderFallback" in str(err) and "would run on the CPU" in str(err)
 
 
 class _Placed(OrtWeb):
