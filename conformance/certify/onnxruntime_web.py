@@ -105,6 +105,17 @@ class OrtWeb:
             raise NotSupported(f"{self.name} implements {', '.join(sorted(ops))} (the op records with an ORT "
                                f"mapping), not {package.name}")
         self._ops[package.name] = ops[op]
+        self._release(keep=package.name)
+
+    def _release(self, keep: str) -> None:
+        """Release the page's sessions of other packages (the cases run package by package): a page holding every
+        session of a run ties up GPU memory that later sessions need."""
+        done = [k for k in self._sessions if k[0] != keep]
+        names = [self._sessions[k]["name"] for k in done if "name" in self._sessions[k]]
+        for k in done:
+            del self._sessions[k]
+        if names and self._page is not None and not self._page.lost:
+            self._page.call(["ortRelease", 0, names])
 
     def describe(self) -> dict:
         return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
