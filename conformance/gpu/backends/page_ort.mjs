@@ -87,7 +87,7 @@ export function commands({ pack, unpack }) {
         ort.env.wasm.wasmPaths = BASE;
         ort.env.logLevel = "warning";      // ORT Web's own (JavaScript) log; the session's level is set per session
         return ort;
-      }));
+      }, (e) => { LOADED.delete(flavor); throw e; }));   // a failed load is tried again by the next command
     }
     return LOADED.get(flavor);
   }
