@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass, field
 
 from cases.calls import CallSpec
-from cases.families import FAMILY_NAMES, Ctx
+from cases.families import Ctx
 from cases.generate import derive, entries
 from cases.search import gap_reason, search
-from cases.weakness import weaknesses
+from cases.weakness import family_counts, of_package
 from conformance.engine.package import Package
 from conformance.ops.registry import find
 
@@ -110,7 +110,7 @@ def coverage(package: Package) -> Coverage:
                 conditions.append(ConditionCoverage(dec.variant, a.key, origin, value,
                                                     by_spec[spec] if spec else None, gap))
     variants = {dec.variant: by_spec.get(shown.reached.get(dec.variant)) for dec in d.analysis.decisions}
-    counts = {f: sum(f in c.families for c in d.cases) for f in FAMILY_NAMES}
+    counts = family_counts(d.cases)
     reach = {dec.variant: (0, 0) for dec in d.analysis.decisions}
     rejections: dict[str, int] = {}
     for case in d.cases:
@@ -125,6 +125,6 @@ def coverage(package: Package) -> Coverage:
         reach[case.expect["variant"]] = (n + 1, rows + (len(shape) > 1 and math.prod(shape[:-1]) > 1))
     record = find(m.op_id)
     families = {f: n for f, n in counts.items() if n}
-    weak = weaknesses(Ctx(m, d.planner, d.analysis), d.cases, families)
+    weak = of_package(package, d.cases, Ctx(m, d.planner, d.analysis))
     return Coverage(m.op_id, variants, conditions, families, [f for f, n in counts.items() if not n], reach,
                     rejections, weak, bool(record and record.rows))

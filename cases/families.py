@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from cases.calls import CallSpec, accepted, scope_of
 from cases.conditions import Analysis, around, dotted
-from cases.data import MAX_CASE_ELEMENTS, NONFINITE, special_values
+from cases.data import MAX_CASE_ELEMENTS, NONFINITE, size_rows, special_values
 from cases.extremes import coverage, extreme_positions, layout_of, row_count, split_rows
 from cases.pool import _first_change
 from cases.profiles import limit_profile_name, profile_named
@@ -316,10 +316,19 @@ def values_special(ctx: Ctx):
             for d in ctx.dtypes for s in ((2, 32), (3, 13)) for o in ctx.states()]
 
 
+#: values-nonfinite's shapes: elementwise ops, and row ops (whose rows all but the last get the values).
+NONFINITE_SHAPES = ((4, 8), (7,))
+NONFINITE_ROW_SHAPES = ((4, 8), (2, 7))
+
+
 def values_nonfinite(ctx: Ctx):
-    """NaN and infinities next to finite values (the reference leaves them unconstrained)."""
-    return [Item("values-nonfinite", ctx.call(s, d, optional=o), "nonfinite", "normal", 2.0, NONFINITE)
-            for d in ctx.dtypes for s in ((4, 8), (7,)) for o in ctx.states()]
+    """NaN and infinities next to finite values (the reference leaves them unconstrained). Row ops: in every row
+    but the last, whose outputs (its reference finite) are compared; a non-finite value in every row, as an
+    elementwise op gets them, would leave no element to compare."""
+    shapes = NONFINITE_ROW_SHAPES if ctx.rows else NONFINITE_SHAPES
+    return [Item("values-nonfinite", ctx.call(s, d, optional=o), "nonfinite", "normal", 2.0, NONFINITE,
+                 special_rows=size_rows(s) - 1 if ctx.rows else 0)
+            for d in ctx.dtypes for s in shapes for o in ctx.states()]
 
 
 def values_op(ctx: Ctx):

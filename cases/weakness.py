@@ -1,4 +1,5 @@
-"""Where a package's cases are weaker than they look, each with what to add (``python -m cases --coverage``).
+"""Where a package's cases are weaker than they look, each with what to add (``python -m cases --coverage``, and
+the conformance report through :func:`of_package`).
 
 * a case that compares no element: every output element is unconstrained for its data (a non-finite value in every
   row of a row op, say), so the values check passes whatever the kernel writes;
@@ -18,9 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cases.calls import outcome
+from cases.conditions import Analysis
 from cases.data import make_inputs
-from cases.families import Ctx
+from cases.families import FAMILY_NAMES, Ctx
 from cases.model import Case
+from conformance.engine.planner import Planner
 
 #: Cases above this many input elements are not recomputed for the no-compare check (their families have
 #: smaller siblings with the same data recipe).
@@ -35,6 +38,22 @@ class Weakness:
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
 
+    def as_dict(self, package: str) -> dict:
+        """As a report carries it: ``{package, kind, message}``."""
+        return {"package": package, "kind": self.kind, "message": self.message}
+
+
+def family_counts(cases: list[Case]) -> dict[str, int]:
+    """Family -> cases serving it, for every family of FAMILY_NAMES (0 for those no case serves)."""
+    return {f: sum(f in c.families for c in cases) for f in FAMILY_NAMES}
+
+
+def of_package(package, cases: list[Case], ctx: Ctx | None = None) -> list[Weakness]:
+    """The weaknesses of ``package``'s cases (generated, or loaded from its golden file)."""
+    m = package.manifest
+    families = {f: n for f, n in family_counts(cases).items() if n}
+    return weaknesses(ctx or Ctx(m, Planner(m), Analysis(m)), cases, families)
+
 
 def weaknesses(ctx: Ctx, cases: list[Case], families: dict[str, int]) -> list[Weakness]:
     record = ctx.record
@@ -46,6 +65,16 @@ def weaknesses(ctx: Ctx, cases: list[Case], families: dict[str, int]) -> list[We
                                                  f"(OpRecord.data) for rows far from zero mean and of large spread, "
                                                  f"where one-pass and cancelling formulas fail"))
     return out
+
+
+def report_flags(package, cases: list[Case]) -> list[dict]:
+    """:func:`of_package` as a conformance report carries it (``{package, kind, message}`` each). A record whose
+    reference raises on the cases' data is one flag, not the package's failure (its cases fail with the error)."""
+    try:
+        return [w.as_dict(package.name) for w in of_package(package, cases)]
+    except Exception as err:  # noqa: BLE001 -- an outside record's reference: the flags are a courtesy
+        return [{"package": package.name, "kind": "not-assessed",
+                 "message": f"weakness not assessed: {type(err).__name__}: {err}"}]
 
 
 def no_compare(cases: list[Case], record) -> list[Weakness]:

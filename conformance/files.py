@@ -157,8 +157,8 @@ def check_output(path: Path) -> Path:
     return path
 
 
-def write_output(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` (UTF-8): into a fresh file in the same folder, then renamed over ``path``, so the
+def write_output(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` to ``path`` (a str as UTF-8, bytes as they are): into a fresh file in the same folder, then renamed over ``path``, so the
     target is replaced, never written through (a symlink, a special file or another name of its inode)."""
     check_output(path)
     path = Path(path)
@@ -168,7 +168,7 @@ def write_output(path: Path, text: str) -> Path:
         raise ConformanceError(f"{path}: cannot write it: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
+            f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
         os.chmod(scratch, 0o644)
         check_output(path)                      # still no link or special file there
         os.replace(scratch, path)

@@ -24,6 +24,7 @@ from conformance.certify.device_truth import plan_for_device
 from conformance.certify.implementations import NotSupported, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
 from conformance.certify.plan_context import plan_context
+from conformance.certify.repro import Failure, expected_accepted, one_line
 from conformance.engine.call import make_call
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
@@ -54,10 +55,13 @@ def input_bytes(case) -> int:
 class Checker:
     """Checks cases of the packages under test through one implementation."""
 
-    def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0):
+    def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0, repros: bool = False):
         """``stress_runs``: run each accepted case that many times under ``--stress`` (conformance.gpu.stress) with
-        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic."""
+        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic.
+        ``repros``: a failure of an implementation outside the device model carries what a standalone repro needs
+        (``CaseFailed.failure``; ``--repro-dir``)."""
         self.impl = impl
+        self.repros = repros
         self.stress_runs = stress_runs
         self._make_inputs = make_inputs
         self.strict = bool(getattr(impl, "follows_device_model", False))
@@ -98,7 +102,7 @@ class Checker:
                 raise
             lines = "\n    ".join(console)
             raise CaseFailed(f"{err}\n  the page's console said, with this result:\n    {lines}",
-                             divergence=err.divergence) from None
+                             divergence=err.divergence, failure=err.failure) from None
         except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
             raise CaseFailed(f"{case.id}: {err}") from None
         finally:
@@ -202,9 +206,13 @@ class Checker:
                              f"call was accepted as variant {result.variant!r}")
         checks.update(contract="failed")
         shapes = ", ".join(f"{r} {y.dtype}{list(y.shape)}" for r, y in result.outputs.items())
-        why = (verdict.extra.get("contract_why") or expect.reason or "").splitlines()[0]
-        raise CaseFailed(f"{case.id}: {self.impl.name} accepts a call the manifest rejects ({why}); it returned "
-                         f"{shapes}" + _interpret(case, inputs, result), divergence="accepts-rejected")
+        reason = verdict.extra.get("contract_why") or expect.reason or ""
+        why = reason.splitlines()[0]
+        text = (f"{self.impl.name} accepts a call the manifest rejects ({why}); it returned {shapes}"
+                + _interpret(case, inputs, result))
+        raise CaseFailed(f"{case.id}: {text}", divergence="accepts-rejected", failure=self._failure(
+            "accepts-rejected", text, case, inputs, lambda: {"outcome": "rejected", "reason": reason},
+            {"outcome": "accepted", "outputs": dict(result.outputs)}))
 
     @staticmethod
     def _check_reason(case, expect: Expected, err: Rejected) -> None:
@@ -260,14 +268,21 @@ class Checker:
                 raise CaseNotApplicable(f"{self.impl.name} refuses the call on a device without "
                                         f"{', '.join(lacking)}: {err}") from None
             checks.update(contract="failed")
-            raise CaseFailed(f"{case.id}: {self.impl.name} rejects a call the manifest accepts (as variant "
-                             f"{expect.variant!r}):\n{err}", divergence="rejects-accepted") from None
+            text = f"{self.impl.name} rejects a call the manifest accepts (as variant {expect.variant!r})"
+            raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=self._failure(
+                "rejects-accepted", f"{text}: {err}", case, inputs,
+                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
+                {"outcome": "rejected", "message": str(err)})) from None
         if not self.strict:
             checks.update(contract="passed")
         problems = self._plan_problems(case, expect, result, checks) + self._output_problems(case, expect, inputs,
                                                                                               result, checks)
         if problems:
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems))
+            shown = all(p.startswith("output ") for p in problems)   # what a repro can show
+            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=self._failure(
+                "values", "; ".join(problems), case, inputs,
+                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
+                {"outcome": "accepted", "outputs": dict(result.outputs)}) if shown else None)
         try:
             self.check_values(case, package.manifest, inputs, result.outputs, verdict)
         except CaseFailed:
@@ -336,8 +351,8 @@ class Checker:
     def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
         """Outputs against the op's reference: shapes and dtypes always (where the op has a record), values where
         there are any. ``verdict.evidence`` says what was checked: "values", "shapes" (every output empty) or
-        None (nothing: no record and no values)."""
-        stored = getattr(case, "stored", None)
+        None (nothing: no record and no values, or every element unconstrained); ``verdict.compared`` how many
+        output elements were compared."""
         record = find(manifest.op_id)
         words = record.word("unconstrained") if record else "non-finite inputs"
         attributes = getattr(case, "attributes", None)
@@ -345,22 +360,12 @@ class Checker:
         if reference is not None:
             self._check_contract_outputs(case, record, inputs, reference, outputs)
         if all(y.size == 0 for y in outputs.values()):
-            verdict.worst_ratio = None
+            verdict.worst_ratio, verdict.compared = None, 0
             verdict.evidence = "shapes" if reference is not None else None
             return
-        if stored is not None:
-            expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-                        .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
-            tolerance = {role: stored_tolerance(t, expected[role].shape) for role, t in stored.tolerance.items()}
-        else:
-            if reference is None:
-                record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
-            expected = reference
-            # the tolerance model may depend on the call's data (row ops derive it from each row)
-            plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
-            tolerance = {role: record.tolerance_for(str(y.dtype), inputs, attributes, plan)
-                         for role, y in outputs.items()}
-        worst = None
+        expected, tolerance = self._expected(case, manifest, inputs, reference,
+                                             {role: str(y.dtype) for role, y in outputs.items()})
+        worst, compared, unconstrained = None, 0, 0
         for role, y in outputs.items():
             if y.size == 0:
                 continue
@@ -368,12 +373,61 @@ class Checker:
             result = compare(y, expected[role], tolerance[role],
                              inputs=first_input if first_input.shape == y.shape else None, unconstrained_as=words)
             worst = max(worst or 0.0, result.worst_ratio)
+            compared, unconstrained = compared + result.checked, unconstrained + result.unconstrained
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
                 verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
-                raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}")
+                raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}",
+                                 failure=self._failure(
+                                     "values", f"output {role} differs from the reference: {result.message()}",
+                                     case, inputs,
+                                     lambda: expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
+                                     {"outcome": "accepted", "outputs": dict(outputs)}))
         verdict.worst_ratio = worst
-        verdict.evidence = "values"
+        verdict.compared = compared
+        if compared:
+            verdict.evidence = "values"
+            return
+        # every element unconstrained for this data: the values check passed whatever the kernel wrote
+        verdict.evidence = None
+        verdict.detail = f"compared no element: all {unconstrained} output element(s) unconstrained ({words})"
+
+    def _expected(self, case, manifest, inputs, reference: dict | None, dtypes: dict) -> tuple[dict, dict]:
+        """(role -> float64 expected values, role -> tolerance) for outputs of ``dtypes`` (role -> dtype name):
+        the stored case's (test.json), else the op record's reference and tolerance model."""
+        stored = getattr(case, "stored", None)
+        if stored is not None:
+            expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+                        .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
+            tolerance = {role: stored_tolerance(t, expected[role].shape) for role, t in stored.tolerance.items()}
+            return expected, tolerance
+        record = find(manifest.op_id)
+        if reference is None or record is None:
+            record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
+        # the tolerance model may depend on the call's data (row ops derive it from each row)
+        plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
+        attributes = getattr(case, "attributes", None)
+        return reference, {role: record.tolerance_for(dtype, inputs, attributes, plan) for role, dtype in dtypes.items()}
+
+    def _failure(self, kind: str, text: str, case, inputs, expected, observed: dict) -> Failure | None:
+        """The failure as a standalone repro sees it (``expected()`` made only then), where repros are wanted."""
+        if self.strict or not self.repros:
+            return None
+        return Failure(kind, one_line(text), case.id, case.package, dict(inputs), _attributes(case), expected(),
+                       observed)
+
+    def contract_outcome(self, case, manifest, inputs, expect: Expected) -> dict:
+        """What the contract expects of an accepted call, for a repro: the float64 reference of every output with
+        its tolerance (an empty output: its shape and dtype), or, without a reference, the shapes and why."""
+        try:
+            record = find(manifest.op_id)
+            reference = record.compute(inputs, getattr(case, "attributes", None)) if record is not None else None
+            dtypes = {role: dtype for role, (shape, dtype) in expect.outputs.items() if 0 not in shape}
+            expected, tolerance = self._expected(case, manifest, inputs, reference, dtypes)
+        except Exception as err:  # noqa: BLE001 -- a repro without values says why, the case still fails as it did
+            out = expected_accepted({}, {}, expect.outputs)
+            return {**out, "tolerance": f"no reference values: {type(err).__name__}: {err}"}
+        return expected_accepted(expected, tolerance, expect.outputs)
 
     @staticmethod
     def _check_contract_outputs(case, record, inputs, reference: dict, outputs: dict) -> None:
@@ -407,6 +461,10 @@ def _breach(result, role: str, expected) -> str:
     past = offset // size
     return (f": first at element {count + past} (flat index; the output has {count} elements, so {past + 1} past "
             f"its last one; byte {offset} after its end)")
+
+
+def _attributes(case) -> dict:
+    return dict(getattr(case, "attributes", None) or {})
 
 
 def _call_args(case) -> dict:

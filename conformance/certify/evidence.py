@@ -10,6 +10,10 @@ A *cell* is a package, a variant its golden cases accept calls as, and a dtype. 
 * *unchecked* otherwise (its cases failed, were waived, or checked nothing): the result cannot be "conforms".
 
 A package none of whose cells is checked (every cell not runnable, or none selected) is unchecked as a whole.
+
+A case that passed with outputs but *compared no element* (every reference element unconstrained for its data: a
+non-finite value in every row of a row op) checked nothing either: its verdict says ``compared: 0`` and evidence
+None, so it never makes a cell checked, and :func:`compared_nothing` names it for the report wherever it ran.
 """
 
 from __future__ import annotations
@@ -53,10 +57,18 @@ def _why_not_runnable(cases: list[dict]) -> str:
     return (why or "no case ran as accepted").splitlines()[0][:300]
 
 
+def compared_nothing(verdicts) -> list[dict]:
+    """The cases that passed with outputs but compared no element: ``{id, package, column?, why}`` each."""
+    return [{"id": v["id"], "package": v["package"], **({"column": v["column"]} if v.get("column") else {}),
+             "why": v.get("detail") or "compared no element"}
+            for v in sorted(verdicts, key=lambda v: v["id"])
+            if v["status"] == "passed" and v.get("compared") == 0 and not v.get("empty")]
+
+
 def assess(verdicts) -> dict:
-    """``{"unchecked": [...], "not_runnable": [...], "checked": n}``, each entry ``{package, variant, dtype,
-    cases, why}`` (a package with no checked cell is one entry with variant and dtype None); ``checked`` counts
-    the checked cells."""
+    """``{"unchecked": [...], "not_runnable": [...], "checked": n, "compared_nothing": [...]}``, each of the first
+    two's entries ``{package, variant, dtype, cases, why}`` (a package with no checked cell is one entry with variant
+    and dtype None); ``checked`` counts the checked cells; ``compared_nothing`` is :func:`compared_nothing`."""
     found = cells(verdicts)
     unchecked, not_runnable, checked_packages, checked = [], [], set(), 0
     for (package, variant, dtype), cases in sorted(found.items()):
@@ -75,4 +87,27 @@ def assess(verdicts) -> dict:
             unchecked.append({"package": package, "variant": None, "dtype": None,
                               "cases": sum(1 for v in verdicts if v.get("package") == package),
                               "why": "nothing of this package was dispatched and value-checked on this device"})
-    return {"unchecked": unchecked, "not_runnable": not_runnable, "checked": checked}
+    return {"unchecked": unchecked, "not_runnable": not_runnable, "checked": checked,
+            "compared_nothing": compared_nothing(verdicts)}
+
+
+#: The heading of the report's section of weakness flags (Markdown, HTML, merge).
+WEAK_TITLE = "Weaker than it looks"
+WEAK_NOTE = "Cases that pass but check less than they seem to, each with what to add"
+
+
+def weak_of(reports) -> list[dict]:
+    """The case generator's weakness flags (``{package, kind, message}``, cases.weakness) of ``reports``, each
+    once: every column of a run, and every machine's report of the same packages, carries the same flags."""
+    seen: dict[tuple, dict] = {}
+    for data in reports:
+        for w in data.get("weak") or []:
+            seen.setdefault((w.get("package"), w.get("kind"), w.get("message")), w)
+    return list(seen.values())
+
+
+def flag_lines(weak, compared_nothing) -> list[str]:
+    """What is weaker than it looks, one plain line each (the caller quotes them): the generator's flags, then the
+    cases that ran and compared no element."""
+    return [f"{w['package']}: {w['kind']}: {w['message']}" for w in weak] + \
+        [f"{c['id']}" + (f" on {c['column']}" if c.get("column") else "") + f": {c['why']}" for c in compared_nothing]

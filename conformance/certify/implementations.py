@@ -51,6 +51,11 @@ pass ``--impl module:factory`` for one importable without registering; it is cal
 with no arguments. Select a
 registered one with ``pytest conformance/ --impl NAME``.
 
+An implementation outside this suite may also define ``repro_files(failure) -> dict[str, bytes]``: the files of a
+standalone reproduction of one failure (relative name -> bytes, the first one to run), which ``--repro-dir``
+writes for the smallest case of each group of identical failures (:mod:`conformance.certify.repro`: ``failure`` is
+a :class:`~conformance.certify.repro.Failure`).
+
 An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
 it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its
 variant and dispatch are checked on every case. It also offers ``profile`` (what its device supports),

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from conformance.certify import quote
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
 from conformance.errors import ConformanceError
 from conformance.files import read_named
@@ -91,6 +92,9 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
                     rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
     return {"columns": columns, "sources": [str(p) for p, _ in reports], "missing_packages": missing_packages(reports),
             "disagreements": disagreements([d for _, d in reports]),
+            "weak": weak_of(d for _, d in reports),
+            "compared_nothing": [{**c, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports)
+                                 for c in d.get("compared_nothing") or []],
             "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
                      for (p, v, d), cells in sorted(rows.items())]}
 
@@ -148,4 +152,7 @@ def markdown(matrix: dict) -> str:
                             + (f": {quote.cell(c['detail'][0][:160])}" if c["detail"] else "")
                             for i, c in sorted(item["columns"].items()))
             lines.append(f"- {quote.code_span(item['id'])}: {per}")
+    weak = flag_lines(matrix.get("weak") or [], matrix.get("compared_nothing") or [])
+    if weak:
+        lines += ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE}.", ""] + [f"- {quote.cell(line)}" for line in weak]
     return "\n".join(lines) + "\n"

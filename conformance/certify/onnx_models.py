@@ -8,6 +8,9 @@ from conformance.engine.dtypes import DTYPES
 
 #: ONNX element types by dtype name.
 ELEMENT_TYPES = {name: d.onnx for name, d in DTYPES.items()}
+#: A smoke run of a provider that may be listed but not start (Dawn refusing the adapter): com.microsoft.Gelu
+#: of these four float32 values gives these (to 1e-4).
+SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]
 
 
 def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, shape=None, bias_shape=None,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
-from conformance.certify.onnx_models import ELEMENT_TYPES, mapped_model, one_node_model, session
+from conformance.certify.onnx_models import ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, one_node_model, session
+from conformance.certify.repro_ort import files as repro_files
 from conformance.ops import known_ops, record_for
 
 
@@ -86,6 +87,11 @@ class _OrtBase:
         return ImplResult({role: np.asarray(y) for role, y in zip(mapping.outputs, ys)},
                           extra={"providers": list(sess.get_providers())})
 
+    def repro_files(self, failure) -> dict[str, bytes]:
+        """A standalone repro of ``failure`` (:class:`conformance.certify.repro.Failure`): a script that runs the
+        same model with this provider and session config, alone (:mod:`conformance.certify.repro_ort`)."""
+        return repro_files(failure, self.provider, self.config)
+
     # -- sessions ------------------------------------------------------------------------------
     def session_for(self, key):
         """The session for ``key`` (:func:`session_key`), made once; a model ORT refuses is a Rejected."""
@@ -142,10 +148,10 @@ class OrtWebGpu(_OrtBase):
             return (f"{self.name}: {self.provider} fell back to {first} here (no GPU that Dawn accepts; "
                     f"lavapipe is rejected); run it on a GPU machine")
         try:
-            y = sess.run(None, {"X": np.array([-1.0, 0.0, 1.0, 2.0], np.float32)})[0]
+            y = sess.run(None, {"X": np.array(SMOKE_X, np.float32)})[0]
         except Exception as exc:
             return f"{self.name}: {self.provider} failed a smoke run here: {short_error(exc)}"
-        if not np.allclose(y, [-0.15865526, 0.0, 0.8413447, 1.9544997], atol=1e-4):
+        if not np.allclose(y, SMOKE_Y, atol=1e-4):
             return f"{self.name}: {self.provider} smoke run gave {y.tolist()}; the device is not usable"
         return None
 

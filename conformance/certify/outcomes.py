@@ -15,9 +15,12 @@ CHECK_STATUSES = ("passed", "failed", NOT_APPLICABLE)
 class CaseFailed(AssertionError):
     """The implementation broke the contract on this case; the message says how."""
 
-    def __init__(self, message: str = "", divergence: str | None = None):
+    def __init__(self, message: str = "", divergence: str | None = None, failure=None):
         super().__init__(message)
         self.divergence = divergence
+        #: For an implementation outside the device model: the failure as a standalone repro sees it
+        #: (:class:`conformance.certify.repro.Failure`), where the implementation itself broke the contract.
+        self.failure = failure
 
 
 class CaseSkipped(Exception):
@@ -64,6 +67,9 @@ class Verdict:
     empty: bool = False
     #: What an implementation reported of the call (``ImplResult.extra["report"]``: cost, provider, console).
     impl: dict = field(default_factory=dict)
+    #: Output elements compared against the reference (None: no value check ran; 0 with outputs that are not
+    #: empty: every element was unconstrained for the case's data, so the case checked no value).
+    compared: int | None = None
 
     def as_dict(self) -> dict:
         out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
@@ -80,7 +86,8 @@ class Verdict:
         for key in ("error_profile", "repro") + (("rerun",) if self.status in ("failed", "xfailed") else ()):
             if getattr(self, key):
                 out[key] = getattr(self, key)
-        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty)
+        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty,
+                   compared=self.compared)
         if self.impl:
             out["impl"] = dict(self.impl)
         return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from conformance.certify import report_html
-from conformance.certify.evidence import assess
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, flag_lines
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
 from conformance.certify.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
@@ -90,7 +90,10 @@ def result_of(totals: dict, evidence: dict | None = None) -> str:
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
-          skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False) -> dict:
+          skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False,
+          weak: list[dict] = ()) -> dict:
+    """The report of one column; ``weak``: the case generator's weakness flags of the packages under test
+    (``{package, kind, message}``, cases.weakness.of_package)."""
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
     evidence = assess(verdicts)
     result = "does-not-conform" if interrupted else result_of(totals, evidence)
@@ -107,6 +110,10 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "unchecked": evidence["unchecked"],
         #: Variants and dtypes the device cannot run (every case planned into a rejection, skipped...).
         "not_runnable": evidence["not_runnable"],
+        #: Weaker than it looks: the generator's flags per package (each naming what to add), and the cases that
+        #: passed having compared no element (every reference element unconstrained for their data).
+        "weak": list(weak),
+        "compared_nothing": evidence["compared_nothing"],
         "waivers": waivers(verdicts),
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
@@ -162,12 +169,14 @@ def markdown(report: dict) -> str:
                 ratio = "" if c["worst_ratio"] is None else f"{c['worst_ratio']:.3g}"
                 lines.append(f"| {cell(pkg)} | {cell(variant)} | {cell(dtype)} | {c['passed']} | {c['failed']} | "
                              f"{c['skipped']} | {c['xfailed']} | {c[NOT_APPLICABLE]} | {ratio} |")
-    lines += _evidence_lines(report)
+    lines += _evidence_lines(report) + _weak_lines(report)
     failed = [v for v in report["cases"] if v["status"] in ("failed", "xpassed", "not-run")]
     if failed:
         lines += ["", "## Failures", ""]
         for v in failed:  # the whole message: a value failure's table of worst elements is the evidence
             lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
+            if v.get("repro"):
+                lines += [f"  standalone repro: {code_span(v['repro'])}", ""]
     if report["waivers"]:
         lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
                   "the case failed as shown.", ""]
@@ -189,6 +198,16 @@ def _evidence_lines(report: dict) -> list[str]:
             lines += ["", f"## {title}", "", f"{note.capitalize()}.", ""]
             lines += [f"- {cell(cell_line(e))}" for e in entries]
     return lines
+
+
+def _weak_lines(report: dict) -> list[str]:
+    """The generator's weakness flags and the cases that compared no element: they pass, but check less than
+    they seem to."""
+    found = flag_lines(report.get("weak") or [], report.get("compared_nothing") or [])
+    if not found:
+        return []
+    return ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE} (`python -m cases --coverage` shows the generator's flags "
+            f"too).", ""] + [f"- {cell(line)}" for line in found]
 
 
 def cell_line(entry: dict) -> str:

@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from html import escape
 
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
 
 #: Cell states, worst first: a cell shows the worst state any of its cases has.
@@ -190,6 +191,17 @@ def _disagreements(matrix: dict | None) -> list[str]:
     return out + ["</ul>"]
 
 
+def _weak(columns: list[dict]) -> list[str]:
+    """The generator's weakness flags (once) and each column's cases that compared no element."""
+    nothing = [{**c, "column": c.get("column") or (_column_name(r, i) if len(columns) > 1 else None)}
+               for i, r in enumerate(columns) for c in r.get("compared_nothing") or []]
+    found = flag_lines(weak_of(columns), nothing)
+    if not found:
+        return []
+    return [f'<h2 id="weak">{escape(WEAK_TITLE)}</h2><p>{escape(WEAK_NOTE)}.</p><ul>',
+            *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
+
+
 def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Conformance report") -> str:
     """The page for one report (``columns=[report]``) or several columns (with their ``matrix``)."""
     failing = sum(1 for r in columns for c in r.get("cases", []) if c["status"] in FAILING)
@@ -202,7 +214,7 @@ def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Confo
              f'<p>Result: <b class="result-{escape(overall)}">{escape(overall)}</b>; {len(columns)} column(s), '
              f"{failing} failing case(s).</p>",
              "<h2>Columns</h2>", *_devices(columns, (matrix or {}).get("sources")),
-             "<h2>Results</h2>", *_grid(columns), *_disagreements(matrix)]
+             "<h2>Results</h2>", *_grid(columns), *_disagreements(matrix), *_weak(columns)]
     failures = _failures(columns)
     parts += [f"<h2>Failures ({len(failures)})</h2>", *failures] if failures else ["<h2>Failures</h2><p>none</p>"]
     return "\n".join(parts) + "\n</body></html>\n"

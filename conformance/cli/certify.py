@@ -55,6 +55,8 @@ def pytest_command(args, scratch: Path) -> list[str]:
         argv.append(f"--golden={Path(args.golden).resolve()}")
     if args.run_heavy:
         argv.append("--run-heavy")
+    if args.repro_dir:
+        argv.append(f"--repro-dir={Path(args.repro_dir).resolve()}")
     if args.workers:
         argv += ["-p", "xdist.plugin", "-n", str(args.workers)]
     return argv
@@ -87,6 +89,9 @@ def register(sub) -> None:
     p.add_argument("--golden", default=None, metavar="DIR", help="the kernel repository's golden files (as pytest's "
                                                                   "--golden)")
     p.add_argument("--run-heavy", action="store_true")
+    p.add_argument("--repro-dir", default=None, metavar="DIR",
+                   help="standalone repros of an outside implementation's failures, one per group of identical "
+                        "ones, with DIR/index.md (as pytest's --repro-dir)")
     p.add_argument("--workers", "-n", type=int, default=0, metavar="N", help="pytest-xdist workers (default: none)")
     p.add_argument("--report", default="conformance-report.json", metavar="PATH",
                    help="the JSON report (and the Markdown and HTML ones beside it); default "

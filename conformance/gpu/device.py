@@ -89,6 +89,7 @@ class Device:
     pipelines: dict = field(default_factory=dict)
     compilations: int = 0
     dispatches: int = 0
+    submissions: int = 0                # queue submissions of verified and plain runs (not of timing)
     lost: bool = False
     adapter_filter: str | None = None   # as given to get_device: a fresh device is opened the same way
     webgpu: str = "wgpu"                # the WebGPU implementation (conformance.gpu.backends)

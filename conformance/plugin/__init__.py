@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import matrix, quote, report, report_html
+from conformance.certify import evidence, matrix, quote, report, report_html, repro_index
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
@@ -33,6 +33,8 @@ from conformance.plugin import expectations
 VERDICT_KEY = "conformance"
 #: The user property of a case an ``--expectations`` entry covers: that entry's pattern and reason, as JSON.
 EXPECTATION_KEY = "conformance_expectation"
+#: The user property of a failing case with a standalone repro entry (--repro-dir), as JSON.
+REPRO_KEY = "conformance_repro"
 #: What a worker sends the controller at its end (xdist's workeroutput): identity, device, heavy count.
 WORKER_KEY = "conformance"
 
@@ -77,6 +79,10 @@ def pytest_addoption(parser):
     group.addoption("--expectations", default=None, metavar="FILE",
                     help="YAML list of {id: pattern, reason: text}: known failures, run as strict xfails "
                          "(in a pattern * and ? are wildcards, all else is literal)")
+    group.addoption("--repro-dir", default=None, metavar="DIR",
+                    help="for an implementation outside this suite (--impl other than manifest): write a standalone "
+                         "reproduction of each group of identical failures (divergences, value failures) to DIR, "
+                         "using the implementation alone, with DIR/index.md and DIR/index.json listing the groups")
     group.addoption("--stress", type=int, nargs="?", const=3, default=0, metavar="RUNS",
                     help="race provocation: every shader rewritten with invocation-dependent delays before each "
                          "workgroup-memory access and barrier, each accepted case run RUNS times (default 3) with "
@@ -98,6 +104,15 @@ class RunState:
         if self.stress and self.impl_name != "manifest":
             raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
                                     f"manifest only, not {self.impl_name}")
+        self.repro_dir = config.getoption("repro_dir", None)
+        if self.repro_dir and self.impl_name == "manifest":
+            raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
+                                    "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
+                                    "command")
+        #: With --repro-dir: each failing case's repro entry (conformance.certify.repro.ReproCollector.add) by node
+        #: id, sent with its test report (so a worker that dies keeps its entries); the index, once written.
+        self.repro_entries: dict[str, dict] = {}
+        self.repro_index: dict | None = None
         self.verdicts: list[dict] = []
         self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()
@@ -111,6 +126,7 @@ class RunState:
         self.column_notes: list[str] = []
         self.heavy_total = 0
         self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
+        self.weak: list[dict] = []   # the generator's weakness flags of the packages ({package, kind, message})
         self.interrupted = False
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
@@ -152,6 +168,7 @@ class RunState:
         self.merge_columns(data.get("columns") or {})
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
         self.case_sources = self.case_sources or data.get("case_sources") or []
+        self.weak = self.weak or data.get("weak") or []
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -165,7 +182,7 @@ class RunState:
             col = self.columns.get(slug, {})
             data = report.build(mine, identity=self.identity, device=col.get("device"),
                                 implementation=implementation, skipped_reasons=skipped,
-                                deselected_heavy=deselected_heavy, interrupted=interrupted)
+                                deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
             if slug:
@@ -177,7 +194,7 @@ class RunState:
 #: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
 RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
                "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
-               "conformance_report", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
+               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
 
 
 def _option_actions(config) -> dict:
@@ -255,6 +272,12 @@ def pytest_configure(config):
             report.check_paths(Path(path))
         except ConformanceError as err:
             raise pytest.UsageError(f"--conformance-report {path}: {err}") from None
+    repro_dir = config.getoption("repro_dir", None)
+    if repro_dir and not hasattr(config, "workerinput"):
+        try:
+            repro_index.check_dir(Path(repro_dir))
+        except ConformanceError as err:
+            raise pytest.UsageError(f"--repro-dir {repro_dir}: {err}") from None
     _no_worker_replacement_under_loadgroup(config)
     if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
         state = state_of(config)
@@ -369,6 +392,8 @@ def pytest_runtest_logreport(report):
     elif report.skipped and verdict.get("status") != "not-applicable":
         verdict["status"] = "skipped"
     state.record(report.nodeid, verdict)
+    if REPRO_KEY in props:
+        state.repro_entries[report.nodeid] = json.loads(props[REPRO_KEY])
     if state.progress is None and state.expected_ids and progress.wanted(config):
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         state.progress = reporter and progress.ColumnProgress(reporter, state.expected_ids, state.webgpu)
@@ -421,11 +446,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state.compilations:
         tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
                       f"(over {len(state.compilations)} process(es))")
+    for line in evidence.flag_lines(state.weak, []):    # once, whatever the columns
+        tr.write_line(f"weak: {line}")
     for data in state.results:
         name = f"column {data['column']}: " if len(state.results) > 1 else ""
         tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
         for entry in data["unchecked"]:
             tr.write_line(f"  not checked: {report.cell_line(entry)}")
+        for line in evidence.flag_lines([], data["compared_nothing"]):
+            tr.write_line(f"  {line}")
+    if state.repro_index is not None:
+        tr.write_line(repro_index.summary_line(state.repro_index))
     path = config.getoption("conformance_report")
     if path:
         tr.write_line(f"report: {path}, {Path(path).with_suffix('.md')} and {Path(path).with_suffix('.html')}")
@@ -470,6 +501,12 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if any(col.get("error") for col in state.columns.values()) and session.exitstatus == 0:
         session.exitstatus = 1  # a column that cannot certify anything is not a pass
+    if state.repro_dir:
+        try:
+            state.repro_index = repro_index.finalize(Path(state.repro_dir), list(state.repro_entries.values()))
+        except ConformanceError as err:
+            sys.stderr.write(f"conformance: --repro-dir {state.repro_dir}: {err}\n")
+            session.exitstatus = session.exitstatus or 1
     if not path:
         state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
         return

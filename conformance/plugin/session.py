@@ -16,16 +16,18 @@ import pytest
 import cases as case_generator
 from cases.golden import CASES_DIR, golden_path, load_matching_golden, regenerate_command, shown_path
 from cases.model import marker_name
+from cases.weakness import report_flags
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.quote import control_free
+from conformance.certify.repro import ReproCollector
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin import VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin import REPRO_KEY, VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
 
@@ -48,9 +50,11 @@ class CaseRunner:
         self.golden = Path(golden).resolve() if golden else None
         self._packages = None
         self._sources: list[str] = []
+        self._weak: list[dict] = []
         self._columns: list | None = None
         self._checkers: dict[str, Checker] = {}
         self._errors: dict[str, str | None] = {}
+        self.repro = ReproCollector(Path(self.state.repro_dir)) if self.state.repro_dir else None
         _share_cpu_renderer()
 
     def packages(self):
@@ -68,7 +72,9 @@ class CaseRunner:
                     note = missing_record_note(package.name)
                     if note:   # once per package, up front (not once per case as RecordNotFound)
                         warnings.warn(pytest.PytestWarning(note))
-                    generated = self._cases(package) + load_test_cases(package)
+                    golden_or_generated = self._cases(package)
+                    self._weak += report_flags(package, golden_or_generated)
+                    generated = golden_or_generated + load_test_cases(package)
                     self._packages.append((directory, package, generated))
                 except ConformanceError as err:
                     self._packages.append((directory, str(err), []))
@@ -80,6 +86,7 @@ class CaseRunner:
                 self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
                                   for d, p, g in self._packages]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
+            self.state.weak = list(self._weak)
             self.state.case_sources = list(self._sources)
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
@@ -136,7 +143,7 @@ class CaseRunner:
             except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
                 raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
                                         f"{type(err).__name__}: {err}") from None
-            self._checkers[key] = Checker(impl, stress_runs=state.stress)
+            self._checkers[key] = Checker(impl, stress_runs=state.stress, repros=bool(state.repro_dir))
         return self._checkers[key]
 
     def column_error(self, column: Column | None) -> str | None:
@@ -201,6 +208,11 @@ class CaseRunner:
         except CaseFailed as err:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
+            if self.repro is not None and err.failure is not None:
+                entry = self.repro.add(checker.impl, err.failure)
+                props.append((REPRO_KEY, json.dumps(entry)))
+                verdict.repro = entry["repro"]
+                rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""
             if verdict.divergence and request.config.getoption("divergences") == "xfail":
                 verdict.status = "xfailed"
                 props.append((VERDICT_KEY, _json(verdict)))
@@ -243,7 +255,7 @@ class CaseRunner:
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total,
-                                        "case_sources": self.state.case_sources}
+                                        "case_sources": self.state.case_sources, "weak": self.state.weak}
 
 
 def _share_cpu_renderer() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import cases as case_generator
 from cases.golden import CASES_DIR, load_matching_golden
+from cases.weakness import report_flags
 from conformance.certify import report
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
@@ -120,7 +121,8 @@ class ColumnRun:
                                  device=impl.describe(), implementation="manifest-runtime",
                                  skipped_reasons=dict(Counter(v["detail"] for v in self.verdicts
                                                               if v["status"] == "skipped")),
-                                 deselected_heavy=0)
+                                 deselected_heavy=0, weak=[w for p, found in self.packages for w in report_flags(
+                                     p, [c for c in found if getattr(c, "stored", None) is None])])
         self.data["column"] = self.slug
         self.data["user_agent"] = self.client.user_agent
         if self.error:

@@ -94,4 +94,6 @@ def test_pyargs_from_an_empty_directory_certifies_the_shipped_packages(installed
     assert data["result"] == "conforms" and data["totals"]["failed"] == 0, data["totals"]
     assert {p["package"] for p in data["packages"]} == shipped_packages()
     assert all(p["root"].startswith(str(python.parent.parent)) for p in data["packages"])
-    print(f"pytest --pyargs conformance from an empty directory: {data['totals']['passed']} passed in {elapsed:.1f}s")
+    summary = out[out.index("= conformance ="):] if "= conformance =" in out else out[-3000:]
+    print(f"\n{summary}\npytest --pyargs conformance from an empty directory: {data['totals']['passed']} passed "
+          f"in {elapsed:.1f}s")
