@@ -135,6 +135,18 @@ def _tensor(arr: np.ndarray) -> dict:
     return {"dtype": arr.dtype.name, "dims": list(arr.shape), "b64": base64.b64encode(arr.tobytes()).decode()}
 
 
+def _allowed(failure, record, inputs, role: str, want: np.ndarray) -> np.ndarray:
+    """Each element's allowed absolute error: the failure's own bounds (``expected["bounds"]``, the suite's
+    tolerance as numbers), else the op record's tolerance for the call."""
+    bound = (failure.expected.get("bounds") or {}).get(role)
+    if bound is not None:
+        allowed = np.asarray(bound["atol"], dtype=np.float64) + float(bound["rtol"]) * np.abs(want)
+    else:
+        dtype = record.reference_dtype(inputs) or "float32"
+        allowed = record.tolerance_for(dtype, inputs, failure.attributes or None).allowed(want)
+    return np.broadcast_to(allowed, want.shape)
+
+
 def _expected(failure, record, inputs) -> dict:
     expected = failure.expected
     if expected.get("outcome") != "accepted":
@@ -142,9 +154,7 @@ def _expected(failure, record, inputs) -> dict:
     outputs = {}
     for role, want in (expected.get("outputs") or {}).items():
         want = np.asarray(want, dtype=np.float64)
-        dtype = record.reference_dtype(inputs) or "float32"
-        allowed = np.broadcast_to(record.tolerance_for(dtype, inputs, failure.attributes or None).allowed(want),
-                                  want.shape)
+        allowed = _allowed(failure, record, inputs, role, want)
         outputs[role] = {"dims": list(want.shape), "values": _values(want), "allowed": _values(allowed)}
     return {"outcome": "accepted", "outputs": outputs, "tolerance": str(expected.get("tolerance", ""))}
 
