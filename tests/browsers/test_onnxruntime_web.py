@@ -46,12 +46,13 @@ def _impl(name):
 
 
 def check(impl_name, package_name, case_id):
-    """(verdict, the raised outcome or None) of one golden case through the named implementation."""
+    """(verdict, the raised outcome or None) of one golden case through the named implementation; a failure
+    carries its ``repro.Failure`` (as under --repro-dir)."""
     package, found = _golden(package_name)
     case = found[case_id]
     verdict = verdict_for(case)
     try:
-        Checker(_impl(impl_name)).check(case, package, verdict)
+        Checker(_impl(impl_name), repros=True).check(case, package, verdict)
     except (CaseFailed, CaseNotApplicable) as err:
         return verdict, err
     return verdict, None
@@ -127,7 +128,7 @@ def test_jsep_f16_without_shader_f16_returns_zeros_with_the_console_line_attache
 
 # -- the standalone repro page ---------------------------------------------------------------------------
 def _failure(impl, package_name, case_id, kind):
-    """What --repro-dir hands an implementation for a failing case (conformance.certify.repro's interface)."""
+    """A repro.Failure-like record of a call ORT Web answers correctly (the checker makes none for a pass)."""
     package, found = _golden(package_name)
     case = found[case_id]
     inputs = Checker(impl).inputs_for(case)
@@ -192,7 +193,9 @@ def test_the_repro_page_shows_the_same_failure_with_ort_web_alone(repro_server, 
                                                                   kind, why):
     root, base = repro_server
     impl = _impl(impl_name)
-    failure = _failure(impl, package, case_id, kind)
+    _, err = check(impl_name, package, case_id)
+    failure = err.failure                      # what --repro-dir hands the implementation (repro.Failure)
+    assert failure is not None and failure.kind == kind
     directory = _write(root, f"{impl_name}-{kind}", impl.repro_files(failure))
     assert {"index.html", "model.onnx", "case.json", "README.md"} <= {p.name for p in directory.iterdir()}
     # ORT Web beside the page (../ort from the case's directory), named by the ?ort= parameter
