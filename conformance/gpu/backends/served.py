@@ -346,8 +346,8 @@ def _handler(server: PageServer):
                 self._send(200, SERVED_PAGE, "text/html; charset=utf-8")
             elif parts == ["driven"]:
                 self._send(200, DRIVEN_PAGE, "text/html; charset=utf-8")
-            elif len(parts) == 2 and parts[0] == "ext" and parts[1].removesuffix(".mjs") in EXTENSIONS:
-                self._send(200, EXTENSIONS[parts[1].removesuffix(".mjs")].read_bytes(), MIME["mjs"])
+            elif len(parts) == 2 and parts[0] == "ext" and parts[1].endswith(".mjs") and parts[1][:-4] in EXTENSIONS:
+                self._send(200, EXTENSIONS[parts[1][:-4]].read_bytes(), MIME["mjs"])
             elif len(parts) == 2 and parts[0] == "ort" and ORT_FILE.match(parts[1]):
                 self._send_ort(parts[1])
             elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
