@@ -31,6 +31,7 @@ from conformance.certify.onnxruntime import ort_ops, session_key
 from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
+from conformance.gpu.backends.page import WebGPUError
 from conformance.gpu.backends.served import PAGES
 from conformance.ops import record_for
 
@@ -115,7 +116,7 @@ class OrtWeb:
         for k in done:
             del self._sessions[k]
         if names and self._page is not None and not self._page.lost:
-            self._page.call(["ortRelease", 0, names])
+            self._call(self._page, ["ortRelease", 0, names])
 
     def describe(self) -> dict:
         return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
@@ -146,7 +147,7 @@ class OrtWeb:
         start = time.perf_counter()
         feeds = {r: [inputs[r].dtype.name, list(inputs[r].shape), page.data_ref(inputs[r].tobytes())]
                  for r in present}
-        got = page.call(["ortRun", 0, made["name"], feeds])
+        got = self._call(page, ["ortRun", 0, made["name"], feeds])
         report.update(run_ms=_ms(got, "ms"), round_trips=page.batches - before,
                       wall_ms=round((time.perf_counter() - start) * 1000, 3))
         _console(report, None if reused else made.get("console"), got)
@@ -169,29 +170,44 @@ class OrtWeb:
             dtype, dims, ref = entry
             np_dtype = np.dtype("bool" if dtype == "bool" else dtype)
             size = math.prod(dims) * np_dtype.itemsize
-            outputs[role] = np.frombuffer(page.bytes_of(ref, size), dtype=np_dtype).reshape(dims).copy()
+            try:
+                data = page.bytes_of(ref, size)
+            except WebGPUError as exc:
+                raise PageUnavailable(f"{self.name}: reading {role}: {exc}") from None
+            outputs[role] = np.frombuffer(data, dtype=np_dtype).reshape(dims).copy()
         return ImplResult(outputs, extra={"providers": [self.provider], "report": report})
 
     # -- the page --------------------------------------------------------------------------------
     def _ensure_page(self):
         """The live page Session with ORT Web loaded; a fresh page (after a loss) starts with no sessions."""
         backend = _browser(self.webgpu)
-        page = backend.session()
+        try:
+            page = backend.session()
+        except WebGPUError as exc:
+            raise PageUnavailable(f"{self.name}: no page: {exc}") from None
         if page is self._page:
             return page
         self._sessions.clear()
-        self._adapter = page.call(["adapterInfo", 0])
+        self._adapter = self._call(page, ["adapterInfo", 0])
         features = self._adapter.get("features") if isinstance(self._adapter, dict) else None
         self.device_features = frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) \
             else frozenset()
-        page.call(["extend", 0, "ort"])
-        loaded = page.call(["ortLoad", 0, self.flavor])
+        self._call(page, ["extend", 0, "ort"])
+        loaded = self._call(page, ["ortLoad", 0, self.flavor])
         if not isinstance(loaded, dict) or "error" in loaded:
             raise PageUnavailable(f"the page could not load ONNX Runtime Web ({self.bundle}): "
                                   f"{loaded.get('error') if isinstance(loaded, dict) else loaded}")
         self.version = loaded.get("version")
         self._backend, self._page = backend, page
         return page
+
+    def _call(self, page, cmd: list):
+        """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
+        answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
+        try:
+            return page.call(cmd)
+        except WebGPUError as exc:
+            raise PageUnavailable(f"{self.name}: {cmd[0]}: {exc}") from None
 
     def _engine(self) -> str | None:
         backend = getattr(self, "_backend", None)
@@ -211,7 +227,7 @@ class OrtWeb:
                 self._sessions[key] = {"error": Rejected(f"{self.name}: no model for {mapping.op_type} with {shown}:"
                                                          f" {exc}", reason="model")}
                 return self._raise(key)
-            got = page.call(["ortSession", 0, self.flavor, name, page.data_ref(model)])
+            got = self._call(page, ["ortSession", 0, self.flavor, name, page.data_ref(model)])
             if not isinstance(got, dict):
                 raise PageUnavailable(f"{self.name}: the page answered ortSession with {str(got)[:200]}")
             placements = got.get("placements") if isinstance(got.get("placements"), dict) else {}
