@@ -37,6 +37,12 @@ echo "== conformance through Dawn (Tint), the same device"
 python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
 echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md)"
+python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
+  --expectations docs/findings/onnxruntime-web-chromium.yaml
+echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md)"
+python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
+  --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
 finish_beside firefox
 echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16)"

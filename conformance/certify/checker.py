@@ -96,6 +96,13 @@ class Checker:
                 self._check_accepted(case, package, expect, verdict)
             else:
                 self._check_rejected(case, expect, verdict)
+        except CaseFailed as err:
+            console = verdict.impl.get("console")
+            if not console:
+                raise
+            lines = "\n    ".join(console)
+            raise CaseFailed(f"{err}\n  the page's console said, with this result:\n    {lines}",
+                             divergence=err.divergence, failure=err.failure) from None
         except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
             raise CaseFailed(f"{case.id}: {err}") from None
         finally:
@@ -155,11 +162,15 @@ class Checker:
             verdict.checks.update(contract="not-applicable")
             raise CaseNotApplicable(f"{input_bytes(case)} bytes of inputs: too large to run here")
 
-    def _run(self, case, inputs, expect: Expected):
-        """The implementation's result, or Rejected; any other suite error fails the case with its message."""
+    def _run(self, case, inputs, expect: Expected, verdict: Verdict):
+        """The implementation's result, or Rejected; any other suite error fails the case with its message.
+        What the implementation reports of the call (``extra["report"]``, ``Rejected.report``) goes on the verdict."""
         try:
-            return self.impl.run(case, dict(inputs))
-        except Rejected:
+            result = self.impl.run(case, dict(inputs))
+            verdict.impl.update(result.extra.get("report") or {})
+            return result
+        except Rejected as err:
+            verdict.impl.update(getattr(err, "report", None) or {})
             raise
         except ExpressionError as err:   # the call never ran: an expression of the manifest failed for it
             raise CaseFailed(f"{case.id}: planning failed: {err}") from None
@@ -178,7 +189,7 @@ class Checker:
                 raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
                                  f"the call was accepted as variant {variant!r}")
             inputs = self.inputs_for(case)
-            result = self._run(case, inputs, expect)
+            result = self._run(case, inputs, expect, verdict)
         except Rejected as err:
             if self.strict:
                 self._check_reason(case, expect, err)
@@ -246,11 +257,16 @@ class Checker:
         checks = verdict.checks
         inputs = self.inputs_for(case)
         try:
-            result = self._run(case, inputs, expect)
+            result = self._run(case, inputs, expect, verdict)
         except Rejected as err:
             if self.strict:
                 raise CaseFailed(f"{case.id}: expected variant {expect.variant!r}, but the call was rejected:\n"
                                  f"{err}") from None
+            lacking = self._lacking_features(case)
+            if lacking:   # refusing what the device cannot do is right; running it anyway is checked
+                checks.update(contract="not-applicable")
+                raise CaseNotApplicable(f"{self.impl.name} refuses the call on a device without "
+                                        f"{', '.join(lacking)}: {err}") from None
             checks.update(contract="failed")
             text = f"{self.impl.name} rejects a call the manifest accepts (as variant {expect.variant!r})"
             raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=self._failure(
@@ -274,6 +290,15 @@ class Checker:
             raise
         checks["values"] = "passed"
         return result.outputs
+
+    def _lacking_features(self, case) -> list[str]:
+        """The features a call needs that the implementation's device lacks (it says which it has, in
+        ``device_features``): shader-f16 for an f16 tensor."""
+        have = getattr(self.impl, "device_features", None)
+        if have is None or self.strict:
+            return []
+        f16 = any(arg is not None and arg[1] == "float16" for arg in case.inputs.values())
+        return ["shader-f16"] if f16 and "shader-f16" not in have else []
 
     def _plan_problems(self, case, expect: Expected, result, checks: dict) -> list[str]:
         """Variant and dispatch: always for the device model, else where reported on the baseline profile."""

@@ -87,10 +87,12 @@ class Rejected(ContractError):
     """An implementation refused a call (the counterpart of the manifest's rejections)."""
 
     def __init__(self, message: str, *, reason: str = "rejected", argument: str | None = None,
-                 failures: dict | None = None):
+                 failures: dict | None = None, report: dict | None = None):
         super().__init__(message, reason=reason, argument=argument)
         #: For a manifest's no-variant rejection: variant id -> the first predicate that failed, with values.
         self.failures = dict(failures or {})
+        #: What the implementation reports of the refused call (as ``ImplResult.extra["report"]``).
+        self.report = dict(report or {})
 
 
 class NotSupported(ConformanceError):
@@ -110,6 +112,7 @@ class ImplResult:
     inputs_intact: dict[str, bool] | None = None
     #: Per output: whether the guarded run and the run bound as in production gave the same bytes (None: n/a).
     identical: dict[str, bool] | None = None
+    #: ``extra["report"]``: JSON-able facts of this call the verdict carries as ``impl`` (cost, provider, console).
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -190,7 +193,9 @@ def _rejected(err: ContractError) -> Rejected:
 #: The built-in implementations, as "module:factory" (loaded on selection: ONNX Runtime is optional).
 BUILTIN = {DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementation",
            "onnxruntime-cpu": "conformance.certify.onnxruntime:OrtCpu",
-           "onnxruntime-webgpu": "conformance.certify.onnxruntime:OrtWebGpu"}
+           "onnxruntime-webgpu": "conformance.certify.onnxruntime:OrtWebGpu",
+           "onnxruntime-web": "conformance.certify.onnxruntime_web:OrtWeb",
+           "onnxruntime-web-jsep": "conformance.certify.onnxruntime_web:OrtWebJsep"}
 
 
 def registered() -> dict[str, str]:

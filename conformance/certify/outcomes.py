@@ -65,6 +65,8 @@ class Verdict:
     evidence: str | None = None
     #: Whether every output the case expects is empty (such a case can only give "shapes" evidence).
     empty: bool = False
+    #: What an implementation reported of the call (``ImplResult.extra["report"]``: cost, provider, console).
+    impl: dict = field(default_factory=dict)
     #: Output elements compared against the reference (None: no value check ran; 0 with outputs that are not
     #: empty: every element was unconstrained for the case's data, so the case checked no value).
     compared: int | None = None
@@ -86,6 +88,8 @@ class Verdict:
                 out[key] = getattr(self, key)
         out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty,
                    compared=self.compared)
+        if self.impl:
+            out["impl"] = dict(self.impl)
         return out
 
 

@@ -21,6 +21,7 @@
   const AHEAD = new Map();      // buffer id -> [device, promise of true when mapped]
   const OWNER = new WeakMap();  // buffer -> its device
   const DESTROYED = new WeakSet();
+  const EXTENDED = new Map();   // extension name -> promise of its commands added to OPS (the "extend" command)
   let INLINE_LIMIT = 128 * 1024;  // set by Python with each batch
   let BLOB_BASE = "blob/";        // relative to the page: the server's blob store (per page on a served one)
   const CHECKED = new Set(["createShaderModule", "createComputePipeline", "mapAsync", "readBuffer",
@@ -118,6 +119,13 @@
         return t[0] > 0n && t[1] >= t[0] ? "ok" : `timestamps read back as ${t[0]}, ${t[1]}`;
       } catch (x) { return `${x.name}: ${x.message}`; }
       finally { qs.destroy(); res.destroy(); rb.destroy(); }
+    },
+    async extend(_d, name) {
+      // more commands from a module the suite's server hands out (served.EXTENSIONS: "ort" for ONNX Runtime Web),
+      // given this runtime's byte helpers; loaded once per page
+      if (!EXTENDED.has(name)) EXTENDED.set(name, import(new URL(`ext/${name}.mjs`, location.href).href)
+        .then((m) => Object.assign(OPS, m.commands({ pack, unpack }))));
+      await EXTENDED.get(name);
     },
     drop(_d, ids) { for (const id of ids) { T.delete(id); AHEAD.delete(id); } },
     reset() {  // a new session on a page that lived through the last one: nothing of it is reachable any more

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import re
 import secrets
 import socket
@@ -38,6 +39,12 @@ MAX_PENDING_BYTES = 2 << 30    # a page's posted blobs not yet claimed by its se
 POLL_SECONDS = 10.0            # how long one poll waits for a batch before an idle reply
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+#: Modules the page runtime may load on top of its WebGPU commands (``["extend", 0, name]``): name -> file here.
+EXTENSIONS = {"ort": Path(__file__).with_name("page_ort.mjs")}
+#: Files of the pinned npm package ``onnxruntime-web`` (``dist/``) the server hands out under ``ort/``: its
+#: JavaScript and WebAssembly only, so that a page runs ONNX Runtime Web from 127.0.0.1 and fetches nothing else.
+ORT_FILE = re.compile(r"ort[a-z0-9.-]*\.(mjs|wasm)\Z")
+MIME = {"mjs": "text/javascript; charset=utf-8", "wasm": "application/wasm"}
 
 
 def _page_html(title: str, body: str, script: str) -> bytes:
@@ -339,11 +346,23 @@ def _handler(server: PageServer):
                 self._send(200, SERVED_PAGE, "text/html; charset=utf-8")
             elif parts == ["driven"]:
                 self._send(200, DRIVEN_PAGE, "text/html; charset=utf-8")
+            elif len(parts) == 2 and parts[0] == "ext" and parts[1].endswith(".mjs") and parts[1][:-4] in EXTENSIONS:
+                self._send(200, EXTENSIONS[parts[1][:-4]].read_bytes(), MIME["mjs"])
+            elif len(parts) == 2 and parts[0] == "ort" and ORT_FILE.match(parts[1]):
+                self._send_ort(parts[1])
             elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
                 body = client.uploads.pop(parts[3], None)
                 self._send(404) if body is None else self._send(200, body)
             else:
                 self._refuse(404, "refused: no such path")
+
+        def _send_ort(self, name: str):
+            dist = ort_dist()
+            path = dist / name if dist is not None else None
+            if path is None or not path.is_file():
+                return self._refuse(404, f"refused: no {name} in onnxruntime-web's dist/ "
+                                         f"({dist or 'node_modules/onnxruntime-web not found: run npm ci'})")
+            self._send(200, path.read_bytes(), MIME[name.rsplit(".", 1)[1]])
 
         def do_POST(self):
             route = self._route()
@@ -393,6 +412,16 @@ def _handler(server: PageServer):
             self._send(200, client.poll(message.get("generation"), seq, answer), "application/json")
 
     return Handler
+
+
+def ort_dist() -> Path | None:
+    """``node_modules/onnxruntime-web/dist`` of the checkout (or of ``CONFORMANCE_ORT_WEB``, a package directory),
+    None when neither has one."""
+    override = os.environ.get("CONFORMANCE_ORT_WEB", "").strip()
+    here = Path(__file__).resolve()
+    roots = [Path(override)] if override else [d / "node_modules" / "onnxruntime-web" for d in
+                                               (Path.cwd(), *here.parents)]
+    return next((r / "dist" for r in roots if (r / "dist" / "ort.webgpu.min.mjs").is_file()), None)
 
 
 # -- a column per page ------------------------------------------------------------------------------

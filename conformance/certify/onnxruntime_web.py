@@ -1,0 +1,293 @@
+"""ONNX Runtime Web inside a browser page, as implementations under test: where web users run ORT's kernels.
+
+``onnxruntime-web`` runs the C++ WebGPU execution provider compiled to WebAssembly (``ort.webgpu.min.mjs``,
+``WebGpuExecutionProvider``); ``onnxruntime-web-jsep`` runs JSEP, the TypeScript kernels (``ort.min.mjs``,
+``JsExecutionProvider``). Both go through the one page runtime of the browser columns (``--webgpu=chromium``:
+Playwright's Chromium; ``--webgpu=firefox`` or ``page:<id>``: a served page), which loads
+``backends/page_ort.mjs`` and ORT Web's files from the suite's server (the pinned npm package in
+``node_modules/``), one thread, no cross-origin isolation.
+
+The models are the native provider's (:func:`conformance.certify.onnx_models.mapped_model`: one node of the op
+record's ``OrtMapping``, unknown dimensions), one session per (op, dtypes, attributes) kept in the page. A session
+is made with CPU fallback disabled and must place every node on the provider under test (ORT's verbose session
+log names each node's provider); one that does not is a failure saying so, never a pass or a rejection.
+Each verdict carries what the case cost (``impl``: session and run milliseconds in the page, round trips) and the
+page's console warnings and errors that came with its result.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+import re
+import time
+
+import numpy as np
+
+from conformance.certify.implementations import ImplResult, NotSupported, Rejected
+from conformance.certify.onnx_models import mapped_model
+from conformance.certify.onnxruntime import ort_ops, session_key
+from conformance.certify.onnxruntime_web_repro import repro_files
+from conformance.errors import ConformanceError
+from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
+from conformance.gpu.backends.page import WebGPUError
+from conformance.gpu.backends.served import PAGES
+from conformance.ops import record_for
+
+#: What ORT says when a node would need the CPU provider and fallback is disabled ("... has been explicitly
+#: disabled by the user"), or when a node its optimizer made (Gelu decomposed to Mul...) was placed on none.
+FALLBACK = re.compile(r"fallback to CPU EP has been explicitly disabled|Provider type for \w+ node .* is not set")
+_INSTANCES = itertools.count(1)
+#: Terminal colours ORT's log puts around its errors.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: The browsers ``--webgpu`` may name (a served ``page:<id>`` besides).
+BROWSERS = ("chromium", "firefox")
+#: JavaScript typed arrays the page builds tensors with (ORT Web's element types).
+WEB_DTYPES = ("float32", "float16", "int32", "int64", "uint8", "int8", "bool", "float64")
+
+
+class ProviderFallback(ConformanceError):
+    """A node of the model was not placed on the provider under test (the CPU took it): a failure."""
+
+
+class PageUnavailable(ConformanceError):
+    """The page could not load ONNX Runtime Web; the message says why."""
+
+
+def _browser(webgpu: str):
+    """The browser backend of ``--webgpu`` (the one page runtime's owner), started on first use."""
+    if webgpu.startswith(PAGE_PREFIX):
+        backend = PAGES.get(webgpu[len(PAGE_PREFIX):])
+        if backend is None:
+            raise PageUnavailable(f"no served page {webgpu!r} (pages: {', '.join(PAGES) or 'none'})")
+        return backend
+    if webgpu not in BROWSERS:
+        raise PageUnavailable(f"--webgpu={webgpu}: ONNX Runtime Web runs in a browser; use "
+                              f"{', '.join('--webgpu=' + b for b in BROWSERS)} or a served page:<id>")
+    why = unavailable(webgpu)
+    if why:
+        raise PageUnavailable(why)
+    return importlib.import_module(IMPLEMENTATIONS[webgpu]).default_backend()  # loaded on selection (Playwright)
+
+
+class OrtWeb:
+    """ONNX Runtime Web's C++ WebGPU provider (``ort.webgpu.min.mjs``) in the browser of ``--webgpu``."""
+
+    name = "onnxruntime-web"
+    flavor = "webgpu"                       # page_ort.mjs FLAVORS
+    bundle = "ort.webgpu.min.mjs"
+    provider = "WebGpuExecutionProvider"
+    has_variants = False
+
+    def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium"):
+        self.webgpu = webgpu                # wgpu or dawn: available() says it needs a browser
+        self._page = None                   # the page Session the state below belongs to
+        self._sessions: dict[tuple, dict] = {}
+        self._ops: dict[str, str] = {}
+        self._adapter: dict | None = None
+        self.version: str | None = None
+        self.device_features: frozenset | None = None
+        self._prefix = f"{self.flavor}{next(_INSTANCES)}"
+        self._names = itertools.count(1)
+
+    # -- Implementation ------------------------------------------------------------------------
+    def available(self) -> str | None:
+        try:
+            self._ensure_page()
+        except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run ORT Web
+            return f"{self.name}: {exc}"
+        return None
+
+    def prepare(self, package) -> None:
+        ops = ort_ops()
+        op = package.manifest.op_id
+        if op not in ops:
+            raise NotSupported(f"{self.name} implements {', '.join(sorted(ops))} (the op records with an ORT "
+                               f"mapping), not {package.name}")
+        self._ops[package.name] = ops[op]
+        self._release(keep=package.name)
+
+    def _release(self, keep: str) -> None:
+        """Release the page's sessions of other packages (the cases run package by package): a page holding every
+        session of a run ties up GPU memory that later sessions need."""
+        done = [k for k in self._sessions if k[0] != keep]
+        names = [self._sessions[k]["name"] for k in done if "name" in self._sessions[k]]
+        for k in done:
+            del self._sessions[k]
+        if names and self._page is not None and not self._page.lost:
+            self._call(self._page, ["ortRelease", 0, names])
+
+    def describe(self) -> dict:
+        return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
+                "bundle": self.bundle, "browser": self._engine(), "adapter": (self._adapter or {}).get("info"),
+                "features": sorted(self.device_features or ())}
+
+    def run(self, case, inputs) -> ImplResult:
+        mapping = record_for(case.package).ort
+        for role, arr in inputs.items():
+            if arr is not None and arr.dtype.name not in WEB_DTYPES:
+                raise Rejected(f"{self.name}: no ONNX Runtime Web tensor type for {role} dtype {arr.dtype}",
+                               reason="dtype", argument=role)
+        present = [r for r in mapping.inputs if inputs.get(r) is not None]
+        if mapping.inputs[0] not in present:
+            role = mapping.inputs[0]
+            raise Rejected(f"{self.name}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
+                           reason="missing-input", argument=role)
+        dtypes = {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
+        attributes = dict(getattr(case, "attributes", None) or {})
+        page = self._ensure_page()
+        key = session_key(case.package, dtypes, attributes)
+        made = self._session(page, key, mapping, dtypes, attributes)
+        reused = made.get("reused", False)
+        report = {"provider": self.provider, "placements": made["placements"],
+                  "session_ms": 0.0 if reused else made["ms"], "session_reused": reused}
+        made["reused"] = True
+        before = page.batches
+        start = time.perf_counter()
+        feeds = {r: [inputs[r].dtype.name, list(inputs[r].shape), page.data_ref(inputs[r].tobytes())]
+                 for r in present}
+        got = self._call(page, ["ortRun", 0, made["name"], feeds])
+        report.update(run_ms=_ms(got, "ms"), round_trips=page.batches - before,
+                      wall_ms=round((time.perf_counter() - start) * 1000, 3))
+        _console(report, None if reused else made.get("console"), got)
+        if not isinstance(got, dict) or ("error" not in got and not isinstance(got.get("outputs"), dict)):
+            raise PageUnavailable(f"{self.name}: the page answered ortRun with {str(got)[:200]}")
+        if got.get("trapped"):   # the page dropped that instance and its sessions; they are made again
+            self._sessions.clear()
+            report["trapped"] = True
+            raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: its WebAssembly instance "
+                           f"trapped ({got.get('error')}); ONNX Runtime Web is loaded afresh for the next call",
+                           reason="runtime", report=report)
+        if "error" in got:
+            raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: {got['error']}",
+                           reason="runtime", report=report)
+        outputs = {}
+        for role, name in zip(mapping.outputs, mapping.outputs):
+            entry = got["outputs"].get(name)
+            if entry is None:
+                continue
+            dtype, dims, ref = entry
+            np_dtype = np.dtype("bool" if dtype == "bool" else dtype)
+            size = math.prod(dims) * np_dtype.itemsize
+            try:
+                data = page.bytes_of(ref, size)
+            except WebGPUError as exc:
+                raise PageUnavailable(f"{self.name}: reading {role}: {exc}") from None
+            outputs[role] = np.frombuffer(data, dtype=np_dtype).reshape(dims).copy()
+        return ImplResult(outputs, extra={"providers": [self.provider], "report": report})
+
+    # -- the page --------------------------------------------------------------------------------
+    def _ensure_page(self):
+        """The live page Session with ORT Web loaded; a fresh page (after a loss) starts with no sessions."""
+        backend = _browser(self.webgpu)
+        try:
+            page = backend.session()
+        except WebGPUError as exc:
+            raise PageUnavailable(f"{self.name}: no page: {exc}") from None
+        if page is self._page:
+            return page
+        self._sessions.clear()
+        self._adapter = self._call(page, ["adapterInfo", 0])
+        features = self._adapter.get("features") if isinstance(self._adapter, dict) else None
+        self.device_features = frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) \
+            else frozenset()
+        self._call(page, ["extend", 0, "ort"])
+        loaded = self._call(page, ["ortLoad", 0, self.flavor])
+        if not isinstance(loaded, dict) or "error" in loaded:
+            raise PageUnavailable(f"the page could not load ONNX Runtime Web ({self.bundle}): "
+                                  f"{loaded.get('error') if isinstance(loaded, dict) else loaded}")
+        self.version = loaded.get("version")
+        self._backend, self._page = backend, page
+        return page
+
+    def _call(self, page, cmd: list):
+        """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
+        answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
+        try:
+            return page.call(cmd)
+        except WebGPUError as exc:
+            raise PageUnavailable(f"{self.name}: {cmd[0]}: {exc}") from None
+
+    def _engine(self) -> str | None:
+        backend = getattr(self, "_backend", None)
+        try:
+            return backend.engine if backend is not None else None
+        except Exception:  # noqa: BLE001 -- a description is a courtesy
+            return None
+
+    def _session(self, page, key, mapping, dtypes: dict, attributes: dict) -> dict:
+        """The page's session for ``key``, made once; raises what making it said (each time it is asked)."""
+        if key not in self._sessions:
+            name = f"{self._prefix}-{next(self._names)}"   # unique in the page: several implementations share it
+            shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
+            try:
+                model = mapped_model(mapping, dtypes, attributes or None).SerializeToString()
+            except Exception as exc:  # noqa: BLE001 -- onnx's own errors: the model cannot be written
+                self._sessions[key] = {"error": Rejected(f"{self.name}: no model for {mapping.op_type} with {shown}:"
+                                                         f" {exc}", reason="model")}
+                return self._raise(key)
+            got = self._call(page, ["ortSession", 0, self.flavor, name, page.data_ref(model)])
+            if not isinstance(got, dict):
+                raise PageUnavailable(f"{self.name}: the page answered ortSession with {str(got)[:200]}")
+            placements = got.get("placements") if isinstance(got.get("placements"), dict) else {}
+            entry = {"name": name, "placements": placements, "ms": _ms(got, "ms"), "console": got.get("console")}
+            others = {p: n for p, n in placements.items() if p != self.provider}
+            if "error" in got and FALLBACK.search(str(got["error"])):
+                entry["error"] = ProviderFallback(
+                    f"{self.name}: {mapping.op_type} with {shown}: a node of the model is not taken by "
+                    f"{self.provider} and would run on the CPU (fallback disabled, so the session failed): "
+                    f"{got['error']}")
+            elif "error" in got:
+                entry["error"] = Rejected(f"{self.name}: no session for {mapping.op_type} with {shown}: "
+                                          f"{got['error']}", reason="model")
+            elif others or not placements:
+                placed = ", ".join(f"{n} on {p}" for p, n in placements.items()) or "no placement logged"
+                entry["error"] = ProviderFallback(f"{self.name}: {mapping.op_type} with {shown}: the session "
+                                                  f"placed nodes off {self.provider} ({placed})")
+            self._sessions[key] = entry
+        return self._raise(key)
+
+    def _raise(self, key) -> dict:
+        entry = self._sessions[key]
+        if "error" in entry:
+            raise entry["error"]
+        return entry
+
+    # -- standalone repro (conformance.certify.repro) --------------------------------------------
+    def repro_files(self, failure) -> dict[str, bytes]:
+        """An HTML page running the failing call with ONNX Runtime Web alone, its model and its data.
+
+        ``index.html`` loads ORT Web from ``./ort/`` beside it, or from ``?ort=<URL of ORT Web's dist/>``; it
+        shows the expected and the observed result and sets ``document.title`` to ``PASS`` or ``FAIL: ...``.
+        """
+        return repro_files(self, failure)
+
+
+class OrtWebJsep(OrtWeb):
+    """ONNX Runtime Web's JSEP provider (the TypeScript kernels of ``ort.min.mjs``) in the browser of ``--webgpu``."""
+
+    name = "onnxruntime-web-jsep"
+    flavor = "jsep"
+    bundle = "ort.min.mjs"
+    provider = "JsExecutionProvider"
+
+
+def _ms(got, key: str) -> float | None:
+    value = got.get(key) if isinstance(got, dict) else None
+    return round(float(value), 3) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _console(report: dict, *sources) -> None:
+    """The console warnings and errors that came with the session (when made for this case) and the run."""
+    lines = []
+    for source in sources:
+        got = source.get("console") if isinstance(source, dict) else source
+        for line in got if isinstance(got, list) else []:
+            if isinstance(line, dict) and isinstance(line.get("text"), str):
+                text = " ".join(ANSI.sub("", line["text"]).split())[:600]
+                if text not in lines:
+                    lines.append(text)
+    if lines:
+        report["console"] = lines[:20]
+
