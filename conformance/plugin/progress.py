@@ -4,6 +4,7 @@ sit between pytest's own lines on a terminal and in a CI log alike)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from conformance.progress import Progress
@@ -42,8 +43,9 @@ def wanted(config) -> bool:
 
 def column_of(nodeid: str) -> str:
     """The column slug a case's node id ends with (``[<case id>+<slug>]``), or "" for a run of one column."""
-    inner = nodeid.rsplit("[", 1)[-1].rstrip("]")
-    return inner.rsplit("+", 1)[1] if "+" in inner else ""
+    # a slug starts with a letter: "+38" in "epsilon=1e+38" is an exponent, not a column
+    found = re.search(r"\+([a-z][a-z0-9-]*)\]?$", nodeid)
+    return found.group(1) if found else ""
 
 
 class ColumnProgress:

@@ -55,6 +55,9 @@ def test_the_column_of_a_case_is_after_its_last_plus():
     assert column_of("conformance/test_kernels.py::test_case[Gelu/f32/X[8]/vec4+dawn-vulkan-llvmpipe]") == \
         "dawn-vulkan-llvmpipe"
     assert column_of("conformance/test_kernels.py::test_case[Gelu/f32/X[8]/vec4]") == ""
+    assert column_of("conformance/test_kernels.py::test_case[LayerNormalization/f32/X[2,4]/epsilon=1e+38]") == ""
+    assert column_of("conformance/test_kernels.py::test_case[LayerNormalization/f32/X[2,4]/epsilon=1e+38+wgpu-gl]") \
+        == "wgpu-gl"
 
 
 def test_a_conformance_run_prints_progress_lines_in_a_log(tmp_path):
