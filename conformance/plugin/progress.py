@@ -44,7 +44,7 @@ def wanted(config) -> bool:
 def column_of(nodeid: str) -> str:
     """The column slug a case's node id ends with (``[<case id>+<slug>]``), or "" for a run of one column."""
     # a slug starts with a letter: "+38" in "epsilon=1e+38" is an exponent, not a column
-    found = re.search(r"\+([a-z][a-z0-9-]*)\]?$", nodeid)
+    found = re.search(r"\+([a-z][a-z0-9._-]*)\]?$", nodeid)
     return found.group(1) if found else ""
 
 
