@@ -160,8 +160,7 @@ def index_markdown(index: dict) -> str:
     lines = ["# Standalone reproductions", "",
              f"{index['failures']} failing case(s) in {len(index['groups'])} group(s) of identical failures (same op, "
              f"implementation, provider, kind and signature); {index['written']} group(s) with a repro, each of its "
-             f"smallest case. Run a repro from its folder with `python <file>`: it exits 0 when the implementation "
-             f"behaves as the contract expects and 1 when the failure reproduces.", "",
+             f"smallest case. {how_to_run(index['groups'])}", "",
              "| group | implementation | kind | cases | signature | repro |", "| --- | --- | --- | ---: | --- | --- |"]
     for g in index["groups"]:
         repro = code_span(g["repro"]["run"]) if g["repro"] else cell(g["note"] or "none")
@@ -182,3 +181,19 @@ def index_markdown(index: dict) -> str:
 def summary_line(index: dict) -> str:
     return (f"repros: {index['failures']} failing case(s) in {len(index['groups'])} group(s), {index['written']} "
             f"written to {index['repro_dir']} (index.md, index.json); {index['seconds']:.2f} s spent on them")
+
+
+def how_to_run(groups) -> str:
+    """How the index's repros are run: a script with ``python``, a page from a local HTTP server (its README says
+    how), or both where the index holds both kinds."""
+    kinds = {Path(g["repro"]["run"]).suffix for g in groups if g.get("repro")}
+    ways = []
+    if kinds - {".html"}:
+        ways.append("run a script from its folder with `python <file>`: it exits 0 when the implementation behaves "
+                    "as the contract expects and 1 when the failure reproduces")
+    if ".html" in kinds:
+        ways.append("open a page (`index.html`) from a local HTTP server, as its folder's README.md says: its title "
+                    "ends in PASS when the implementation behaves as the contract expects and FAIL when the failure "
+                    "reproduces")
+    text = "; ".join(ways) + "."
+    return text[0].upper() + text[1:] if ways else "No group has a repro."

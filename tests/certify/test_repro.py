@@ -349,3 +349,15 @@ def test_repro_dir_refuses_the_manifest_runtime(tmp_path):
     from tests.certify.conftest import run_conformance
     proc = run_conformance("--impl=manifest", f"--repro-dir={tmp_path}", "--collect-only")
     assert proc.returncode == 4 and "--repro-dir: writes repros of an implementation outside" in proc.stderr
+
+
+def test_the_index_says_how_each_kind_of_repro_runs():
+    from conformance.certify.repro_index import how_to_run
+    script, page = {"repro": {"run": "g1/repro.py"}}, {"repro": {"run": "g2/index.html"}}
+    assert how_to_run([script]).startswith("Run a script from its folder with `python <file>`")
+    assert "index.html" not in how_to_run([script])
+    assert how_to_run([page]).startswith("Open a page (`index.html`) from a local HTTP server") and \
+        "python" not in how_to_run([page])
+    both = how_to_run([script, page, {"repro": None}])
+    assert "`python <file>`" in both and "PASS" in both
+    assert how_to_run([{"repro": None}]) == "No group has a repro."
