@@ -14,6 +14,7 @@ the conformance report through :func:`of_package`).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,8 @@ class Weakness:
 
 def family_counts(cases: list[Case]) -> dict[str, int]:
     """Family -> cases serving it, for every family of FAMILY_NAMES (0 for those no case serves)."""
-    return {f: sum(f in c.families for c in cases) for f in FAMILY_NAMES}
+    served = Counter(f for c in cases for f in set(c.families))   # each case's families worked out once
+    return {f: served[f] for f in FAMILY_NAMES}
 
 
 def of_package(package, cases: list[Case], ctx: Ctx | None = None) -> list[Weakness]:
