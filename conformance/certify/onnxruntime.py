@@ -30,6 +30,31 @@ def session_key(op: str, dtypes: dict, attributes: dict | None = None) -> tuple:
     return key + (tuple(sorted(attributes.items())),) if attributes else key
 
 
+def ort_op_type(impl: str, package) -> str:
+    """The ONNX op type that runs ``package`` (every version of an op runs the same one); NotSupported for an op
+    whose record has no ORT mapping."""
+    ops = ort_ops()
+    op = package.manifest.op_id
+    if op not in ops:
+        raise NotSupported(f"{impl} implements {', '.join(sorted(ops))} (the op records with an ORT "
+                           f"mapping), not {package.name}")
+    return ops[op]
+
+
+def model_inputs(impl: str, mapping, inputs: dict, types, type_word: str) -> tuple[list[str], dict]:
+    """(the roles fed to the one-node model, role -> dtype name or None for each of the mapping's inputs); Rejected
+    for a dtype outside ``types`` (the implementation's ``type_word``) or an absent first input."""
+    for role, arr in inputs.items():
+        if arr is not None and arr.dtype.name not in types:
+            raise Rejected(f"{impl}: no {type_word} for {role} dtype {arr.dtype}", reason="dtype", argument=role)
+    present = [r for r in mapping.inputs if inputs.get(r) is not None]
+    if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
+        role = mapping.inputs[0]
+        raise Rejected(f"{impl}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
+                       reason="missing-input", argument=role)
+    return present, {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
+
+
 def _ort():
     import onnxruntime as ort  # optional: loaded on use (onnxruntime or onnxruntime-webgpu)
     ort.set_default_logger_severity(4)
@@ -58,26 +83,12 @@ class _OrtBase:
         return None
 
     def prepare(self, package) -> None:
-        ops = ort_ops()
-        op = package.manifest.op_id  # every version of the op's package runs the same ONNX op
-        if op not in ops:
-            raise NotSupported(f"{self.name} implements {', '.join(sorted(ops))} (the op records with an ORT "
-                               f"mapping), not {package.name}")
-        self._ops[package.name] = ops[op]
+        self._ops[package.name] = ort_op_type(self.name, package)
 
     def run(self, case, inputs) -> ImplResult:
         mapping = record_for(case.package).ort
         op = mapping.op_type
-        for role, arr in inputs.items():
-            if arr is not None and arr.dtype.name not in ELEMENT_TYPES:
-                raise Rejected(f"{self.name}: no ONNX element type for {role} dtype {arr.dtype}", reason="dtype",
-                               argument=role)
-        present = [r for r in mapping.inputs if inputs.get(r) is not None]
-        if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
-            role = mapping.inputs[0]
-            raise Rejected(f"{self.name}: {op} needs input {role} (an ONNX model cannot leave it out)",
-                           reason="missing-input", argument=role)
-        dtypes = {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
+        present, dtypes = model_inputs(self.name, mapping, inputs, ELEMENT_TYPES, "ONNX element type")
         sess = self.session_for(session_key(case.package, dtypes, dict(getattr(case, "attributes", None) or {})))
         try:
             ys = sess.run(None, {r: inputs[r] for r in present})

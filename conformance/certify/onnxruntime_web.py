@@ -25,9 +25,9 @@ import time
 
 import numpy as np
 
-from conformance.certify.implementations import ImplResult, NotSupported, Rejected
+from conformance.certify.implementations import ImplResult, Rejected
 from conformance.certify.onnx_models import mapped_model
-from conformance.certify.onnxruntime import ort_ops, session_key
+from conformance.certify.onnxruntime import model_inputs, ort_op_type, session_key
 from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
@@ -100,12 +100,7 @@ class OrtWeb:
         return None
 
     def prepare(self, package) -> None:
-        ops = ort_ops()
-        op = package.manifest.op_id
-        if op not in ops:
-            raise NotSupported(f"{self.name} implements {', '.join(sorted(ops))} (the op records with an ORT "
-                               f"mapping), not {package.name}")
-        self._ops[package.name] = ops[op]
+        self._ops[package.name] = ort_op_type(self.name, package)
         self._release(keep=package.name)
 
     def _release(self, keep: str) -> None:
@@ -125,16 +120,7 @@ class OrtWeb:
 
     def run(self, case, inputs) -> ImplResult:
         mapping = record_for(case.package).ort
-        for role, arr in inputs.items():
-            if arr is not None and arr.dtype.name not in WEB_DTYPES:
-                raise Rejected(f"{self.name}: no ONNX Runtime Web tensor type for {role} dtype {arr.dtype}",
-                               reason="dtype", argument=role)
-        present = [r for r in mapping.inputs if inputs.get(r) is not None]
-        if mapping.inputs[0] not in present:
-            role = mapping.inputs[0]
-            raise Rejected(f"{self.name}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
-                           reason="missing-input", argument=role)
-        dtypes = {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
+        present, dtypes = model_inputs(self.name, mapping, inputs, WEB_DTYPES, "ONNX Runtime Web tensor type")
         attributes = dict(getattr(case, "attributes", None) or {})
         page = self._ensure_page()
         key = session_key(case.package, dtypes, attributes)
@@ -163,8 +149,8 @@ class OrtWeb:
             raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: {got['error']}",
                            reason="runtime", report=report)
         outputs = {}
-        for role, name in zip(mapping.outputs, mapping.outputs):
-            entry = got["outputs"].get(name)
+        for role in mapping.outputs:
+            entry = got["outputs"].get(role)
             if entry is None:
                 continue
             dtype, dims, ref = entry
