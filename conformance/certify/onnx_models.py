@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from conformance.certify.implementations import Rejected
 from conformance.engine.dtypes import DTYPES
 
 #: ONNX element types by dtype name.
@@ -72,3 +73,17 @@ def session(model, providers=("CPUExecutionProvider",), config: dict | None = No
 
 def as_numpy_dtype(dtype: str) -> np.dtype:
     return np.dtype(dtype)
+
+
+def model_inputs(impl: str, mapping, inputs: dict, types, type_word: str) -> tuple[list[str], dict]:
+    """(the roles fed to the one-node model, role -> dtype name or None for each of the mapping's inputs); Rejected
+    for a dtype outside ``types`` (the implementation's ``type_word``) or an absent first input."""
+    for role, arr in inputs.items():
+        if arr is not None and arr.dtype.name not in types:
+            raise Rejected(f"{impl}: no {type_word} for {role} dtype {arr.dtype}", reason="dtype", argument=role)
+    present = [r for r in mapping.inputs if inputs.get(r) is not None]
+    if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
+        role = mapping.inputs[0]
+        raise Rejected(f"{impl}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
+                       reason="missing-input", argument=role)
+    return present, {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
-from conformance.certify.onnx_models import ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, one_node_model, session
+from conformance.certify.onnx_models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
+                                             one_node_model, session)
 from conformance.certify.repro_ort import files as repro_files
 from conformance.ops import known_ops, record_for
 
@@ -39,20 +40,6 @@ def ort_op_type(impl: str, package) -> str:
         raise NotSupported(f"{impl} implements {', '.join(sorted(ops))} (the op records with an ORT "
                            f"mapping), not {package.name}")
     return ops[op]
-
-
-def model_inputs(impl: str, mapping, inputs: dict, types, type_word: str) -> tuple[list[str], dict]:
-    """(the roles fed to the one-node model, role -> dtype name or None for each of the mapping's inputs); Rejected
-    for a dtype outside ``types`` (the implementation's ``type_word``) or an absent first input."""
-    for role, arr in inputs.items():
-        if arr is not None and arr.dtype.name not in types:
-            raise Rejected(f"{impl}: no {type_word} for {role} dtype {arr.dtype}", reason="dtype", argument=role)
-    present = [r for r in mapping.inputs if inputs.get(r) is not None]
-    if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
-        role = mapping.inputs[0]
-        raise Rejected(f"{impl}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
-                       reason="missing-input", argument=role)
-    return present, {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}
 
 
 def _ort():

@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
-from conformance.certify.onnx_models import mapped_model
-from conformance.certify.onnxruntime import model_inputs, ort_op_type, session_key
+from conformance.certify.onnx_models import mapped_model, model_inputs
+from conformance.certify.onnxruntime import ort_op_type, session_key
 from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable

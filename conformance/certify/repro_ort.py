@@ -14,8 +14,9 @@ import io
 
 import numpy as np
 
-from conformance.certify.implementations import NotSupported
-from conformance.certify.onnx_models import ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, one_node_model
+from conformance.certify.implementations import NotSupported, Rejected
+from conformance.certify.onnx_models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
+                                             one_node_model)
 from conformance.ops import record_for
 
 #: Arrays of at most this many elements in all are written into the script; larger calls get ``data.npz``.
@@ -28,15 +29,11 @@ def files(failure, provider: str, config: dict) -> dict[str, bytes]:
     mapping = record_for(failure.package).ort
     if mapping is None:
         raise NotSupported(f"{failure.package} has no ONNX Runtime mapping")
-    present = [r for r in mapping.inputs if failure.inputs.get(r) is not None]
-    for role in present:
-        if failure.inputs[role].dtype.name not in ELEMENT_TYPES:
-            raise NotSupported(f"input {role} of dtype {failure.inputs[role].dtype} was refused by the suite's "
-                               f"adapter (no ONNX element type), not by ONNX Runtime")
-    if mapping.inputs[0] not in present:
-        raise NotSupported(f"no {mapping.inputs[0]}: the suite's adapter refused the call (an ONNX model cannot "
-                           f"leave it out), not ONNX Runtime")
-    dtypes = {r: (failure.inputs[r].dtype.name if r in present else None) for r in mapping.inputs}
+    try:   # the same check the implementation made before it ran the call
+        present, dtypes = model_inputs("the suite's ONNX adapter", mapping, failure.inputs, ELEMENT_TYPES,
+                                       "ONNX element type")
+    except Rejected as err:
+        raise NotSupported(f"{err} (the adapter refused the call, not ONNX Runtime)") from None
     model = mapped_model(mapping, dtypes, failure.attributes or None)
     arrays = {f"input.{r}": failure.inputs[r] for r in present}
     expected = failure.expected
