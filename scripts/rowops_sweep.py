@@ -30,11 +30,42 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "pt1": {"spreadOne": 1 << 40, "spreadTwo": 1 << 40},
     "rows1": {"groupThreads": 1},                            # one row per workgroup
     "group256": {"groupThreads": 256},
+    "tree": {"flatLanes": 0},                                # every row reduced by the two-barrier tree
+    "flat": {"flatLanes": 1 << 20},                          # every cached row by the one-barrier flat read
+    "flat_pt4": {"flatLanes": 1 << 20, "spreadOne": 0, "spreadTwo": 0},
+    "flat32": {"flatLanes": 32},
+    "wg512": {"WORKGROUP_SIZE": 512},                        # upper-case keys: the manifest's tunables
+    "wg1024": {"WORKGROUP_SIZE": 1024},
+    "floor": {},                                             # no reductions at all (is_floor): not a kernel
+    "floor_wg512": {"WORKGROUP_SIZE": 512},
+    "floor_wg1024": {"WORKGROUP_SIZE": 1024},
+    "floor_sync1": {},                                       # the floor and one barrier (after the loads)
+    "floor_sync2": {},                                       # the floor and a barrier in each reduction's place
 }
+
+
+def is_floor(name: str) -> bool:
+    """Whether configuration ``name``'s templates reduce nothing (each row's "sum" is the lane's own value): wrong
+    outputs, timed only as the floor of the layout: the same loads, arithmetic, stores and dispatch, no barrier."""
+    return name.startswith("floor")
+
+
+#: reduce_row in each floor configuration: no barrier, a barrier in the first reduction's place (named "total" in
+#: LayerNormalization, "top" in Softmax), or one in each reduction's place.
+FLOOR_REDUCTIONS = {
+    "": "",
+    "_sync1": '{% if name in ("total", "top") %}\n  workgroupBarrier();\n{% endif %}\n',
+    "_sync2": "  workgroupBarrier();\n",
+}
+
+
+def floor_reduction(name: str) -> str:
+    body = FLOOR_REDUCTIONS.get(name[len("floor"):], "")
+    return "{% macro reduce_row(name, value, op, array) %}\n" + body + "  let {{ name }} = {{ value }};\n{% endmacro %}"
 OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
 
 
-def packages(config, scratch: Path):
+def packages(config, scratch: Path, floor: str | None = None):
     if config is None:
         return [load_package(REPO_SPECS / op) for op in OPS]
     out = []
@@ -42,8 +73,15 @@ def packages(config, scratch: Path):
         dst = scratch / f"{op}@2"
         shutil.copytree(REPO_SPECS / f"{op}@2", dst, dirs_exist_ok=True)
         manifest = json.loads((dst / "manifest.json").read_text())
-        manifest["constants"].update(config)
+        manifest["constants"].update({k: v for k, v in config.items() if not k.isupper()})
+        manifest["tunables"].update({k: v for k, v in config.items() if k.isupper()})
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        if floor:
+            for template in dst.glob("*.jinja"):
+                text = template.read_text()
+                start = text.index("{% macro reduce_row(")
+                end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
+                template.write_text(text[:start] + floor_reduction(floor) + text[end:])
         out.append(load_package(dst))
     return out
 
@@ -65,7 +103,7 @@ def main() -> None:
     for name in args.configs.split(","):
         config = CONFIGS[name]
         with tempfile.TemporaryDirectory() as scratch:
-            kernels = [Kernel(p, device) for p in packages(config, Path(scratch))]
+            kernels = [Kernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None)]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                                       shapes=shapes, **options)
