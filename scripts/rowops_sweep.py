@@ -30,10 +30,7 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "pt1": {"spreadOne": 1 << 40, "spreadTwo": 1 << 40},
     "rows1": {"groupThreads": 1},                            # one row per workgroup
     "group256": {"groupThreads": 256},
-    "tree": {"flatLanes": 0},                                # every row reduced by the two-barrier tree
-    "flat": {"flatLanes": 1 << 20},                          # every cached row by the one-barrier flat read
-    "flat_pt4": {"flatLanes": 1 << 20, "spreadOne": 0, "spreadTwo": 0},
-    "flat32": {"flatLanes": 32},
+    # (tree, flat, flat_pt4, flat32: the one-barrier flat reduction of commit 0fa8287, measured slower, removed)
     "wg512": {"WORKGROUP_SIZE": 512},                        # upper-case keys: the manifest's tunables
     "wg1024": {"WORKGROUP_SIZE": 1024},
     "floor": {},                                             # no reductions at all (is_floor): not a kernel
