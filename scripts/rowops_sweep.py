@@ -1,12 +1,15 @@
-"""Which workgroup sizing the row ops' version 2 should derive: its sizing knobs, benched side by side.
+"""Which workgroup sizing the row ops' version 2 should derive, and what limits it: configurations benched side by side.
 
-Each configuration is a copy of LayerNormalization@2 and Softmax@2 with the manifest's sizing constants
-replaced (spreadOne / spreadTwo: the total vec4 items (elements for scalar rows) up to which an invocation
-holds 1, then 2, elements, else up to maxPerThread; groupThreads: the invocations a workgroup of short rows
-aims at, rows per workgroup = groupThreads // rowThreads), plus version 1 as it ships. Every configuration is
-benched on the model shapes (``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
+Each configuration is a copy of LayerNormalization@2 and Softmax@2 (or of the version 2 of the ops ``--ops``
+names) with the manifest's sizing constants or tunables replaced (spreadOne / spreadTwo: the total vec4 items
+(elements for scalar rows) up to which an invocation holds 1, then 2, elements, else up to maxPerThread;
+groupThreads: the invocations a workgroup of short rows aims at, rows per workgroup = groupThreads // rowThreads;
+WORKGROUP_SIZE), plus version 1 as it ships. The ``floor`` configurations take the per-element work out of the
+templates (is_floor) to measure what the layout alone costs. Every configuration is benched on the model shapes
+(``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
 
-    python scripts/rowops_sweep.py OUT.json [--min-elements N] [--max-elements N] [--webgpu wgpu]
+    python scripts/rowops_sweep.py OUT.json [--configs v2,floor] [--ops com.microsoft.Gelu] [--min-elements N]
+        [--max-elements N] [--webgpu wgpu]
 """
 
 from __future__ import annotations
@@ -42,13 +45,14 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
 
 
 def is_floor(name: str) -> bool:
-    """Whether configuration ``name``'s templates reduce nothing (each row's "sum" is the lane's own value): wrong
-    outputs, timed only as the floor of the layout: the same loads, arithmetic, stores and dispatch, no barrier."""
+    """Whether configuration ``name`` is a floor: templates whose per-element work is gone (the row ops reduce
+    nothing, each row's "sum" is the lane's own value; GELU is the identity): wrong outputs, timed only as the
+    floor of the layout, the same loads, stores and dispatch."""
     return name.startswith("floor")
 
 
-#: reduce_row in each floor configuration: no barrier, a barrier in the first reduction's place (named "total" in
-#: LayerNormalization, "top" in Softmax), or one in each reduction's place.
+#: The body of reduce_row in each floor configuration: no barrier, a barrier in the first reduction's place
+#: (named "total" in LayerNormalization, "top" in Softmax), or one in each reduction's place.
 FLOOR_REDUCTIONS = {
     "": "",
     "_sync1": '{% if name in ("total", "top") %}\n  workgroupBarrier();\n{% endif %}\n',
@@ -56,17 +60,32 @@ FLOOR_REDUCTIONS = {
 }
 
 
-def floor_reduction(name: str) -> str:
-    body = FLOOR_REDUCTIONS.get(name[len("floor"):], "")
-    return "{% macro reduce_row(name, value, op, array) %}\n" + body + "  let {{ name }} = {{ value }};\n{% endmacro %}"
-OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
+def floor_macros(name: str) -> dict[str, str]:
+    """macro name -> its replacement in floor configuration ``name`` (a template replaces those it defines)."""
+    barriers = FLOOR_REDUCTIONS.get(name[len("floor"):], "")
+    return {"reduce_row": "{% macro reduce_row(name, value, op, array) %}\n" + barriers
+                          + "  let {{ name }} = {{ value }};\n{% endmacro %}",
+            "gelu_fn": "{% macro gelu_fn(name, T) %}\nfn {{ name }}(x: {{ T }}) -> {{ T }} { return x; }\n"
+                       "{% endmacro %}"}
 
 
-def packages(config, scratch: Path, floor: str | None = None):
+def floor_template(text: str, macros: dict[str, str]) -> str:
+    for macro, replacement in macros.items():
+        if "{% macro " + macro + "(" in text:
+            start = text.index("{% macro " + macro + "(")
+            end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
+            text = text[:start] + replacement + text[end:]
+    return text
+
+
+ROW_OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
+
+
+def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
     if config is None:
-        return [load_package(REPO_SPECS / op) for op in OPS]
+        return [load_package(REPO_SPECS / op) for op in ops]
     out = []
-    for op in OPS:
+    for op in ops:
         dst = scratch / f"{op}@2"
         shutil.copytree(REPO_SPECS / f"{op}@2", dst, dirs_exist_ok=True)
         manifest = json.loads((dst / "manifest.json").read_text())
@@ -75,10 +94,7 @@ def packages(config, scratch: Path, floor: str | None = None):
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
         if floor:
             for template in dst.glob("*.jinja"):
-                text = template.read_text()
-                start = text.index("{% macro reduce_row(")
-                end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
-                template.write_text(text[:start] + floor_reduction(floor) + text[end:])
+                template.write_text(floor_template(template.read_text(), floor_macros(floor)))
         out.append(load_package(dst))
     return out
 
@@ -87,6 +103,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--ops", default=",".join(ROW_OPS), help="op ids whose version 2 is configured (version 1: v1)")
     ap.add_argument("--min-elements", type=int, default=1 << 18)
     ap.add_argument("--max-elements", type=int, default=1 << 22)
     ap.add_argument("--webgpu", default="wgpu")
@@ -100,7 +117,8 @@ def main() -> None:
     for name in args.configs.split(","):
         config = CONFIGS[name]
         with tempfile.TemporaryDirectory() as scratch:
-            kernels = [Kernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None)]
+            kernels = [Kernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None,
+                                                       args.ops.split(","))]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                                       shapes=shapes, **options)
