@@ -81,6 +81,11 @@ SPEC_PEAK_GBPS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 NVL": 3900.0, 
 
 #: A kernel faster than the best copy by more than this (plus both timings' spreads) is a bench error.
 RATIO_NOISE = 0.02
+#: The copies timed beside the kernel below this fraction of the CUDA copy (timed on its own, after its own
+#: warm-up): the two timings ran at different GPU clocks (idle 345 MHz against full on the H200 gives 0.42-0.52;
+#: rows at the same clocks are at 0.8 or more at every size measured).
+CLOCK_MISMATCH = 0.6
+CUDA_COPY = "CUDA device-to-device copy"
 
 
 def spec_peak_gbps(adapter: str | None) -> float | None:
@@ -290,7 +295,7 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
     if baselines.cuda_copy is not None:
         cuda = baselines.cuda_copy(2 * x_bytes)
         if cuda:
-            gbps["CUDA device-to-device copy"], spreads["CUDA device-to-device copy"] = cuda
+            gbps[CUDA_COPY], spreads[CUDA_COPY] = cuda
     best = max(gbps, key=gbps.get)
     row = Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
               plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
@@ -303,13 +308,21 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
 
 
 def bench_error(row: Row) -> str | None:
-    """Why a row is a bench error and not a result: the kernel moved bytes faster than the best copy could,
-    beyond the noise (RATIO_NOISE plus both timings' spreads). Something is wrong with the measurement then
-    (a timing that missed work, a copy that ran at idle clocks), not with the kernel."""
+    """Why a row is a bench error and not a result. Something is wrong with the measurement then, not with the
+    kernel: the kernel moved bytes faster than the best copy could, beyond the noise (RATIO_NOISE plus both timings'
+    spreads: a timing that missed work, a copy at idle clocks), or the copies timed beside the kernel ran far
+    below the separately timed CUDA copy (CLOCK_MISMATCH: kernel and CUDA copy saw different clocks)."""
     limit = 1 + RATIO_NOISE + row.spread + row.best_copy_spread
     if row.best_copy_ratio > limit:
         return (f"bench error: {row.best_copy_ratio:.3f} of the best copy ({row.best_copy}, "
                 f"{row.best_copy_gbps:.1f} GB/s) is above 1 + noise ({limit:.3f})")
+    copies = dict(row.copies_gbps or {})
+    cuda = copies.pop(CUDA_COPY, None)
+    if cuda and copies and max(copies.values()) < CLOCK_MISMATCH * cuda:
+        beside = max(copies, key=copies.get)
+        return (f"bench error: the copies timed with the kernel ran at {copies[beside]:.1f} GB/s ({beside}), "
+                f"below {CLOCK_MISMATCH} of the CUDA copy timed on its own ({cuda:.1f} GB/s): the GPU's clocks "
+                f"differed between the two timings (a longer --warmup-seconds keeps them up)")
     return None
 
 
@@ -368,7 +381,7 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
               "best_copy": {"candidates": ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in
                                                                           WIDE_COPIES]
                             + [f"{COPY2} (kernels reading two tensors of their size)", "copy_buffer_to_buffer"]
-                            + (["CUDA device-to-device copy"] if cuda else []),
+                            + ([CUDA_COPY] if cuda else []),
                             "cuda_note": cuda_note, "spec_peak_gbps": spec_peak_gbps(adapter),
                             "by_size": best_copy_by_size(rows)},
               "rows": [row_dict(r) for r in rows],

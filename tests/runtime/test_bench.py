@@ -70,6 +70,10 @@ def test_rows_carry_best_copy_ratio_and_a_kernel_faster_than_every_copy_is_a_ben
     assert "BENCH ERROR, not a result" in table
     row.gbps = 9.1  # within the noise
     assert bench.bench_error(row) is None
+    row.copies_gbps = {"copy shader vec4<u32>": 9.0, "copy_buffer_to_buffer": 2.0, bench.CUDA_COPY: 8.0}
+    assert bench.bench_error(row) is None    # the CUDA copy slower than the shader, as below 1 Mi elements
+    row.copies_gbps[bench.CUDA_COPY] = 20.0   # the H200's first row of a cold run: shader copies at idle clocks
+    assert "clocks differed" in bench.bench_error(row) and "copy shader vec4<u32>" in bench.bench_error(row)
     assert bench.spec_peak_gbps("NVIDIA H200") == 4800.0
 
 
