@@ -51,19 +51,19 @@ def is_floor(name: str) -> bool:
     return name.startswith("floor")
 
 
-#: The body of reduce_row in each floor configuration: no barrier, a barrier in the first reduction's place
-#: (named "total" in LayerNormalization, "top" in Softmax), or one in each reduction's place.
-FLOOR_REDUCTIONS = {
-    "": "",
-    "_sync1": '{% if name in ("total", "top") %}\n  workgroupBarrier();\n{% endif %}\n',
-    "_sync2": "  workgroupBarrier();\n",
-}
+#: The barriers reduce_row keeps in each floor configuration: none, one in the first reduction's place, or one in
+#: each reduction's place.
+FLOOR_BARRIERS = {"": "never", "_sync1": "first", "_sync2": "always"}
+#: The name each row op's template gives its first reduction.
+FIRST_REDUCTION = {"com.microsoft.LayerNormalization": "total", "com.microsoft.Softmax": "top"}
 
 
-def floor_macros(name: str) -> dict[str, str]:
+def floor_macros(name: str, first_reduction: str = "") -> dict[str, str]:
     """macro name -> its replacement in floor configuration ``name`` (a template replaces those it defines)."""
-    barriers = FLOOR_REDUCTIONS.get(name[len("floor"):], "")
-    return {"reduce_row": "{% macro reduce_row(name, value, op, array) %}\n" + barriers
+    barrier = {"never": "", "always": "  workgroupBarrier();\n",
+               "first": "{% if name == \"" + first_reduction + "\" %}\n  workgroupBarrier();\n{% endif %}\n"}
+    keep = FLOOR_BARRIERS.get(name[len("floor"):], "never")
+    return {"reduce_row": "{% macro reduce_row(name, value, op, array) %}\n" + barrier[keep]
                           + "  let {{ name }} = {{ value }};\n{% endmacro %}",
             "gelu_fn": "{% macro gelu_fn(name, T) %}\nfn {{ name }}(x: {{ T }}) -> {{ T }} { return x; }\n"
                        "{% endmacro %}"}
@@ -81,6 +81,14 @@ def floor_template(text: str, macros: dict[str, str]) -> str:
 ROW_OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
 
 
+class UntunedKernel(Kernel):
+    """A kernel planned as its manifest says: a device's tuning table (keyed by op and version, which the copies
+    share with the shipped packages) would otherwise replace a configuration's WORKGROUP_SIZE."""
+
+    def _tuned(self, plan):
+        return {}
+
+
 def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
     if config is None:
         return [load_package(REPO_SPECS / op) for op in ops]
@@ -94,7 +102,8 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
         if floor:
             for template in dst.glob("*.jinja"):
-                template.write_text(floor_template(template.read_text(), floor_macros(floor)))
+                macros = floor_macros(floor, FIRST_REDUCTION.get(op, ""))
+                template.write_text(floor_template(template.read_text(), macros))
         out.append(load_package(dst))
     return out
 
@@ -117,7 +126,7 @@ def main() -> None:
     for name in args.configs.split(","):
         config = CONFIGS[name]
         with tempfile.TemporaryDirectory() as scratch:
-            kernels = [Kernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None,
+            kernels = [UntunedKernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None,
                                                        args.ops.split(","))]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,

@@ -1,0 +1,64 @@
+"""scripts/rowops_sweep.py's configurations: a floor takes out exactly the per-element work it names, the
+barrier-only floors keep exactly their barriers, and a tunables configuration reaches the plan."""
+
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance import BASELINE
+from conformance.engine.package import REPO_SPECS
+from conformance.gpu import tuning
+from conformance.gpu.kernel import Kernel
+from conformance.gpu.render import render
+
+SWEEP = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "rowops_sweep.py"))
+ROW_OPS = SWEEP["ROW_OPS"]
+GELU = ("com.microsoft.Gelu",)
+
+
+def _kernel(device, tmp_path: Path, name: str, ops, index: int = 0) -> Kernel:
+    floor = name if SWEEP["is_floor"](name) else None
+    return SWEEP["UntunedKernel"](SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops)[index], device)
+
+
+def _barriers(kernel: Kernel, **args) -> int:
+    plan = kernel.plan(profile=BASELINE, **args)
+    return sum(render(kernel.package, plan, p).count("workgroupBarrier()") for p in plan.passes)
+
+
+@pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2)])
+def test_each_row_op_floor_keeps_only_its_barriers(device, tmp_path, name, barriers):
+    for index, _ in enumerate(ROW_OPS):   # LayerNormalization, Softmax: two reductions of two barriers each
+        kernel = _kernel(device, tmp_path / str(index), name, ROW_OPS, index)
+        args = {"X": ((4, 64), "float32")}
+        if kernel.manifest.name == "LayerNormalization":
+            args["scale"] = ((64,), "float32")
+        assert _barriers(kernel, **args) == barriers, kernel.manifest.name
+
+
+def test_the_softmax_floor_normalises_each_lane_alone_and_the_kernel_the_row(device, tmp_path):
+    x = np.random.default_rng(0).normal(size=(4, 64)).astype(np.float32)
+    row = _kernel(device, tmp_path / "v2", "v2", ROW_OPS, 1)(X=x)["Y"]
+    floor = _kernel(device, tmp_path / "floor", "floor", ROW_OPS, 1)(X=x)["Y"]
+    np.testing.assert_allclose(row.sum(axis=1), 1.0, rtol=1e-5)
+    # vec4 rows of 16 lanes, one vec4 each: every lane's four elements sum to 1, the row to 16
+    np.testing.assert_allclose(floor.reshape(4, 16, 4).sum(axis=2), 1.0, rtol=1e-5)
+
+
+def test_the_gelu_floor_is_the_identity(device, tmp_path):
+    x = np.random.default_rng(1).normal(size=(3, 1024)).astype(np.float32)
+    np.testing.assert_array_equal(_kernel(device, tmp_path, "floor", GELU)(X=x)["Y"], x)
+    assert not np.array_equal(_kernel(device, tmp_path / "v2", "v2", GELU)(X=x)["Y"], x)
+
+
+def test_a_tunables_configuration_sizes_the_plan_whatever_the_devices_tuning_table(device, tmp_path, monkeypatch):
+    wide = _kernel(device, tmp_path, "wg1024", ROW_OPS)
+    assert wide.manifest.tunables["WORKGROUP_SIZE"] == 1024
+    # a table entry for the shipped package (the H200's has 256 for every row op variant) does not apply
+    monkeypatch.setattr(tuning, "lookup", lambda *args: {"WORKGROUP_SIZE": 256})
+    assert Kernel(wide.package, device).plan(X=((2, 4096), "float32"), scale=((4096,), "float32")) \
+        .passes[0].dispatch.workgroup_size == 256
+    plan = wide.plan(X=((2, 4096), "float32"), scale=((4096,), "float32"))   # the device's limits: 1024 lanes
+    assert plan.passes[0].dispatch.workgroup_size == 1024    # 1024 vec4 a row, one each
