@@ -1,6 +1,7 @@
 """Verdicts for the device under test, three WebGPU implementations, and reports merged into a matrix."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -62,16 +63,31 @@ def test_gl_without_shader_f16_asserts_the_f16_rejections_and_skips_nothing(tmp_
     assert "planned for this device" in out
 
 
+@pytest.fixture(scope="module")
+def implementation_report(tmp_path_factory):
+    """``report(webgpu)``: the report's path of one run of that WebGPU implementation on the same device, made once
+    per process and shared by the two tests below (a run is a pytest process, and a browser for chromium)."""
+    root, made = tmp_path_factory.mktemp("implementations"), {}
+
+    def report(webgpu):
+        if webgpu not in made:
+            made[webgpu] = _run(root, webgpu, f"--webgpu={webgpu}", "-k",
+                                "Gelu/f16/X[5] or Gelu/f32/X[5] or FastGelu/f16/X[4]")[0]
+        return made[webgpu]
+    return report
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("webgpu", ["dawn", "chromium"])
-def test_the_other_webgpu_implementations_certify_the_same_cases(tmp_path, webgpu):
-    _, data, _ = _run(tmp_path, webgpu, f"--webgpu={webgpu}", "-k", "Gelu/f32/X[5] or FastGelu/f16/X[4]")
+def test_the_other_webgpu_implementations_certify_the_same_cases(implementation_report, webgpu):
+    data = json.loads(implementation_report(webgpu).read_text())
     assert data["device"]["webgpu"] == webgpu and data["conforms"] and data["totals"]["passed"] >= 3
 
 
 @pytest.mark.slow
-def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path):
-    paths = [_run(tmp_path, w, f"--webgpu={w}", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")[0] for w in ("wgpu", "dawn", "chromium")]
+def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path,
+                                                                                              implementation_report):
+    paths = [shutil.copy(implementation_report(w), tmp_path / f"{w}.json") for w in ("wgpu", "dawn", "chromium")]
     out = tmp_path / "matrix.md"
     cmd = [sys.executable, "-m", "conformance", "merge", *map(str, paths), "--out", str(out), "--json",
            str(tmp_path / "matrix.json")]
