@@ -120,7 +120,8 @@ def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages
 def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path, specs):
     report = tmp_path / "all.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", f"--specs={specs}", "--device=all", "--webgpu=all", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
+           "no:cacheprovider", f"--specs={specs}", "--device=all", "--webgpu=all", "-k",
+           "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
