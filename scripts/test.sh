@@ -6,8 +6,10 @@ bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
 # A column that mostly waits on its browser (Firefox maps read-backs on a 100 ms tick; ONNX Runtime Web's C++
 # provider never answers some cases, each then waits out its 25 s backstop) runs beside the steps that keep the
-# cores busy; its log is shown, and its exit status decides, where it stands in the order below. Only the
-# wall time changes: every verdict is the same as when the steps run one after the other.
+# cores busy, and a step of one process that leaves a core idle (the case check, the GL column, the JSEP column)
+# runs beside another such step. Its log is shown, and its exit status decides, where it stands in the order
+# below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
+# step is its own process on its own inputs; none writes what another reads).
 logs=$(mktemp -d)
 declare -A beside=()
 start_beside() {  # start_beside NAME COMMAND...
@@ -24,10 +26,11 @@ finish_beside() {  # finish_beside NAME: its log, then its exit status
 }
 stop_beside() { for pid in "${beside[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap stop_beside EXIT
+start_beside cases python3 -m cases --check
 echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
 python3 -m conformance lint specs --device vulkan --require-js
-echo "== cases: golden files match the manifests"
-python3 -m cases --check
+echo "== cases: golden files match the manifests (ran beside lint)"
+finish_beside cases
 start_beside firefox python3 -m pytest conformance/ --webgpu=firefox -q -p no:cacheprovider
 start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
   --expectations docs/findings/onnxruntime-web-chromium.yaml
@@ -39,16 +42,18 @@ echo "== the suite's own tests"
 python3 -m pytest tests -q -p no:cacheprovider -n 2 --durations=15 \
   --deselect tests/gate/test_lint.py::test_real_specs_pass \
   --deselect tests/cases/test_golden.py::test_check_passes_on_committed_goldens
+start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
 echo "== conformance through Dawn (Tint), the same device"
 python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
+echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside Dawn)"
+finish_beside gl
+start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
+  --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
-echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
-finish_beside ort-web
-echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md)"
-python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
-  --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
+echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
+finish_beside jsep
 echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
 finish_beside firefox
-echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16)"
-python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
+echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
+finish_beside ort-web

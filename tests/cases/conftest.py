@@ -13,6 +13,7 @@ if str(ROOT) not in sys.path:
 
 import cases  # noqa: E402
 from conformance.engine.package import find_package_dirs, load_package  # noqa: E402
+from conformance.engine.planner import Planner  # noqa: E402
 
 PACKAGES = [d.name for d in find_package_dirs(ROOT / "specs")]
 
@@ -23,8 +24,25 @@ def package(request):
 
 
 @pytest.fixture(scope="session")
-def generated(package):
-    return cases.generate(package)
+def generation(package):
+    """The package's generated cases and the planner evaluations (plans and scopes) generating them took: one
+    generation serves the tests of the cases and the bound on planner work (tests/cases/test_golden.py)."""
+    counted = {"n": 0}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("plan", "scope"):
+            original = getattr(Planner, name)
+
+            def counting(self, call, _original=original):
+                counted["n"] += 1
+                return _original(self, call)
+            patch.setattr(Planner, name, counting)
+        generated = cases.generate(package)
+    return generated, counted["n"]
+
+
+@pytest.fixture(scope="session")
+def generated(generation):
+    return generation[0]
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Verdicts for the device under test, three WebGPU implementations, and reports merged into a matrix."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -42,18 +43,31 @@ def test_an_f16_call_is_planned_for_a_device_without_shader_f16_as_the_manifest_
     assert plan_for_device(f32, planner, BASELINE) == (f32, None)
 
 
-def _run(tmp_path, name, *args):
+#: The packages the selections below reach ("Gelu/f32/X[5]" is also FastGelu's): a run certifies these two, not
+#: every package of specs/ (their golden files still come from cases/, digests checked).
+PACKAGES = ("com.microsoft.Gelu", "com.microsoft.FastGelu")
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("specs")
+    for name in PACKAGES:
+        shutil.copytree(REPO / "specs" / name, root / name)
+    return root
+
+
+def _run(tmp_path, name, specs, *args):
     report = tmp_path / f"{name}.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", f"--conformance-report={report}", *args]
+           "no:cacheprovider", f"--specs={specs}", f"--conformance-report={report}", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return report, json.loads(report.read_text()), proc.stdout
 
 
 @pytest.mark.slow
-def test_gl_without_shader_f16_asserts_the_f16_rejections_and_skips_nothing(tmp_path):
-    _, data, out = _run(tmp_path, "gl", "--device=gl", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")
+def test_gl_without_shader_f16_asserts_the_f16_rejections_and_skips_nothing(tmp_path, specs):
+    _, data, out = _run(tmp_path, "gl", specs, "--device=gl", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")
     assert data["device"]["backend"] == "OpenGL" and "shader-f16" not in data["device"]["features"]
     assert data["totals"]["skipped"] == 0 and data["totals"]["passed"] >= 4
     f16 = [c for c in data["cases"] if c["dtype"] == "float16"]
@@ -62,16 +76,31 @@ def test_gl_without_shader_f16_asserts_the_f16_rejections_and_skips_nothing(tmp_
     assert "planned for this device" in out
 
 
+@pytest.fixture(scope="module")
+def implementation_report(tmp_path_factory, specs):
+    """``report(webgpu)``: the report's path of one run of that WebGPU implementation on the same device, made once
+    per process and shared by the two tests below (a run is a pytest process, and a browser for chromium)."""
+    root, made = tmp_path_factory.mktemp("implementations"), {}
+
+    def report(webgpu):
+        if webgpu not in made:
+            made[webgpu] = _run(root, webgpu, specs, f"--webgpu={webgpu}", "-k",
+                                "Gelu/f16/X[5] or Gelu/f32/X[5] or FastGelu/f16/X[4]")[0]
+        return made[webgpu]
+    return report
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("webgpu", ["dawn", "chromium"])
-def test_the_other_webgpu_implementations_certify_the_same_cases(tmp_path, webgpu):
-    _, data, _ = _run(tmp_path, webgpu, f"--webgpu={webgpu}", "-k", "Gelu/f32/X[5] or FastGelu/f16/X[4]")
+def test_the_other_webgpu_implementations_certify_the_same_cases(implementation_report, webgpu):
+    data = json.loads(implementation_report(webgpu).read_text())
     assert data["device"]["webgpu"] == webgpu and data["conforms"] and data["totals"]["passed"] >= 3
 
 
 @pytest.mark.slow
-def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path):
-    paths = [_run(tmp_path, w, f"--webgpu={w}", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]")[0] for w in ("wgpu", "dawn", "chromium")]
+def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages_are_refused(tmp_path,
+                                                                                              implementation_report):
+    paths = [shutil.copy(implementation_report(w), tmp_path / f"{w}.json") for w in ("wgpu", "dawn", "chromium")]
     out = tmp_path / "matrix.md"
     cmd = [sys.executable, "-m", "conformance", "merge", *map(str, paths), "--out", str(out), "--json",
            str(tmp_path / "matrix.json")]
@@ -88,10 +117,11 @@ def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages
 
 
 @pytest.mark.slow
-def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path):
+def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path, specs):
     report = tmp_path / "all.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", "--device=all", "--webgpu=all", "-k", "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
+           "no:cacheprovider", f"--specs={specs}", "--device=all", "--webgpu=all", "-k",
+           "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
@@ -105,9 +135,9 @@ def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_column_that_cannot_certify_is_one_clear_error_not_a_failure_per_case(tmp_path):
+def test_a_column_that_cannot_certify_is_one_clear_error_not_a_failure_per_case(tmp_path, specs):
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", "--device=metal", "--webgpu=all", "-k", "Gelu/f32/X[5]"]
+           "no:cacheprovider", f"--specs={specs}", "--device=metal", "--webgpu=all", "-k", "Gelu/f32/X[5]"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and " failed" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
     for webgpu in ("wgpu", "dawn", "chromium", "firefox"):

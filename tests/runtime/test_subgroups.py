@@ -121,7 +121,9 @@ def test_partial_subgroups_take_the_stride_one_path(kernels):
 
 
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
-    outcomes = generated_case_outcomes(pytester, sg_specs, "Softmax and subgroups")
+    # Softmax's package alone: the selection takes none of LayerNormalization's cases, so they are not generated
+    outcomes = generated_case_outcomes(pytester, sg_specs / "com.microsoft.Softmax@2.row-ops-subgroups",
+                                       "Softmax and subgroups")
     assert outcomes["passed"] > 100 and "failed" not in outcomes and "error" not in outcomes
 
 
