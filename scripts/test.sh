@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: set up, then each gate in order, stopping at the first red.
+# --heavy adds ONNX Runtime Web's C++ WebGPU provider column: about 620 s of CPU, 450 of them in the 18 cases where
+# that provider never answers and the page waits out its 25 s backstop (docs/findings/onnxruntime-web.md, finding
+# 8), which would put the default run past its 15 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+heavy=0
+for arg in "$@"; do
+  case $arg in
+    --heavy) heavy=1 ;;
+    *) echo "scripts/test.sh: unknown argument '$arg' (expected --heavy, or nothing)" >&2; exit 2 ;;
+  esac
+done
 bash scripts/setup.sh
 export PYTHONDONTWRITEBYTECODE=1
 # A column that mostly waits on its browser (Firefox maps read-backs on a 100 ms tick; ONNX Runtime Web's C++
@@ -32,8 +42,10 @@ python3 -m conformance lint specs --device vulkan --require-js
 echo "== cases: golden files match the manifests (ran beside lint)"
 finish_beside cases
 start_beside firefox python3 -m pytest conformance/ --webgpu=firefox -q -p no:cacheprovider
-start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
-  --expectations docs/findings/onnxruntime-web-chromium.yaml
+if (( heavy )); then
+  start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
+    --expectations docs/findings/onnxruntime-web-chromium.yaml
+fi
 echo "== the plain-install promise, and the column of $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null) through wgpu:"
 echo "   pip install . into a scratch venv, then every case by pytest --pyargs conformance from an empty directory"
 python3 -m pytest tests/certify/test_wheel.py --run-packaging -q -s -p no:cacheprovider
@@ -55,5 +67,9 @@ echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: 
 finish_beside jsep
 echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
 finish_beside firefox
-echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
-finish_beside ort-web
+if (( heavy )); then
+  echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
+  finish_beside ort-web
+else
+  echo "== ONNX Runtime Web's C++ WebGPU provider: not in the default run (its 18 known hangs cost ~450 s of CPU); bash scripts/test.sh --heavy runs it"
+fi
