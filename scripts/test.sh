@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: set up, then each gate in order, stopping at the first red.
-# --heavy adds ONNX Runtime Web's C++ WebGPU provider column: about 620 s of CPU, 450 of them in the 18 cases where
-# that provider never answers and the page waits out its 25 s backstop (docs/findings/onnxruntime-web.md, finding
-# 8), which would put the default run past its 15 minutes on a 2-core machine.
+# --heavy adds ONNX Runtime Web's C++ WebGPU provider column: about 500 s, 250 of them in the 10 cases where that
+# provider never answers and the page waits out its 25 s backstop (docs/findings/onnxruntime-web.md, finding 8),
+# which would put the default run past its 15 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 heavy=0
@@ -71,5 +71,5 @@ if (( heavy )); then
   echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
   finish_beside ort-web
 else
-  echo "== ONNX Runtime Web's C++ WebGPU provider: not in the default run (its 18 known hangs cost ~450 s of CPU); bash scripts/test.sh --heavy runs it"
+  echo "== ONNX Runtime Web's C++ WebGPU provider: not in the default run (its 10 known hangs cost ~250 s); bash scripts/test.sh --heavy runs it"
 fi

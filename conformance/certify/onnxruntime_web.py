@@ -78,6 +78,10 @@ class OrtWeb:
     flavor = "webgpu"                       # page_ort.mjs FLAVORS
     bundle = "ort.webgpu.min.mjs"
     provider = "WebGpuExecutionProvider"
+    #: Sessions kept alive in the page at once (None: every session of the package being run). One: with several
+    #: alive this provider hangs where one alone does not (docs/findings/onnxruntime-web.md, finding 8), so a case
+    #: runs beside no earlier case's session.
+    live_sessions: int | None = 1
     has_variants = False
 
     def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium"):
@@ -101,15 +105,20 @@ class OrtWeb:
 
     def prepare(self, package) -> None:
         self._ops[package.name] = ort_op_type(self.name, package)
-        self._release(keep=package.name)
+        self._release_sessions(keep=package.name)
 
-    def _release(self, keep: str) -> None:
-        """Release the page's sessions of other packages (the cases run package by package): a page holding every
-        session of a run ties up GPU memory that later sessions need."""
-        done = [k for k in self._sessions if k[0] != keep]
-        names = [self._sessions[k]["name"] for k in done if "name" in self._sessions[k]]
-        for k in done:
-            del self._sessions[k]
+    def _release_sessions(self, keep: str | None = None) -> None:
+        """Release the sessions this implementation holds in the page, but those of package ``keep``: a page
+        holding every session of a run ties up GPU memory that later sessions need. An entry that records an error
+        stays, its page session released, so that call is not attempted again."""
+        names = []
+        for key, entry in list(self._sessions.items()):
+            if key[0] == keep:
+                continue
+            if "name" in entry:
+                names.append(entry.pop("name"))
+            if "error" not in entry:
+                del self._sessions[key]
         if names and self._page is not None and not self._page.lost:
             self._call(self._page, ["ortRelease", 0, names])
 
@@ -205,6 +214,9 @@ class OrtWeb:
     def _session(self, page, key, mapping, dtypes: dict, attributes: dict) -> dict:
         """The page's session for ``key``, made once; raises what making it said (each time it is asked)."""
         if key not in self._sessions:
+            live = sum("name" in entry for entry in self._sessions.values())
+            if self.live_sessions is not None and live >= self.live_sessions:
+                self._release_sessions()
             name = f"{self._prefix}-{next(self._names)}"   # unique in the page: several implementations share it
             shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
             try:
@@ -257,6 +269,7 @@ class OrtWebJsep(OrtWeb):
     flavor = "jsep"
     bundle = "ort.min.mjs"
     provider = "JsExecutionProvider"
+    live_sessions = None   # it has no such hang, and re-making sessions would more than double its column's time
 
 
 def _ms(got, key: str) -> float | None:

@@ -69,6 +69,33 @@ def test_each_case_reports_the_provider_of_every_node_and_its_cost(impl, provide
     assert verdict.as_dict()["impl"]["placements"] == {provider: 1}
 
 
+def test_a_new_session_releases_the_pages_earlier_ones_and_a_repeated_call_reuses_its_own():
+    impl = _impl("onnxruntime-web")
+    first, err = check("onnxruntime-web", "com.microsoft.Gelu", "Gelu/f32/X[64,36]/vec4#normal1")
+    assert err is None
+    again, err = check("onnxruntime-web", "com.microsoft.Gelu", "Gelu/f32/X[64,36]/vec4#normal1")
+    assert err is None and again.impl["session_reused"] is True
+    names = [e["name"] for e in impl._sessions.values() if "name" in e]
+    assert len(names) == 1
+    other, err = check("onnxruntime-web", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[8]/vec4_bias")
+    assert other.impl["session_reused"] is False
+    live = [e["name"] for e in impl._sessions.values() if "name" in e]
+    assert len(live) == 1 and live != names                                      # one live session, the new one
+    gone = impl._call(impl._page, ["ortRun", 0, names[0], {}])
+    assert "no session" in gone["error"]                                         # and the page let the old one go
+
+
+def test_jsep_keeps_every_session_of_the_package_it_runs():
+    impl = _impl("onnxruntime-web-jsep")
+    for case_id in ("FastGelu/f32/X[2,8]+bias[8]/vec4_bias", "FastGelu/f32/X[4]/vec4_no_bias"):
+        _, err = check("onnxruntime-web-jsep", "com.microsoft.FastGelu", case_id)
+        assert err is None
+    live = [e["name"] for e in impl._sessions.values() if "name" in e]
+    assert len(live) == 2                                                        # with bias and without
+    again, _ = check("onnxruntime-web-jsep", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[8]/vec4_bias")
+    assert again.impl["session_reused"] is True
+
+
 @pytest.mark.parametrize("impl,op", [("onnxruntime-web-jsep", "com.microsoft.Softmax"),
                                      ("onnxruntime-web", "com.microsoft.Gelu")])
 def test_a_node_the_provider_does_not_take_fails_as_a_cpu_fallback_never_a_rejection(impl, op):
