@@ -81,14 +81,6 @@ def floor_template(text: str, macros: dict[str, str]) -> str:
 ROW_OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
 
 
-class UntunedKernel(Kernel):
-    """A kernel planned as its manifest says: a device's tuning table (keyed by op and version, which the copies
-    share with the shipped packages) would otherwise replace a configuration's WORKGROUP_SIZE."""
-
-    def _tuned(self, plan):
-        return {}
-
-
 def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
     if config is None:
         return [load_package(REPO_SPECS / op) for op in ops]
@@ -101,8 +93,8 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
         manifest["tunables"].update({k: v for k, v in config.items() if k.isupper()})
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
         if floor:
+            macros = floor_macros(floor, FIRST_REDUCTION.get(op, ""))
             for template in dst.glob("*.jinja"):
-                macros = floor_macros(floor, FIRST_REDUCTION.get(op, ""))
                 template.write_text(floor_template(template.read_text(), macros))
         out.append(load_package(dst))
     return out
@@ -126,8 +118,10 @@ def main() -> None:
     for name in args.configs.split(","):
         config = CONFIGS[name]
         with tempfile.TemporaryDirectory() as scratch:
-            kernels = [UntunedKernel(p, device) for p in packages(config, Path(scratch), name if is_floor(name) else None,
-                                                       args.ops.split(","))]
+            # untuned: the device's tuning table (for the shipped packages) must not replace a configuration's
+            # WORKGROUP_SIZE
+            copies = packages(config, Path(scratch), name if is_floor(name) else None, args.ops.split(","))
+            kernels = [Kernel(p, device, tuned=False) for p in copies]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                                       shapes=shapes, **options)

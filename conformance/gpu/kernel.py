@@ -23,11 +23,13 @@ class Kernel:
     """One kernel package bound to a device (opened on first use)."""
 
     def __init__(self, package: Package, device: Device | None = None, *,
-                 backend: tuple[str, str | None, str] | None = None):
+                 backend: tuple[str, str | None, str] | None = None, tuned: bool = True):
         """``device``: run there (and on its replacement after a loss); else on the pool's device for ``backend``
         (backend name, adapter filter, WebGPU implementation), by default ``CONFORMANCE_DEVICE`` /
-        ``CONFORMANCE_ADAPTER`` / ``CONFORMANCE_WEBGPU``."""
+        ``CONFORMANCE_ADAPTER`` / ``CONFORMANCE_WEBGPU``. ``tuned=False``: plain calls keep the manifest's
+        tunables too (the device's tuning table, keyed by op and version, is for the shipped package)."""
         self.package = package
+        self.tuned = tuned
         self.manifest = package.manifest
         self.planner = Planner(package.manifest)
         self._device = device
@@ -48,7 +50,7 @@ class Kernel:
         Without an explicit profile and tunables, the device's tuning table (written by
         ``python -m conformance bench --write-tuning``) may replace the manifest's default tunables.
         """
-        tune = tunables is None and profile is None  # the device's tuning table serves plain calls only
+        tune = self.tuned and tunables is None and profile is None  # the device's table serves plain calls only
         profile = profile or self.device.profile
         plan = self.planner.plan(make_call(self.manifest, args, profile, tunables))
         if tune:

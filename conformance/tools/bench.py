@@ -82,8 +82,7 @@ SPEC_PEAK_GBPS = {"H200": 4800.0, "H100 80GB HBM3": 3350.0, "H100 NVL": 3900.0, 
 #: A kernel faster than the best copy by more than this (plus both timings' spreads) is a bench error.
 RATIO_NOISE = 0.02
 #: The copies timed beside the kernel below this fraction of the CUDA copy (timed on its own, after its own
-#: warm-up): the two timings ran at different GPU clocks (idle 345 MHz against full on the H200 gives 0.42-0.52;
-#: rows at the same clocks are at 0.8 or more at every size measured).
+#: warm-up): the two timings ran at different GPU clocks (the H200 figures behind the value: docs/bench/README.md).
 CLOCK_MISMATCH = 0.6
 CUDA_COPY = "CUDA device-to-device copy"
 

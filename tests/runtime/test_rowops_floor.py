@@ -20,7 +20,7 @@ GELU = ("com.microsoft.Gelu",)
 
 def _kernel(device, tmp_path: Path, name: str, ops, index: int = 0) -> Kernel:
     floor = name if SWEEP["is_floor"](name) else None
-    return SWEEP["UntunedKernel"](SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops)[index], device)
+    return Kernel(SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops)[index], device, tuned=False)
 
 
 def _barriers(kernel: Kernel, **args) -> int:
