@@ -75,12 +75,16 @@ class Checker:
         stored = getattr(case, "stored", None)
         return stored.arrays() if stored is not None else self._make_inputs(case)
 
+    def unavailable(self) -> str | None:
+        """Why the implementation cannot run here (its ``available()``, asked once), or None."""
+        if self._unavailable is False:
+            self._unavailable = self.impl.available()
+        return self._unavailable
+
     # -- the checks ---------------------------------------------------------------------------
     def check(self, case, package: Package, verdict: Verdict) -> None:
         """Raise CaseFailed / CaseSkipped / CaseNotApplicable, or return with ``verdict`` filled in."""
-        if self._unavailable is False:
-            self._unavailable = self.impl.available()
-        if self._unavailable:
+        if self.unavailable():
             raise CaseSkipped(self._unavailable)
         self._prepare(package)
         try:

@@ -9,7 +9,11 @@ A *cell* is a package, a variant its golden cases accept calls as, and a dtype. 
   not applicable to it;
 * *unchecked* otherwise (its cases failed, were waived, or checked nothing): the result cannot be "conforms".
 
-A package none of whose cells is checked (every cell not runnable, or none selected) is unchecked as a whole.
+A package of the run none of whose cells is checked is unchecked as a whole, whatever the reason (every case
+skipped, not applicable, planned into a rejection for this device, failed), and its entry says what happened to
+its cases (:func:`what_happened`). A column with no checked cell at all is ``nothing-checked``
+(:func:`conformance.certify.report.result_of`), never "conforms": a run that skipped, deselected or could not run
+everything checked nothing, and its exit status says so.
 
 A case that passed with outputs but *compared no element* (every reference element unconstrained for its data: a
 non-finite value in every row of a row op) checked nothing either: its verdict says ``compared: 0`` and evidence
@@ -45,10 +49,42 @@ def _checked(cases: list[dict]) -> bool:
 
 def _why_unchecked(cases: list[dict]) -> str:
     runnable = [v for v in cases if _runnable(v)]
-    statuses = sorted({v["status"] for v in runnable})
-    if statuses == ["passed"]:
+    if all(v["status"] == "passed" for v in runnable):
         return "its cases passed without a value checked against the reference"
-    return f"no case passed with its values checked ({len(runnable)} case(s) ran: {', '.join(statuses)})"
+    return f"no case passed with its values checked: {what_happened(runnable)}"
+
+
+def _value_checked(v: dict) -> bool:
+    """The case was dispatched and its outputs compared against the reference (whether or not they matched)."""
+    return bool(v.get("compared")) or v.get("worst_ratio") is not None
+
+
+def what_happened(cases: list[dict]) -> str:
+    """What became of ``cases``, in counts a user acts on: dispatched and value-checked (passed or failed), failed
+    before a value check, planned into a rejection for this device, skipped or not applicable (with the first
+    reason), not run. "84 dispatched and value-checked, failed" sends the user to the kernel; "84 skipped: no
+    shader-f16" to the set-up."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for v in cases:
+        if v["status"] in NOT_RUN_HERE:
+            groups[v["status"]].append(v)
+        elif v["status"] == "not-run":
+            groups["not run"].append(v)
+        elif v.get("replanned") and v["variant"] == "rejected":
+            groups["planned into a rejection for this device"].append(v)
+        elif _value_checked(v):
+            groups[f"dispatched and value-checked, {'passed' if v['status'] == 'passed' else 'failed'}"].append(v)
+        elif v["status"] in ("passed", "xfailed"):
+            groups["passed" if v["status"] == "passed" else "failed, waived"].append(v)
+        else:
+            groups["failed before a value check"].append(v)
+    parts = []
+    for what, mine in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        reason = next((v.get("replanned") or v.get("detail") for v in mine if v.get("replanned") or v.get("detail")),
+                      None) if what in ("skipped", "not-applicable", "planned into a rejection for this device",
+                                        "failed before a value check") else None
+        parts.append(f"{len(mine)} {what}" + (f" ({reason.splitlines()[0][:200]})" if reason else ""))
+    return "; ".join(parts) or "no case of it ran"
 
 
 def _why_not_runnable(cases: list[dict]) -> str:
@@ -82,11 +118,10 @@ def assess(verdicts) -> dict:
             unchecked.append({**entry, "why": _why_unchecked(cases)})
     packages = sorted({v["package"] for v in verdicts if v.get("package") and v["status"] != "not-run"})
     for package in packages:
-        if package not in checked_packages and not all(v["status"] in NOT_RUN_HERE for v in verdicts
-                                                       if v.get("package") == package):
-            unchecked.append({"package": package, "variant": None, "dtype": None,
-                              "cases": sum(1 for v in verdicts if v.get("package") == package),
-                              "why": "nothing of this package was dispatched and value-checked on this device"})
+        if package not in checked_packages:
+            mine = [v for v in verdicts if v.get("package") == package]
+            unchecked.append({"package": package, "variant": None, "dtype": None, "cases": len(mine),
+                              "why": f"no case passed a value check on this device: {what_happened(mine)}"})
     return {"unchecked": unchecked, "not_runnable": not_runnable, "checked": checked,
             "compared_nothing": compared_nothing(verdicts)}
 

@@ -32,7 +32,7 @@ from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
 from conformance.gpu.backends.page import WebGPUError
-from conformance.gpu.backends.served import PAGES
+from conformance.gpu.backends.served import PAGES, ort_dist
 from conformance.ops import record_for
 
 #: What ORT says when a node would need the CPU provider and fallback is disabled ("... has been explicitly
@@ -97,6 +97,10 @@ class OrtWeb:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
+        if ort_dist() is None:   # said before a browser opens: what is missing, and how to install it
+            return (f"{self.name}: ONNX Runtime Web is not installed: no node_modules/onnxruntime-web/dist/"
+                    f"{self.bundle} (run `npm ci` in the suite's checkout, or set CONFORMANCE_ORT_WEB to an "
+                    f"onnxruntime-web package directory)")
         try:
             self._ensure_page()
         except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run ORT Web

@@ -80,13 +80,21 @@ def waivers(verdicts) -> list[dict]:
             for v in sorted(verdicts, key=lambda v: v["id"]) if v["status"] == "xfailed"]
 
 
-def result_of(totals: dict, evidence: dict | None = None) -> str:
-    """The result: any failure, or a package, variant or dtype left unchecked, is not conformance."""
+def result_of(totals: dict, evidence: dict) -> str:
+    """The result: any failure, or a package, variant or dtype left unchecked, is not conformance; a column in
+    which no cell was checked (every case skipped, not applicable, deselected or planned into a rejection, or no
+    case at all) is ``nothing-checked``, whatever else it says."""
     if totals["failed"] or totals["xpassed"] or totals["not-run"]:
         return "does-not-conform"
-    if evidence and evidence["unchecked"]:
-        return "does-not-conform" if evidence["checked"] else "nothing-checked"
+    if not evidence["checked"]:
+        return "nothing-checked"
+    if evidence["unchecked"]:
+        return "does-not-conform"
     return "conforms-with-waivers" if totals["xfailed"] else "conforms"
+
+
+#: The results a run's exit status treats as a pass.
+PASSING = ("conforms", "conforms-with-waivers")
 
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
@@ -105,7 +113,7 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "totals": totals,
         "result": result,
         #: True for "conforms" and "conforms-with-waivers" (the run's exit status); "result" tells them apart.
-        "conforms": result in ("conforms", "conforms-with-waivers"),
+        "conforms": result in PASSING,
         #: Packages, variants and dtypes without a value-checked case: named, and never "conforms".
         "unchecked": evidence["unchecked"],
         #: Variants and dtypes the device cannot run (every case planned into a rejection, skipped...).
@@ -148,7 +156,9 @@ def markdown(report: dict) -> str:
              f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
                                                            f"listed under Waivers)" if report["waivers"] else "")
              + (" (interrupted: a partial report)" if report.get("interrupted") else "") + "  ",
-             "Totals: " + ", ".join(f"{k} {v}" for k, v in report["totals"].items() if v), ""]
+             "Totals: " + (", ".join(f"{k} {v}" for k, v in report["totals"].items() if v) or "no case ran"), ""]
+    if report.get("error"):
+        lines += [f"**Error:** {cell(str(report['error']))}", ""]
     if report["deselected_heavy"]:
         lines.append(f"Heavy cases not run: {report['deselected_heavy']} (run them with `--run-heavy`).")
     for reason, count in report["skipped_reasons"].items():

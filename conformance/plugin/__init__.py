@@ -131,6 +131,11 @@ class RunState:
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
         self.results: list[dict] = []
+        #: Whether this run collected the conformance tests (here, or on a worker): only such a run has a result,
+        #: even one that selected no case (nothing checked).
+        self.collected = False
+        #: Why this run cannot certify anything at all (an --impl that is not available here): one error, up front.
+        self.fatal: str | None = None
 
     def record(self, nodeid: str, verdict: dict) -> None:
         """One verdict per test: a test run again (on a replacement worker) replaces its earlier verdict."""
@@ -163,6 +168,7 @@ class RunState:
             have["error"] = have["error"] or col.get("error")
 
     def merge_worker(self, data: dict) -> None:
+        self.collected = True
         if data.get("identity") and not self.identity:
             self.identity = data["identity"]
         self.merge_columns(data.get("columns") or {})
@@ -185,6 +191,8 @@ class RunState:
                                 deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
+            if self.fatal:
+                data.update(error=self.fatal, conforms=False, result="nothing-checked")
             if slug:
                 data["column"] = slug
             out.append(data)
@@ -344,9 +352,28 @@ def pytest_collection_modifyitems(config, items):
         state.deselected_heavy = len(heavy)
 
 
+#: How the case runner's collection error for an --impl that cannot run here begins.
+UNAVAILABLE = "--impl {name} is not available here: "
+
+
+def pytest_collectreport(report):
+    """An --impl that is not available here fails the conformance module's collection (the case runner): the run
+    certifies nothing, and that error is its result, said once (here on the xdist controller, which learns it only
+    from the workers' collection reports)."""
+    config = _CONFIG.get("config")
+    if config is None or not report.failed:
+        return
+    state = state_of(config)
+    text = report.longreprtext.strip()
+    if text.startswith(UNAVAILABLE.format(name=state.impl_name)):
+        state.collected = True
+        state.fatal = state.fatal or text[:2000]
+
+
 def pytest_collection_finish(session):
     """What this process will run, after every deselection (-k, -m, heavy): cases without a result are reported."""
-    state_of(session.config).expected_ids.update(
+    state = state_of(session.config)
+    state.expected_ids.update(
         item.nodeid for item in session.items if "conformance_case" in getattr(item, "fixturenames", ()))
 
 
@@ -409,7 +436,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_STATE, None)
-    if state is None or not state.verdicts:
+    if state is None or not (state.verdicts or state.results):
         return
     tr = _Quoted(terminalreporter)
     tr.section("conformance")
@@ -428,7 +455,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for source in state.case_sources:
         tr.write_line(f"cases of {source}")
     counts = Counter(v["status"] for v in state.verdicts)
-    tr.write_line("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    tr.write_line("cases: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none ran"))
     skipped = Counter(v["detail"] for v in state.verdicts if v["status"] == "skipped")
     for reason, n in skipped.items():
         tr.write_line(f"skipped {n}: {reason}")
@@ -451,6 +478,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for data in state.results:
         name = f"column {data['column']}: " if len(state.results) > 1 else ""
         tr.write_line(f"{name}result: {report.RESULTS[data['result']]}")
+        if state.fatal:
+            tr.write_line(f"  ERROR: {state.fatal}")
+        elif data["result"] == "nothing-checked" and not data["cases"]:
+            tr.write_line("  no conformance case was selected (-k, -m, --deselect or the heavy filter left none)")
         for entry in data["unchecked"]:
             tr.write_line(f"  not checked: {report.cell_line(entry)}")
         for line in evidence.flag_lines([], data["compared_nothing"]):
@@ -508,9 +539,12 @@ def pytest_sessionfinish(session, exitstatus):
             sys.stderr.write(f"conformance: --repro-dir {state.repro_dir}: {err}\n")
             session.exitstatus = session.exitstatus or 1
     if not path:
-        state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
+        if state.collected and not config.option.collectonly:
+            state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
+            _exit_follows(session, state.results)
         return
-    interrupted = state.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
+    # a collection error (state.fatal) stops the run as pytest's "interrupted", but nothing was cut short
+    interrupted = state.interrupted or (exitstatus == pytest.ExitCode.INTERRUPTED and not state.fatal)
     verdicts = list(state.verdicts)
     why = "the run was interrupted before it" if interrupted else "no result (the worker running it died)"
     for nodeid in sorted(state.expected_ids):
@@ -535,5 +569,12 @@ def pytest_sessionfinish(session, exitstatus):
                 failures.append(f"\n## Failures, {r['column']}" + text.split("## Failures", 1)[1])
         report.write_files(Path(path), data, matrix.markdown(grid) + "".join(failures),
                            report_html.page(reports, grid, title="Conformance matrix"))
-    if not data["conforms"] and session.exitstatus == 0:
+    _exit_follows(session, reports)
+
+
+def _exit_follows(session, reports: list[dict]) -> None:
+    """The exit status follows the result: a column that does not conform, or checked nothing (skipped,
+    deselected, not runnable here, no case at all), fails the run; pytest's own non-zero status (failures, no
+    test collected) stands."""
+    if session.exitstatus == 0 and any(r["result"] not in report.PASSING for r in reports):
         session.exitstatus = 1

@@ -27,7 +27,7 @@ from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin import REPRO_KEY, VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin import REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY, state_of
 from conformance.plugin.columns import Column, column_error, expand
 
 
@@ -44,6 +44,7 @@ class CaseRunner:
     def __init__(self, config):
         self.config = config
         self.state = state_of(config)
+        self.state.collected = True
         specs = config.getoption("specs")
         self.specs = Path(specs).resolve() if specs else REPO_SPECS
         golden = config.getoption("golden")
@@ -119,7 +120,12 @@ class CaseRunner:
         if self._columns is None:
             state = self.state
             if state.impl_name != "manifest":
-                self.checker(None)   # loaded once, now: an --impl that cannot load is one error, not one a case
+                # loaded and asked once, now: an --impl that cannot load or cannot run here is one error up front,
+                # not a skip per case (a run that checks nothing must not pass)
+                why = self.checker(None).unavailable()
+                if why:   # a collection error: said once, without a traceback, on every process (xdist too)
+                    state.fatal = UNAVAILABLE.format(name=state.impl_name) + why
+                    raise pytest.Collector.CollectError(state.fatal)
                 self._columns = [None]
             else:
                 found, notes = expand(state.webgpu, state.backend, state.adapter)

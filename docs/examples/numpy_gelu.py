@@ -11,7 +11,7 @@ class NumpyGelu:
     has_variants = False  # it reports no variant or dispatch: those assertions are "not applicable"
 
     def available(self) -> str | None:
-        return None  # usable on any machine (a string here would skip every case with that reason)
+        return None  # usable on any machine (a string here is one error up front: the run checks nothing)
 
     def prepare(self, package) -> None:
         if package.name != "com.microsoft.Gelu":  # other packages' cases are skipped with this reason

@@ -49,14 +49,18 @@ def test_example_is_certified_through_its_entry_point(site, tmp_path, monkeypatc
         shutil.copytree(REPO / "specs" / name, specs / name)
     proc = run_conformance("--impl=numpy-gelu", f"--specs={specs}", f"--conformance-report={report}", "-k",
                            "not heavy")
-    assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
-    assert data["implementation"] == "numpy-gelu" and data["result"] == "conforms"
     gelu = [c for c in data["cases"] if c["package"] == "com.microsoft.Gelu"]
     fast = [c for c in data["cases"] if c["package"] == "com.microsoft.FastGelu"]
     assert sum(c["status"] == "passed" for c in gelu) > 50
     assert fast and all(c["status"] == "skipped" and "implements com.microsoft.Gelu only" in c["detail"]
                         for c in fast)
+    # Gelu is checked, FastGelu (of the same selection) is not: the run says which, and does not conform
+    assert data["implementation"] == "numpy-gelu" and data["result"] == "does-not-conform"
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert [(u["package"], u["variant"]) for u in data["unchecked"]] == [("com.microsoft.FastGelu", None)]
+    assert "skipped (numpy-gelu implements com.microsoft.Gelu only" in data["unchecked"][0]["why"]
+    assert "not checked: com.microsoft.FastGelu" in proc.stdout
     assert data["checks"]["values"]["passed"] > 50 and data["checks"]["variant"]["passed"] == 0
     md = report.with_suffix(".md").read_text()
     assert "Device: not reported: numpy-gelu runs outside the suite's device model" in md

@@ -80,3 +80,20 @@ def test_a_waiver_file_cannot_certify_a_variant_without_a_value_checked_pass(tmp
     assert data["result"] == "nothing-checked" and proc.returncode == 1, data["result"]
     cells = {(u["variant"], u["dtype"]) for u in data["unchecked"]}
     assert {("scalar", "float32"), ("vec4", "float32")} <= cells, data["unchecked"]
+
+
+def test_a_failing_kernel_is_reported_as_dispatched_and_failed_not_as_unchecked_setup(tmp_path, make_specs):
+    """Issue 41, item 3: a package whose value-checked cases all failed says so (dispatched, value-checked,
+    failed), which sends the user to the kernel, not to the device set-up."""
+    specs = make_specs(**{GELU: GELU})
+    edit(specs / GELU / TEMPLATE, "  if (i >= params.count) { return; }\n",
+         "  if (i >= params.count || params.count > 0u) { return; }\n")   # computes nothing
+    report = tmp_path / "report.json"
+    proc = run_conformance(specs, "-k", "Gelu/f32 and not reject", f"--conformance-report={report}")
+    data = _report(report)
+    failed = sum(c["status"] == "failed" for c in data["cases"])
+    assert failed > 10 and proc.returncode == 1
+    whole = next(u for u in data["unchecked"] if u["variant"] is None)
+    assert f"{failed} dispatched and value-checked, failed" in whole["why"], whole["why"]
+    assert "no case passed a value check on this device" in whole["why"]
+    assert f"{failed} dispatched and value-checked, failed" in proc.stdout
