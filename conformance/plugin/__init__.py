@@ -541,7 +541,7 @@ def pytest_sessionfinish(session, exitstatus):
     if not path:
         if state.collected and not config.option.collectonly:
             state.results = state.reports(list(state.verdicts), 0)   # for the terminal summary's result lines
-            _exit_follows(session, state.results)
+            _exit_follows(session, state.results, failing=("nothing-checked",))
         return
     # a collection error (state.fatal) stops the run as pytest's "interrupted", but nothing was cut short
     interrupted = state.interrupted or (exitstatus == pytest.ExitCode.INTERRUPTED and not state.fatal)
@@ -569,12 +569,13 @@ def pytest_sessionfinish(session, exitstatus):
                 failures.append(f"\n## Failures, {r['column']}" + text.split("## Failures", 1)[1])
         report.write_files(Path(path), data, matrix.markdown(grid) + "".join(failures),
                            report_html.page(reports, grid, title="Conformance matrix"))
-    _exit_follows(session, reports)
+    _exit_follows(session, reports, failing=("nothing-checked", "does-not-conform"))
 
 
-def _exit_follows(session, reports: list[dict]) -> None:
-    """The exit status follows the result: a column that does not conform, or checked nothing (skipped,
-    deselected, not runnable here, no case at all), fails the run; pytest's own non-zero status (failures, no
-    test collected) stands."""
-    if session.exitstatus == 0 and any(r["result"] not in report.PASSING for r in reports):
+def _exit_follows(session, reports: list[dict], failing: tuple[str, ...]) -> None:
+    """The exit status follows the result: a column that checked nothing (skipped, deselected, not runnable here,
+    no case at all) fails every run; one that does not conform fails a run that writes its report (certify's).
+    Without a report, a run whose every failure is a known one (``--expectations``) passes when it checked
+    something, as a known-findings run must. pytest's own non-zero status (failures, no test collected) stands."""
+    if session.exitstatus == 0 and any(r["result"] in failing for r in reports):
         session.exitstatus = 1
