@@ -82,7 +82,7 @@ def _same(a, b) -> bool:
 
 def _diff(case_id: str, path: str, a, b):
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
+        for key in [*a, *(k for k in b if k not in a)]:  # the suite's order: variant first
             where = f"{path}.{key}" if path else key
             if key not in b:
                 yield Difference(case_id, where, a[key], "<missing>")

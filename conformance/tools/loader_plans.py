@@ -17,6 +17,8 @@ from conformance.certify.loader_plans import Difference, call_of, differences, p
 from conformance.config import REPO_LOADER
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
+from conformance.errors import ManifestError
+from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.tools.jsjinja import EngineUnavailable, JsJinja, locate
 
 SCRIPT = Path(__file__).with_name("loader_plan.mjs")
@@ -47,7 +49,7 @@ def open_planner(loader: Path | None = None) -> LoaderPlanner:
 def compare_package(package: Package, cases, engine: JsJinja) -> list[Difference]:
     """Every case planned by both planners; the differences (empty: the loader plans as the suite does)."""
     planner = Planner(package.manifest)
-    raw = package.root.joinpath("manifest.json").read_text(encoding="utf-8")
+    raw = read_confined(package.root, package.root / "manifest.json", MAX_PACKAGE_FILE, ManifestError)
     answer = engine.request({"manifest": json.loads(raw), "file": f"{package.name}/manifest.json",
                              "calls": [call_of(c) for c in cases]})
     out: list[Difference] = []
