@@ -68,12 +68,6 @@ class Package:
         return {"package": self.name, "root": str(self.root), "files": files}
 
 
-def template_digests(package: Package) -> dict[str, str | None]:
-    """sha256 of each template the manifest names (None: unreadable), as metadata.json publishes them for a loader
-    to check before it renders anything."""
-    return {name: digest for name, digest in package.identity["files"].items() if name != "manifest.json"}
-
-
 def load_package(ref: str | Path, specs_dir: Path | None = None) -> Package:
     """A package by name under ``specs_dir`` (default: the repository's ``specs/``) or by path."""
     ref_path = Path(ref)

@@ -11,7 +11,7 @@ import { Dispatcher, deviceProfile, openDevice } from "./gpu.js";
 import { loadPackage } from "./package.js";
 import { planCall, planSummary } from "./planner.js";
 import { Renderer } from "./render.js";
-import { outputArray, outputBytes, readInput } from "./tensors.js";
+import { outputArray, outputBytes, readInput, readSpec } from "./tensors.js";
 
 export { ContractError, ExpressionError, KernelRuntimeError, PackageError } from "./errors.js";
 
@@ -27,7 +27,7 @@ export async function getKernel(source, { version, device, fetch } = {}) {
   let devicePromise = device ? Promise.resolve(device) : null;
   const gpu = () => (devicePromise ??= openDevice());
 
-  const callOf = (inputs, options, profile) => {
+  const callOf = (inputs, options, profile, needData = true) => {
     if (inputs === null || typeof inputs !== "object") {
       throw new ContractError(`the inputs must be an object {role: {data, shape}}, got ${inputs === null ? "null" : typeof inputs}`, { reason: "argument" });
     }
@@ -38,7 +38,7 @@ export async function getKernel(source, { version, device, fetch } = {}) {
         const roles = pkg.manifest.inputs.map((s) => s.role).join(", ");
         throw new ContractError(`${pkg.manifest.opId} has no input '${role}'; inputs are ${roles}`, { reason: "unknown-argument", argument: role });
       }
-      const t = readInput(role, value);
+      const t = !needData && value && !("data" in value) ? readSpec(role, value) : readInput(role, value);
       tensors[role] = t;
       args[role] = t && { shape: t.shape, dtype: t.dtype };
     }
@@ -46,11 +46,12 @@ export async function getKernel(source, { version, device, fetch } = {}) {
     return { plan, tensors };
   };
 
-  /** The plan of a call (variant, constants, bindings with uniforms, dispatch, outputs) without running it.
-   * options: attributes, tunables, and limits/features to plan for a stricter device than this one. */
+  /** The plan of a call (variant, constants, bindings with uniforms, dispatch, outputs) without running it; an
+   * input may be {shape, dtype} without data here. options: attributes, tunables, and limits/features to plan
+   * for a stricter device than this one. */
   async function plan(inputs, options = {}) {
     const d = await gpu();
-    return planSummary(callOf(inputs, options, deviceProfile(d, options)).plan);
+    return planSummary(callOf(inputs, options, deviceProfile(d, options), false).plan);
   }
 
   /** Runs the call: {role: {data, shape, dtype}} for every output the manifest derives. */
