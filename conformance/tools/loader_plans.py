@@ -3,8 +3,8 @@
 ``compare_package(package, cases, engine)`` plans each case's call with the suite's planner and with the loader's
 planner in Node (``loader_plan.mjs``, one process for a whole run), and returns the differences
 (:mod:`conformance.certify.loader_plans`): the variant, each pass's constants, bindings (with the packed uniform
-bytes and fields) and dispatch, the outputs; for a refused call the reason and, for ``no-variant``, the chain of
-false predicates per variant.
+bytes and fields) and dispatch, the outputs; for a refused call the reason and, for ``no-variant``, each
+variant's first false predicate with its values, as the message says it.
 """
 
 from __future__ import annotations

@@ -122,7 +122,10 @@ export class Scope extends Environment {
     else if (node.type === "BinaryExpression" && COMPARISONS.has(node.operator.value)) operands = [node.left, node.right];
     else if (node.type === "CallExpression") operands = node.args;
     else operands = [node];
-    const shown = operands.filter((o) => !o.type.endsWith("Literal")).map(show);
+    // a literal is not shown, as the suite shows none; a negative number is one only here (Jinja2 reads `-1` as
+    // the negation of 1)
+    const literal = (o) => o.type.endsWith("Literal") && !(typeof o.value === "number" && o.value < 0);
+    const shown = operands.filter((o) => !literal(o)).map(show);
     if (node.type === "CallExpression") shown.unshift(show(node));
     return shown.length ? shown.join(", ") : show(node);
   }
