@@ -23,7 +23,7 @@ import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
 from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.onnxruntime_web import PageUnavailable, _browser
+from conformance.certify.onnxruntime_web import PageUnavailable, page_call, page_of
 from conformance.config import REPO_LOADER
 from conformance.certify.published import published_files
 from conformance.engine.package import Package
@@ -168,11 +168,7 @@ class JsLoader:
         return self._kernels[name]
 
     def _ensure_page(self):
-        backend = _browser(self.webgpu)
-        try:
-            page = backend.session()
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: no page: {exc}") from None
+        backend, page = page_of(self.name, self.webgpu)
         if page is self._page:
             return page
         self._kernels.clear()
@@ -189,10 +185,7 @@ class JsLoader:
         return page
 
     def _call(self, page, cmd: list):
-        try:
-            return page.call(cmd)
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: {cmd[0]}: {exc}") from None
+        return page_call(self.name, page, cmd)
 
 
 def _ms(got: dict, key: str) -> float | None:

@@ -71,6 +71,24 @@ def _browser(webgpu: str):
     return importlib.import_module(IMPLEMENTATIONS[webgpu]).default_backend()  # loaded on selection (Playwright)
 
 
+def page_of(who: str, webgpu: str):
+    """(the browser backend of ``--webgpu``, its live page Session); PageUnavailable saying why there is none."""
+    backend = _browser(webgpu)
+    try:
+        return backend, backend.session()
+    except WebGPUError as exc:
+        raise PageUnavailable(f"{who}: no page: {exc}") from None
+
+
+def page_call(who: str, page, cmd: list):
+    """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
+    answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
+    try:
+        return page.call(cmd)
+    except WebGPUError as exc:
+        raise PageUnavailable(f"{who}: {cmd[0]}: {exc}") from None
+
+
 class OrtWeb:
     """ONNX Runtime Web's C++ WebGPU provider (``ort.webgpu.min.mjs``) in the browser of ``--webgpu``."""
 
@@ -175,11 +193,7 @@ class OrtWeb:
     # -- the page --------------------------------------------------------------------------------
     def _ensure_page(self):
         """The live page Session with ORT Web loaded; a fresh page (after a loss) starts with no sessions."""
-        backend = _browser(self.webgpu)
-        try:
-            page = backend.session()
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: no page: {exc}") from None
+        backend, page = page_of(self.name, self.webgpu)
         if page is self._page:
             return page
         self._sessions.clear()
@@ -197,12 +211,7 @@ class OrtWeb:
         return page
 
     def _call(self, page, cmd: list):
-        """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
-        answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
-        try:
-            return page.call(cmd)
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: {cmd[0]}: {exc}") from None
+        return page_call(self.name, page, cmd)
 
     def _engine(self) -> str | None:
         backend = getattr(self, "_backend", None)

@@ -6,15 +6,12 @@ Marked ``browsers`` (``--run-browsers``): each test loads a loader into a real b
 """
 from __future__ import annotations
 
-import functools
-
 import pytest
 
-from cases.golden import CASES_DIR, load_matching_golden
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, verdict_for
-from conformance.engine.package import load_package
+from tests.browsers.test_onnxruntime_web import _golden
 from tests.loader.planted import planted_loader
 
 pytestmark = pytest.mark.browsers
@@ -50,14 +47,6 @@ PLANTS = {
                                     "com.microsoft.LayerNormalization",
                                     "LayerNormalization/f32/X[4,3]+scale[3]+bias[3]/scalar_bias", "uniformBytes: the suite plans"),
 }
-
-
-@functools.lru_cache(maxsize=None)
-def _golden(name):
-    package = load_package(name)
-    found, why = load_matching_golden(CASES_DIR, package)
-    assert found is not None, why
-    return package, {c.id: c for c in found}
 
 
 def check(impl, package_name, case_id):
