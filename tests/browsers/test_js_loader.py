@@ -6,13 +6,25 @@ Marked ``browsers`` (``--run-browsers``): each test loads a loader into a real b
 """
 from __future__ import annotations
 
+import functools
+import http.server
+import re
+import shutil
+import threading
+
 import pytest
+from playwright.sync_api import sync_playwright
 
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, verdict_for
+from conformance.config import REPO_LOADER
+from conformance.engine.package import REPO_SPECS
+from conformance.gpu.backends import chromium
+from conformance.tools.export import export_package
+from conformance.tools.jsjinja import locate
 from tests.browsers.test_onnxruntime_web import _golden
-from tests.loader.planted import planted_loader
+from tests.loader.planted import ROOT, planted_loader
 
 pytestmark = pytest.mark.browsers
 
@@ -106,3 +118,39 @@ def test_f16_bits_read_as_f32_fail_the_f16_cases_on_firefox(tmp_path):
     assert isinstance(err, CaseFailed), err
     assert "output Y: data is Float32Array, not Float16Array or Uint16Array for float16" in str(err), str(err)
     assert check(impl, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4") is None
+
+
+def test_the_cards_three_lines_run_in_chromium_as_docs_js_loader_md_writes_them(tmp_path):
+    """The page of docs/js-loader.md ("Load in JavaScript"), byte for byte, against what `export` writes, served
+    over HTTP from a directory laid out as the checkout: it logs Y's shape, dtype and values."""
+    doc = (ROOT / "docs" / "js-loader.md").read_text()
+    page = re.search(r"```html\n(.*?)```", doc, re.S).group(1)
+    for name in ("com.microsoft.FastGelu", "com.microsoft.FastGelu@2"):
+        shutil.copytree(REPO_SPECS / name, tmp_path / "specs" / name)
+        export_package(tmp_path / "specs" / name)
+    (tmp_path / "loader").symlink_to(REPO_LOADER, target_is_directory=True)
+    jinja_dir, _ = locate()
+    (tmp_path / "node_modules" / "@huggingface").mkdir(parents=True)
+    (tmp_path / "node_modules" / "@huggingface" / "jinja").symlink_to(jinja_dir, target_is_directory=True)
+    (tmp_path / "page.html").write_text("<!doctype html><meta charset=utf-8>" + page)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium.CHROMIUM, headless=True, args=list(chromium.FLAGS))
+            try:
+                tab = browser.new_page()
+                with tab.expect_console_message(timeout=60_000) as logged:
+                    tab.goto(f"http://127.0.0.1:{server.server_address[1]}/page.html")
+                args = [a.json_value() for a in logged.value.args]
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+    shape, dtype, data = args
+    assert shape == [5] and dtype == "float32"
+    values = [data[str(i)] for i in range(5)]
+    # FastGelu (tanh approximation): -2 -> -0.0454, -1 -> -0.1588, 0 -> 0, 1 -> 0.8412, 2 -> 1.9546
+    assert [round(v, 3) for v in values] == [-0.045, -0.159, 0.0, 0.841, 1.955], values

@@ -13,8 +13,9 @@ import pytest
 
 from conformance.certify.published import published_files
 from conformance.config import REPO_LOADER
-from conformance.engine.package import load_package
+from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.profile import BASELINE
+from conformance.tools.export import export_package
 
 INDEX = REPO_LOADER / "src" / "index.js"
 HERE = Path(__file__).resolve().parent
@@ -87,3 +88,21 @@ def test_a_package_that_is_not_the_published_one_is_refused(checks, check, words
     if check.startswith(("tampered", "missing")):
         name = "manifest.json" if check == "tampered-manifest" else "elementwise-bias-gelu.wgsl.jinja"
         assert got["file"] == f"version 1/{name}", got
+
+
+def test_the_cards_lines_load_what_export_writes(tmp_path):
+    """`export` writes metadata.json beside the manifest: the package directory is then the published layout,
+    and getKernel(URL, {version}) loads version 1, 2 or (no version) the newest from it."""
+    for name in ("com.microsoft.Gelu", "com.microsoft.Gelu@2"):
+        shutil.copytree(REPO_SPECS / name, tmp_path / name)
+        export_package(tmp_path / name)
+    limits = tmp_path / "limits.json"
+    limits.write_text(json.dumps(dict(BASELINE.limits)))
+    done = subprocess.run([shutil.which("node"), str(HERE / "url_source.mjs"), INDEX.resolve().as_uri(),
+                           (tmp_path / "com.microsoft.Gelu").as_uri(), str(limits)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["1"] == {"version": 1, "variant": "scalar"}
+    assert got["2"] == {"version": 2, "variant": "vec4_tail"}
+    assert got["undefined"] == got["2"]
