@@ -23,7 +23,7 @@ import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
 from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.onnxruntime_web import PageUnavailable, page_call, page_of
+from conformance.certify.onnxruntime_web import PageUnavailable, available_in_page, page_call, page_of
 from conformance.config import REPO_LOADER
 from conformance.certify.published import published_files
 from conformance.engine.package import Package
@@ -74,11 +74,7 @@ class JsLoader:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
-        try:
-            self._ensure_page()
-        except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run the loader
-            return f"{self.name}: {exc}"
-        return None
+        return available_in_page(self)
 
     @property
     def profile(self) -> DeviceProfile:

@@ -80,6 +80,15 @@ def page_of(who: str, webgpu: str):
         raise PageUnavailable(f"{who}: no page: {exc}") from None
 
 
+def available_in_page(impl) -> str | None:
+    """None when ``impl``'s page is up with what it needs (``impl._ensure_page()``), else why not."""
+    try:
+        impl._ensure_page()
+    except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run the implementation
+        return f"{impl.name}: {exc}"
+    return None
+
+
 def page_call(who: str, page, cmd: list):
     """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
     answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
@@ -115,11 +124,7 @@ class OrtWeb:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
-        try:
-            self._ensure_page()
-        except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run ORT Web
-            return f"{self.name}: {exc}"
-        return None
+        return available_in_page(self)
 
     def prepare(self, package) -> None:
         self._ops[package.name] = ort_op_type(self.name, package)
