@@ -19,6 +19,8 @@ class BuildPyWithSpecs(build_py):
         super().run()
         if not self.editable_mode:  # an editable install reads specs/ in the checkout itself
             self.copy_tree(os.path.join(HERE, "specs"), os.path.join(self.build_lib, "conformance", "specs"))
+            # the reference JavaScript loader: the js-loader column serves it, the portable check imports its functions
+            self.copy_tree(os.path.join(HERE, "loader"), os.path.join(self.build_lib, "conformance", "loader"))
 
 
 setup(cmdclass={"build_py": BuildPyWithSpecs})

@@ -17,6 +17,10 @@ from typing import Callable
 INSTALLED_SPECS = Path(__file__).resolve().parent / "specs"
 SOURCE_SPECS = Path(__file__).resolve().parents[1] / "specs"
 REPO_SPECS = INSTALLED_SPECS if INSTALLED_SPECS.is_dir() else SOURCE_SPECS
+#: The reference JavaScript loader (an npm package: ``loader/package.json``), found the same way (setup.py copies it).
+INSTALLED_LOADER = Path(__file__).resolve().parent / "loader"
+SOURCE_LOADER = Path(__file__).resolve().parents[1] / "loader"
+REPO_LOADER = INSTALLED_LOADER if INSTALLED_LOADER.is_dir() else SOURCE_LOADER
 
 #: ``--device`` values: the WebGPU backend names of wgpu-py, ``auto`` for the best adapter of any backend.
 BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}

@@ -195,7 +195,10 @@ BUILTIN = {DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementa
            "onnxruntime-cpu": "conformance.certify.onnxruntime:OrtCpu",
            "onnxruntime-webgpu": "conformance.certify.onnxruntime:OrtWebGpu",
            "onnxruntime-web": "conformance.certify.onnxruntime_web:OrtWeb",
-           "onnxruntime-web-jsep": "conformance.certify.onnxruntime_web:OrtWebJsep"}
+           "onnxruntime-web-jsep": "conformance.certify.onnxruntime_web:OrtWebJsep",
+           "js-loader": "conformance.certify.js_loader:JsLoader"}
+#: ``--impl js-loader:PATH_OR_URL.mjs``: the js-loader implementation running another loader module.
+LOADER_PREFIX = "js-loader:"
 
 
 def registered() -> dict[str, str]:
@@ -217,6 +220,9 @@ def _factory(spec: str) -> Callable[..., Any]:
 def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None,
                         webgpu: str = "wgpu") -> Implementation:
     known = registered()
+    extra = {}
+    if name.startswith(LOADER_PREFIX):   # a loader module, not a Python module:factory
+        name, extra = "js-loader", {"loader": name[len(LOADER_PREFIX):]}
     if name not in known and ":" in name:  # --impl module:factory, importable but not registered
         known[name] = name
     if name not in known:
@@ -232,7 +238,7 @@ def load_implementation(name: str, *, device: str = "auto", adapter: str | None 
     except (TypeError, ValueError):
         params = {}
     options = {k: v for k, v in (("device", device), ("adapter", adapter), ("webgpu", webgpu)) if k in params}
-    impl = factory(**options)
+    impl = factory(**options, **extra)
     missing = [a for a in ("name", "available", "prepare", "run") if not hasattr(impl, a)]
     if missing:
         raise ConformanceError(f"implementation {name!r} lacks {', '.join(missing)} "

@@ -71,6 +71,33 @@ def _browser(webgpu: str):
     return importlib.import_module(IMPLEMENTATIONS[webgpu]).default_backend()  # loaded on selection (Playwright)
 
 
+def page_of(who: str, webgpu: str):
+    """(the browser backend of ``--webgpu``, its live page Session); PageUnavailable saying why there is none."""
+    backend = _browser(webgpu)
+    try:
+        return backend, backend.session()
+    except WebGPUError as exc:
+        raise PageUnavailable(f"{who}: no page: {exc}") from None
+
+
+def available_in_page(impl) -> str | None:
+    """None when ``impl``'s page is up with what it needs (``impl._ensure_page()``), else why not."""
+    try:
+        impl._ensure_page()
+    except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run the implementation
+        return f"{impl.name}: {exc}"
+    return None
+
+
+def page_call(who: str, page, cmd: list):
+    """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
+    answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
+    try:
+        return page.call(cmd)
+    except WebGPUError as exc:
+        raise PageUnavailable(f"{who}: {cmd[0]}: {exc}") from None
+
+
 class OrtWeb:
     """ONNX Runtime Web's C++ WebGPU provider (``ort.webgpu.min.mjs``) in the browser of ``--webgpu``."""
 
@@ -101,11 +128,7 @@ class OrtWeb:
             return (f"{self.name}: ONNX Runtime Web is not installed: no node_modules/onnxruntime-web/dist/"
                     f"{self.bundle} (run `npm ci` in the suite's checkout, or set CONFORMANCE_ORT_WEB to an "
                     f"onnxruntime-web package directory)")
-        try:
-            self._ensure_page()
-        except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run ORT Web
-            return f"{self.name}: {exc}"
-        return None
+        return available_in_page(self)
 
     def prepare(self, package) -> None:
         self._ops[package.name] = ort_op_type(self.name, package)
@@ -179,11 +202,7 @@ class OrtWeb:
     # -- the page --------------------------------------------------------------------------------
     def _ensure_page(self):
         """The live page Session with ORT Web loaded; a fresh page (after a loss) starts with no sessions."""
-        backend = _browser(self.webgpu)
-        try:
-            page = backend.session()
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: no page: {exc}") from None
+        backend, page = page_of(self.name, self.webgpu)
         if page is self._page:
             return page
         self._sessions.clear()
@@ -201,12 +220,7 @@ class OrtWeb:
         return page
 
     def _call(self, page, cmd: list):
-        """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
-        answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
-        try:
-            return page.call(cmd)
-        except WebGPUError as exc:
-            raise PageUnavailable(f"{self.name}: {cmd[0]}: {exc}") from None
+        return page_call(self.name, page, cmd)
 
     def _engine(self) -> str | None:
         backend = getattr(self, "_backend", None)

@@ -16,6 +16,7 @@ from pathlib import Path
 import cases
 from conformance.certify.testjson import MAX_ELEMENTS, TEST_FILE, build_test
 from conformance.engine.call import make_call
+from conformance.certify.published import template_digests
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE
@@ -51,7 +52,7 @@ def build_bench(package: Package) -> dict:
                     "inputs": {r: {"shape": list(a[0]), "dtype": a[1]} for r, a in args.items()},
                     "elements": n, "bias": with_optional, "variantOnBaseline": variant})
     return {"format": BENCH_FORMAT, "package": m.op_id,
-            "manifest": {"file": "manifest.json", "sha256": m.sha256},
+            "manifest": {"file": "manifest.json", "sha256": m.sha256}, "templates": template_digests(package),
             "sizes": list(bench.SIZES), "dtypes": dtypes,
             "tuning": {"tunables": {"WORKGROUP_SIZE": list(bench.WORKGROUP_SWEEP)},
                        "defaults": dict(m.tunables), "at": "the largest size that plans on the device"},
@@ -78,7 +79,7 @@ def portable_subset(package: Package, engine: JsJinja | None) -> dict:
 def build_metadata(package: Package, engine: JsJinja | None = None) -> dict:
     m = package.manifest
     return {"format": METADATA_FORMAT, "package": m.op_id, "version": m.version,
-            "manifest": {"file": "manifest.json", "sha256": m.sha256},
+            "manifest": {"file": "manifest.json", "sha256": m.sha256}, "templates": template_digests(package),
             "portableSubset": portable_subset(package, engine)}
 
 

@@ -7,54 +7,14 @@
 //                     | {"error": message}, ...]}
 //   {"op": "render", "templates": {name: source}, "jobs": [[name, context], ...]}
 //     -> {"results": [{"text": wgsl} | {"error": message}, ...]}
-// A loader would bind the manifest's functions as below: the suite's definitions (specs/README.md, Functions).
 import { createInterface } from "node:readline";
 
 const { Template, Environment, Interpreter, tokenize, parse } = await import(process.argv[2]);
 const OPTIONS = { lstrip_blocks: true, trim_blocks: true };   // what Template uses
-const LITERALS = { true: true, false: false, none: null, True: true, False: false, None: null };
-
-const unwrap = (x) => (x !== null && typeof x === "object" && "type" in x && "value" in x ? x.value : x);
-
-function shape(s, fn) {
-  if (!Array.isArray(s)) throw new Error(`${fn}() expects a shape, got ${JSON.stringify(s)}`);
-  return s.map(unwrap);
-}
-
-function integer(x, fn) {
-  if (!Number.isInteger(x)) throw new Error(`${fn}() expects integers, got ${x}`);
-  return x;
-}
-
-function numbers(args, fn) {
-  if (args.length < 1 || !args.every((a) => typeof a === "number")) throw new Error(`${fn}() expects numbers`);
-  return args;
-}
-
-function functions(features, bytes) {
-  return {
-    numel: (s) => shape(s, "numel").reduce((a, b) => a * b, 1),
-    dim: (s, i) => {
-      const d = shape(s, "dim");
-      if (!Number.isInteger(i) || i < 0 || i >= d.length) throw new Error(`dim() axis ${i} is out of range`);
-      return d[i];
-    },
-    dtypeBytes: (t) => {
-      if (!(t in bytes)) throw new Error(`dtypeBytes() does not know dtype ${t}`);
-      return bytes[t];
-    },
-    f16Ok: (t) => {
-      if (typeof t !== "string") throw new Error(`f16Ok() expects a dtype name, got ${t}`);
-      return t === "f32" || (t === "f16" && features.includes("shader-f16"));
-    },
-    ceilDiv: (a, b) => {
-      if (integer(b, "ceilDiv") <= 0) throw new Error(`ceilDiv() divisor must be positive, got ${b}`);
-      return Math.ceil(integer(a, "ceilDiv") / b);
-    },
-    min: (...a) => Math.min(...numbers(a, "min")),
-    max: (...a) => Math.max(...numbers(a, "max")),
-  };
-}
+// The manifest functions are the reference loader's (loader/src/functions.js; the wheel carries it as
+// conformance/loader/), so the check and the loader evaluate the same definitions.
+const { LITERALS, functions } = await import(new URL("../../loader/src/functions.js", import.meta.url))
+  .catch(() => import(new URL("../loader/src/functions.js", import.meta.url)));
 
 function plain(v) {
   switch (v.type) {

@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from conformance.gpu.backends.loader_files import IMPORT_MAP, LoaderFileError, loader_file
 from conformance.gpu.backends.page import (DEFAULT_TIMEOUT, RUNTIME_JS, Adapter, MalformedAnswer, PageGone, Session,
                                            WebGPUError)
 
@@ -40,7 +41,7 @@ POLL_SECONDS = 10.0            # how long one poll waits for a batch before an i
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 #: Modules the page runtime may load on top of its WebGPU commands (``["extend", 0, name]``): name -> file here.
-EXTENSIONS = {"ort": Path(__file__).with_name("page_ort.mjs")}
+EXTENSIONS = {"ort": Path(__file__).with_name("page_ort.mjs"), "loader": Path(__file__).with_name("page_loader.mjs")}
 #: Files of the pinned npm package ``onnxruntime-web`` (``dist/``) the server hands out under ``ort/``: its
 #: JavaScript and WebAssembly only, so that a page runs ONNX Runtime Web from 127.0.0.1 and fetches nothing else.
 ORT_FILE = re.compile(r"ort[a-z0-9.-]*\.(mjs|wasm)\Z")
@@ -49,7 +50,7 @@ MIME = {"mjs": "text/javascript; charset=utf-8", "wasm": "application/wasm"}
 
 def _page_html(title: str, body: str, script: str) -> bytes:
     return ("<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>"
-            f"<title>{title}</title>{body}<script>{RUNTIME_JS}</script><script>{script}</script>").encode()
+            f"<title>{title}</title><script type=importmap>{IMPORT_MAP}</script>{body}<script>{RUNTIME_JS}</script><script>{script}</script>").encode()
 
 
 SERVED_PAGE = _page_html("webgpu-kernel-conformance", "<h1>webgpu-kernel-conformance</h1>"
@@ -350,6 +351,11 @@ def _handler(server: PageServer):
                 self._send(200, EXTENSIONS[parts[1][:-4]].read_bytes(), MIME["mjs"])
             elif len(parts) == 2 and parts[0] == "ort" and ORT_FILE.match(parts[1]):
                 self._send_ort(parts[1])
+            elif parts and parts[0] in ("loaders", "jinja"):   # JavaScript loaders (loader_files.py)
+                try:
+                    self._send(200, *loader_file(parts))
+                except LoaderFileError as err:
+                    self._refuse(404, f"refused: {err}")
             elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
                 body = client.uploads.pop(parts[3], None)
                 self._send(404) if body is None else self._send(200, body)

@@ -1,0 +1,195 @@
+"""A JavaScript loader in a browser page, as an implementation under test: the path web apps run.
+
+``--impl js-loader`` certifies the reference loader (``loader/``, an npm package of this repository);
+``--impl js-loader:PATH_OR_URL.mjs`` any module with the same interface (docs/js-loader.md). In the browser of
+``--webgpu`` (``chromium``, ``firefox`` or a served ``page:<id>``) the page runtime loads ``page_loader.mjs``, the
+loader's host: it imports the module, hands it the package's files (every published version of the op, with a
+metadata.json of their sha256) and each case's inputs; the loader plans, renders and dispatches by itself.
+
+The loader is held to the device model, as this project's runtime is: the case's profile (cut down to the page's
+device), the manifest's rejection reasons and details, the variant and dispatch of every case. Besides, its plan
+(``kernel.plan``) must equal the suite's field by field: a difference fails the case naming the field and both
+values. A loader that throws, hangs (the page's backstop), returns an output of the wrong length or typed-array
+kind, or takes the tab down fails the case it was running, saying which.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from conformance.certify.implementations import ImplResult, Rejected
+from conformance.certify.loader_plans import differences, python_result
+from conformance.certify.onnxruntime_web import PageUnavailable, available_in_page, page_call, page_of
+from conformance.config import REPO_LOADER
+from conformance.certify.published import published_files
+from conformance.engine.package import Package
+from conformance.engine.planner import Planner
+from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
+from conformance.errors import ConformanceError
+from conformance.gpu.backends.loader_files import serve_loader
+from conformance.gpu.backends.page import WebGPUError
+
+NAME = "js-loader"
+URL = re.compile(r"https?://", re.IGNORECASE)
+DTYPES = {"float32": np.float32, "float16": np.float16}
+
+
+class LoaderFailed(ConformanceError):
+    """The loader threw, hung, broke its interface or planned otherwise than the suite: this case fails."""
+
+
+def _profile(got: dict) -> DeviceProfile:
+    limits = {k: v for k, v in (got.get("limits") or {}).items()
+              if k in LIMIT_NAMES and isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    features = frozenset(f for f in got.get("features") or () if f in KNOWN_FEATURES)
+    return DeviceProfile("page device (js-loader)", limits=limits, features=features)
+
+
+class JsLoader:
+    """A JavaScript loader module run by ``page_loader.mjs`` in the browser of ``--webgpu``."""
+
+    name = NAME
+    has_variants = True
+    follows_device_model = True
+
+    def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium",
+                 loader: str | None = None):
+        self.webgpu = webgpu
+        self.loader = loader or str(REPO_LOADER / "src" / "index.js")
+        if loader:
+            self.name = f"{NAME}:{loader}"
+        self._module: str | None = None   # the module's URL as the page imports it
+        self._page = None
+        self._profile: DeviceProfile | None = None
+        self.device_features: frozenset | None = None
+        self._kernels: dict[str, Exception | None] = {}
+        self._planners: dict[str, Planner] = {}
+        self._files: dict[str, tuple[dict, int]] = {}
+        self._dispatches = 0       # passes the loader dispatched (kernel.stats()), over every page of the run
+        self._dispatch_base = 0    # what the pages before this one dispatched (a fresh page counts from 0)
+
+    # -- Implementation ------------------------------------------------------------------------
+    def available(self) -> str | None:
+        return available_in_page(self)
+
+    @property
+    def profile(self) -> DeviceProfile:
+        self._ensure_page()
+        return self._profile
+
+    def describe(self) -> dict:
+        return {"implementation": self.name, "module": self.loader, "browser": getattr(self._backend, "engine", None)
+                if getattr(self, "_backend", None) else None, "features": sorted(self.device_features or ())}
+
+    def prepare(self, package: Package) -> None:
+        self._planners[package.name] = Planner(package.manifest)
+        self._files[package.name] = (published_files(package), package.version)
+
+    def dispatch_count(self) -> int:
+        return self._dispatches
+
+    def plan(self, case) -> str:
+        got = self._call_kernel(case, {role: None if arg is None else [arg[1], list(arg[0]), None]
+                                       for role, arg in case.inputs.items()}, plan_only=True)
+        self._raise_rejection(got)
+        return got["plan"]["variant"]
+
+    def run(self, case, inputs) -> ImplResult:
+        page = self._ensure_page()
+        feeds = {role: None if a is None else [a.dtype.name, list(a.shape), page.data_ref(np.ascontiguousarray(a).tobytes())]
+                 for role, a in inputs.items()}
+        got = self._call_kernel(case, feeds)
+        if isinstance(got.get("stats"), dict) and isinstance(got["stats"].get("dispatches"), int):
+            self._dispatches = self._dispatch_base + got["stats"]["dispatches"]
+        report = {"plan_ms": _ms(got, "plan"), "run_ms": _ms(got, "run")}
+        if "error" in got:
+            raise LoaderFailed(f"{self.name}: {_error_text(got['error'])}")
+        self._raise_rejection(got, report)
+        found = differences(case.id, python_result(self._planners[case.package], case), {"plan": got["plan"]})
+        if found:
+            shown = "\n  ".join(f"{d.field}: the suite plans {d.python!r}, the loader {d.js!r}" for d in found[:12])
+            raise LoaderFailed(f"{self.name}: kernel.plan() differs from the suite's plan in {len(found)} field(s):\n  "
+                               f"{shown}")
+        outputs = {}
+        for role, entry in (got.get("outputs") or {}).items():
+            dtype, shape, ref = entry
+            if dtype not in DTYPES:
+                raise LoaderFailed(f"{self.name}: output {role} has dtype {dtype!r}")
+            size = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize
+            try:
+                data = page.bytes_of(ref, size)
+            except WebGPUError as exc:
+                raise PageUnavailable(f"{self.name}: reading {role}: {exc}") from None
+            outputs[role] = np.frombuffer(data, dtype=DTYPES[dtype]).reshape(shape).copy()
+        plan = got["plan"]
+        dispatch = [(p["name"], p["dispatch"]["threads"], p["dispatch"]["workgroupSize"],
+                     tuple(p["dispatch"]["workgroups"])) for p in plan["passes"]]
+        return ImplResult(outputs, plan["variant"], dispatch, extra={"report": report})
+
+    # -- the page --------------------------------------------------------------------------------
+    def _raise_rejection(self, got: dict, report: dict | None = None) -> None:
+        rejected = got.get("rejected")
+        if rejected is None:
+            return
+        if rejected.get("name") != "ContractError" or not rejected.get("reason"):
+            raise LoaderFailed(f"{self.name}: kernel.plan() threw {_error_text(rejected)} (a refusal is a "
+                               f"ContractError with a reason)")
+        raise Rejected(f"{self.name}: {rejected.get('message')}", reason=rejected["reason"],
+                       argument=rejected.get("argument"), failures=rejected.get("failures"), report=report)
+
+    def _call_kernel(self, case, feeds: dict, plan_only: bool = False) -> dict:
+        page = self._ensure_page()
+        why = self._kernel(page, case.package)
+        if why is not None:
+            raise LoaderFailed(f"{self.name}: getKernel() failed for {case.package}: {why}")
+        options = {"attributes": dict(getattr(case, "attributes", None) or {}), "tunables": dict(case.tunables),
+                   "limits": dict(case.profile.limits), "features": sorted(case.profile.features)}
+        got = self._call(page, ["loaderRun", 0, case.package, feeds, options, plan_only])
+        if not isinstance(got, dict):
+            raise LoaderFailed(f"{self.name}: the page answered loaderRun with {str(got)[:200]}")
+        return got
+
+    def _kernel(self, page, name: str) -> str | None:
+        """getKernel() once per package and page; the error text when it failed."""
+        if name not in self._kernels:
+            files, version = self._files[name]
+            refs = {str(v): {f: page.data_ref(data) for f, data in named.items()} for v, named in files.items()}
+            got = self._call(page, ["loaderKernel", 0, name, self._module, refs, version])
+            self._kernels[name] = _error_text(got["error"]) if isinstance(got, dict) and "error" in got else None
+        return self._kernels[name]
+
+    def _ensure_page(self):
+        backend, page = page_of(self.name, self.webgpu)
+        if page is self._page:
+            return page
+        self._kernels.clear()
+        self._dispatch_base = self._dispatches
+        if self._module is None:
+            self._module = self.loader if URL.match(self.loader) else serve_loader(Path(self.loader))
+        self._call(page, ["extend", 0, "loader"])
+        got = self._call(page, ["loaderDevice", 0])
+        if not isinstance(got, dict) or "error" in got:
+            raise PageUnavailable(f"{self.name}: no WebGPU device in the page: "
+                                  f"{got.get('error') if isinstance(got, dict) else got}")
+        self._profile = _profile(got)
+        self.device_features = self._profile.features
+        self._backend, self._page = backend, page
+        return page
+
+    def _call(self, page, cmd: list):
+        return page_call(self.name, page, cmd)
+
+
+def _ms(got: dict, key: str) -> float | None:
+    value = (got.get("ms") or {}).get(key) if isinstance(got.get("ms"), dict) else None
+    return round(float(value), 3) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _error_text(err) -> str:
+    if isinstance(err, dict):
+        return f"{err.get('name', 'Error')}: {err.get('message', '')}"
+    return str(err)
