@@ -30,7 +30,7 @@ from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
 from conformance.errors import ConformanceError
-from conformance.gpu.backends.loader_files import serve_loader
+from conformance.gpu.backends.loader_files import jinja_dist, serve_loader
 from conformance.gpu.backends.page import WebGPUError
 
 NAME = "js-loader"
@@ -74,6 +74,10 @@ class JsLoader:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
+        if jinja_dist() is None:   # said before a browser opens: what is missing, and how to install it
+            return (f"{self.name}: @huggingface/jinja is not installed: no node_modules/@huggingface/jinja/dist/"
+                    f"index.js, which the loader imports (run `npm ci` in the suite's checkout, or set "
+                    f"CONFORMANCE_JINJA_JS to that package's directory)")
         return available_in_page(self)
 
     @property

@@ -97,3 +97,12 @@ def test_certify_exits_non_zero_for_nothing_checked(tmp_path):
     proc, report = _certify(tmp_path, SUPPORTS_NOTHING)
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert _report(report)["result"] == "nothing-checked"
+
+
+def test_the_js_loader_without_its_npm_package_is_one_error_naming_npm_ci(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_JINJA_JS", str(tmp_path / "no-such-package"))
+    proc = run_conformance("--impl=js-loader", "--webgpu=chromium", f"--specs={GELU}")
+    assert proc.returncode != 0
+    assert "@huggingface/jinja is not installed" in proc.stdout and "run `npm ci`" in proc.stdout, \
+        proc.stdout[-3000:]
+    assert "skipped" not in proc.stdout and "result: nothing checked" in proc.stdout
