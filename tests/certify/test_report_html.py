@@ -13,7 +13,7 @@ import pytest
 
 from conformance.certify import report_html
 from conformance.engine.package import REPO_SPECS
-from tests.certify.conftest import REPO, run_conformance
+from tests.certify.conftest import REPO, open_page as _open, run_conformance
 
 GELU = "com.microsoft.Gelu"
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
@@ -31,28 +31,6 @@ def _broken_gelu(tmp_path):
     template.write_text(text.replace(anchor, anchor + "{% if not vec4 %}  if (i + 1u == params.count) { return; }\n"
                                                       "{% endif %}"))
     return specs
-
-
-def _open(page_path, screenshot=None):
-    """Console messages of the page in headless Chromium, its visible text and its SVG count."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless=new"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            messages, errors = [], []
-            page.on("console", lambda m: messages.append((m.type, m.text)))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: messages.append(("request", r.url))
-                    if not r.url.startswith("file://") else None)
-            page.goto(page_path.as_uri())
-            text = page.inner_text("body")
-            svgs = page.locator("svg").count()
-            if screenshot:
-                page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
-    return messages, errors, text, svgs
 
 
 @pytest.mark.slow
