@@ -46,7 +46,7 @@ def label(col: dict) -> str:
     if not col.get("adapter"):  # a column whose device never opened
         return f"{col['implementation']}, column {col.get('column') or '?'}"
     via = f" via {col['webgpu']}" if col.get("webgpu") else ""
-    return f"{col['implementation']}{via}: {col['adapter']} ({col['backend']})"
+    return f"{col['implementation']}{via}: {col['adapter']}" + (f" ({col['backend']})" if col.get("backend") else "")
 
 
 def digests(data: dict) -> dict:

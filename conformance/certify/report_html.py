@@ -142,7 +142,8 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
     for i, report in enumerate(columns):
         dev = report.get("device") or {}
         shown = [f"<b>{escape(str(dev.get('adapter') or 'no adapter reported'))}</b>"]
-        for key in ("webgpu", "backend", "type", "driver", "implementation", "provider", "user_agent"):
+        for key in ("webgpu", "backend", "type", "driver", "implementation", "provider", "browser",
+                    "onnxruntime-web", "user_agent"):
             if dev.get(key) not in (None, "", "?"):
                 shown.append(f"{escape(key)}: {escape(str(dev[key]))}")
         if dev.get("features"):
