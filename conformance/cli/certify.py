@@ -65,7 +65,8 @@ def pytest_command(args, scratch: Path) -> list[str]:
 
 def targets(args) -> list[str]:
     """What the isolated pytest collects: every case, or the ones ``--case`` names."""
-    return [f"conformance.test_kernels::{case}" for case in args.case] or ["conformance.test_kernels"]
+    return [f"conformance.test_kernels::{case}" for case in getattr(args, "case", None) or ()] \
+        or ["conformance.test_kernels"]
 
 
 def rerun_prefix(args, specs: Path, report: Path) -> str:
