@@ -7,12 +7,13 @@ Everything quoted from a report (case ids, messages, device strings) is escaped.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from html import escape
 
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
+from conformance.certify.report_failures import anchor
+from conformance.certify.report_failures import section as failures_section
 
 #: Cell states, worst first: a cell shows the worst state any of its cases has.
 STATES = {
@@ -123,7 +124,7 @@ def _grid(columns: list[dict]) -> list[str]:
             text = escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
             first_failure = next((c["id"] for c in cases if c["status"] in FAILING), None)
             if first_failure:   # the cell links to its first failure below
-                text = f'<a href="#{escape(_anchor(first_failure, i))}" style="color:inherit">{text}</a>'
+                text = f'<a href="#{escape(anchor(first_failure, i))}" style="color:inherit">{text}</a>'
             tds.append(f'<td class="cell" style="background:{STATES[state][0]}'
                        f'{";color:#fff" if state in DARK else ""}" title="{escape(state)}">{text}'
                        f'{_cell_note(state, cases)}</td>')
@@ -131,10 +132,6 @@ def _grid(columns: list[dict]) -> list[str]:
                     + "".join(tds) + "</tr>")
     return [f'<p class="legend">{legend}</p>', "<table><tr><th>package</th><th>variant</th><th>dtype</th>" + head
             + "</tr>", *rows, "</table>"]
-
-
-def _anchor(case_id: str, column: int) -> str:
-    return f"c{column}-{case_id}"
 
 
 def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
@@ -160,60 +157,6 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
         out.append(f"<tr><td>({i + 1}) {escape(_column_name(report, i))}</td><td>{'<br>'.join(shown)}</td>"
                    f'<td class="result-{escape(result)}">{escape(result)}</td><td>{totals}</td></tr>')
     return out + ["</table>"]
-
-
-def profile_svg(profile: list, width: int = 480, height: int = 90) -> str:
-    """Bars of err/allowed over the output (log scale, 1e-3 up), the allowed level as a line: an inline SVG."""
-    top = max([10.0] + [v for v in profile if v is not None and v > 0])
-    span = math.log10(top) + 3
-
-    def y(value: float) -> float:
-        return height - height * (math.log10(max(value, 1e-3)) + 3) / span
-
-    bar = width / max(1, len(profile))
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="error divided by allowed over the output">',
-             f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ccc"/>']
-    for i, value in enumerate(profile):
-        x = i * bar
-        if value is None:   # a non-finite error
-            parts.append(f'<rect x="{x:.1f}" y="0" width="{max(bar - 0.5, 0.5):.1f}" height="{height}" '
-                         f'fill="#7f0000"><title>element run {i}: non-finite</title></rect>')
-        elif value >= 0:
-            top_y = y(value)
-            parts.append(f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{max(bar - 0.5, 0.5):.1f}" '
-                         f'height="{height - top_y:.1f}" fill="{"#d73027" if value > 1 else "#4575b4"}">'
-                         f"<title>element run {i}: {value:.3g} x allowed</title></rect>")
-    parts.append(f'<line x1="0" x2="{width}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" stroke="#000" '
-                 f'stroke-dasharray="4 3"/>')
-    parts.append("</svg>")
-    caption = (f'<br><small>err / allowed over the output in element order, log scale from 0.001 (dashed line: '
-               f"allowed; largest {top:.3g}; dark: non-finite; blank: unconstrained)</small>")
-    return "".join(parts) + caption
-
-
-def _failures(columns: list[dict]) -> list[str]:
-    out = []
-    for i, report in enumerate(columns):
-        for case in report.get("cases", []):
-            if case["status"] not in FAILING and not (case["status"] == "xfailed"):
-                continue
-            where = f" in ({i + 1}) {escape(_column_name(report, i))}" if len(columns) > 1 else ""
-            body = [f'<div class="failure" id="{escape(_anchor(case["id"], i))}"><h3><code>{escape(case["id"])}</code>'
-                    f" {escape(case['status'])}{where}</h3>"]
-            if case.get("divergence"):
-                body.append(f"<p>divergence: {escape(case['divergence'])}</p>")
-            body.append(f"<pre>{escape(case.get('detail') or '')}</pre>")
-            profile = case.get("error_profile")
-            if profile and profile.get("profile"):
-                body.append(f"<p>output {escape(str(profile.get('role')))} of shape "
-                            f"{escape(str(profile.get('shape')))}:</p>" + profile_svg(profile["profile"]))
-            if case.get("rerun"):
-                body.append(f"<p>rerun: <code>{escape(case['rerun'])}</code></p>")
-            if case.get("repro"):
-                body.append(f"<p>standalone repro: <code>{escape(case['repro'])}</code></p>")
-            out.append("".join(body) + "</div>")
-    return out
 
 
 def _disagreements(matrix: dict | None) -> list[str]:
@@ -275,6 +218,5 @@ def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Confo
              f"{failing} failing case(s).</p>",
              "<h2>Columns</h2>", *_devices(columns, (matrix or {}).get("sources")),
              "<h2>Results</h2>", *_grid(columns), *_evidence(columns), *_disagreements(matrix), *_weak(columns)]
-    failures = _failures(columns)
-    parts += [f"<h2>Failures ({len(failures)})</h2>", *failures] if failures else ["<h2>Failures</h2><p>none</p>"]
+    parts += failures_section(columns, _column_name)
     return "\n".join(parts) + "\n</body></html>\n"

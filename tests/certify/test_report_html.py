@@ -90,3 +90,61 @@ def test_merge_writes_the_matrix_page(tmp_path):
     assert "(1) " in text and "(2) " in text and "wgpu" in text and "dawn" in text
     failing = {c["id"] for r in reports for c in json.loads(open(r).read())["cases"] if c["status"] == "failed"}
     assert failing and all(case_id in text for case_id in failing)
+
+
+def _gelu_wrong_below(tmp_path, limit: str = "-4.0"):
+    """Gelu that returns 0 below ``limit`` (the shipped one does below -10, where GELU is below 1e-22)."""
+    specs = tmp_path / "specs"
+    shutil.copytree(REPO_SPECS / GELU, specs / GELU)
+    template = specs / GELU / TEMPLATE
+    old = "  return select(x * p, {{ T }}(0.0), x < {{ T }}(-CLAMP));"
+    assert template.read_text().count(old) == 1
+    template.write_text(template.read_text().replace(old, old.replace("-CLAMP", limit)))
+    return specs
+
+
+def _page_facts(page_path) -> dict:
+    """What a reader sees of the page in headless Chromium: grid cells, failure blocks, the input plots' bars."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless=new"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(page_path.as_uri())
+            return page.evaluate("""() => ({
+                cells: [...document.querySelectorAll('td.cell')].map(td => td.innerText),
+                blocks: [...document.querySelectorAll('div.failure h3')].map(h => h.innerText),
+                text: document.body.innerText,
+                height: document.body.scrollHeight,
+                inputBars: [...document.querySelectorAll('svg[aria-label="error divided by allowed against the input value"]')]
+                    .slice(0, 1).flatMap(svg => [...svg.querySelectorAll('rect[fill="#d73027"] title')]
+                    .map(t => t.textContent)),
+            })""")
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_the_page_shows_how_much_by_input_and_grouped(tmp_path):
+    """Issue 41, item 7: the grid shows each cell's worst err/allowed, a value failure is plotted against its input
+    as well as in element order (each bar saying what it aggregates), and identical failures are one block."""
+    specs = _gelu_wrong_below(tmp_path)
+    report = tmp_path / "out" / "r.json"
+    proc = run_conformance(f"--specs={specs}", "-k", "f32 and scalar", f"--conformance-report={report}")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    failed = [c for c in data["cases"] if c["status"] == "failed"]
+    assert len(failed) > 5, [c["id"] for c in data["cases"]]
+    facts = _page_facts(report.with_suffix(".html"))
+    worst = max(c["worst_ratio"] for c in failed)
+    assert any(f"worst {worst:.3g} x allowed" in cell for cell in facts["cells"]), facts["cells"]
+    assert len(facts["blocks"]) == 1 and facts["blocks"][0].startswith(f"{len(failed)} case(s) failed: values"), \
+        facts["blocks"]
+    for case in failed:                                  # each case listed, with its rerun command
+        assert case["id"] in facts["text"] and case["rerun"] in facts["text"]
+    assert "each bar: the largest of its ~" in facts["text"] and "out of tolerance" in facts["text"]
+    assert "against the input value, from" in facts["text"]
+    uppers = [float(t.split(", ")[1].split(")")[0]) for t in facts["inputBars"]]   # "input in [a, b), n element(s)"
+    assert uppers and max(uppers) <= -3.5, facts["inputBars"]        # red only where the input is below -4
+    top = max(failed, key=lambda c: c["worst_ratio"])["error_profile"]
+    assert top["mismatches"] < top["checked"] and any(0 < share < 1 for share in top["failing"])
