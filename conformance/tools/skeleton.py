@@ -208,6 +208,8 @@ def suite_url(url: str) -> str:
         raise ConformanceError(f"--suite-url {url!r}: expected the URL pip installs the suite from, such as "
                                f"git+https://github.com/ORG/webgpu-kernel-conformance (git+ssh://, git+file://, "
                                f"https:// and file:// too), with no spaces or quotes")
+    if url.startswith("git+file:///"):    # pip's URL requirements need a host: git reads localhost as local
+        url = "git+file://localhost/" + url[len("git+file:///"):]
     if url.startswith("git+") and "@" not in urlsplit(url[4:]).path:
         url += f"@v{__version__}"
     return url

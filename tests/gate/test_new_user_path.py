@@ -105,8 +105,8 @@ def test_scaffold_to_ci_gate_with_the_suite_from_a_tag(tmp_path):
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **js_engine(),
            "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     deps = (work / "tox.ini").read_text().split("deps =\n", 1)[1].splitlines()[0].strip()
-    assert deps == f"webgpu-kernel-conformance @ git+file://{suite}@{tag}", deps
-    offline = "--no-deps --no-build-isolation -q"               # no network here: the rest is already installed
+    assert deps == f"webgpu-kernel-conformance @ git+file://localhost{suite}@{tag}", deps
+    offline = "--no-deps -q"                                    # the dependencies are there already
     _bash(work, f"python -m pip install {offline} '{deps}'", env)
     probe = _bash(tmp_path, "python -c 'import conformance; print(conformance.__file__); print(conformance.__version__)'",
                   env).stdout.split()
