@@ -10,33 +10,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from playwright.sync_api import sync_playwright
-
-from conformance.gpu.backends import chromium
-from tests.browsers.test_onnxruntime_web import _impl, _write, check, repro_server  # noqa: F401 (a fixture)
+from tests.browsers.test_onnxruntime_web import _impl, _open, _write, check, repro_server  # noqa: F401 (a fixture)
 from tests.hostile.conftest import make_specs, run_conformance  # noqa: F401 (a fixture)
 from tests.hostile.test_broken_kernels import GELU
 
 pytestmark = pytest.mark.browsers
 
 
-def _title_without_webgpu(url: str) -> str:
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium.CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            page.wait_for_function("document.title !== 'running'", timeout=120_000)
-            return page.title()
-        finally:
-            browser.close()
-
-
 def test_a_repro_in_a_browser_without_webgpu_cannot_run_here(repro_server):
     root, base = repro_server
     _, err = check("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4")
     directory = _write(root, "no-webgpu", _impl("onnxruntime-web-jsep").repro_files(err.failure))
-    title = _title_without_webgpu(f"{base}/{directory.name}/index.html?ort={base}/ort/")
+    title = _open(f"{base}/{directory.name}/index.html?ort={base}/ort/", flags=("--no-sandbox",))
     assert title.startswith("CANNOT RUN HERE: this browser offers no WebGPU ("), title
     assert "requestAdapter() returned null" in title and "--enable-unsafe-webgpu" in title, title
     assert not title.startswith(("FAIL", "PASS"))
