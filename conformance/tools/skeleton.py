@@ -130,7 +130,7 @@ py-modules = ["{module}"]
 
 PRE_COMMIT = """\
 # The suite's hooks run in the developer's environment, where the op record is installed (pip install -e ./records):
-# pre-commit never installs from the repository under test (README.md, "A kernel repository with its own op records").
+# pre-commit never installs from the repository under test (docs/manual/ci.md, "A kernel repository with its own op records").
 repos:
   - repo: local
     hooks:
@@ -168,7 +168,7 @@ jobs:
       - run: python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases --report out/kernels.json
 """
 
-#: ``lint --require-js`` needs ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja (README.md, the tox recipe)
+#: ``lint --require-js`` needs ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja (docs/manual/ci.md, the tox recipe)
 TOX = """\
 [tox]
 envlist = kernels
@@ -196,7 +196,7 @@ __pycache__/
 build/
 """
 
-#: Where the recipes (README.md, tox.ini, the CI job) install the suite from until ``--suite-url`` says.
+#: Where the recipes (docs/manual/ci.md, tox.ini, the CI job) install the suite from until ``--suite-url`` says.
 PLACEHOLDER_URL = "git+https://github.com/<org>/webgpu-kernel-conformance"
 SUITE_URL = re.compile(r"(git\+(https|ssh|file)|https|file)://[^\s'\"<>;{}]+")
 

@@ -19,6 +19,7 @@ import tomllib
 import pytest
 import yaml
 
+from tests.docs import manual
 from tests.gate.conftest import FASTGELU, ROOT, git
 
 
@@ -29,7 +30,7 @@ def vec4_only_for_multiples_of_8(package_dir) -> None:
     four, eight = "dim(shapes.X, ranks.X - 1) % 4 == 0", "dim(shapes.X, ranks.X - 1) % 8 == 0"
     path.write_text(text.replace(four, eight) if four in text else text.replace(eight, four))
 
-README = (ROOT / "README.md").read_text()
+README = manual()   # the README and the manual (docs/manual/), one text
 
 
 def ci_job() -> str:
