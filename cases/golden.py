@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shlex
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -222,6 +223,21 @@ def digest_text(package) -> str:
     return f"{golden_digest(package)}\n{record_line(package)}\n"
 
 
+def record_identity(line: str) -> str:
+    """A record line less where the record was found (``(registered at run time)``, ``(distribution ...)``): the
+    same record, registered by ``conformance new`` or installed, is the same record."""
+    return line.strip().removeprefix("record: ").split(" (", 1)[0]
+
+
+def record_missing_hint(package_name: str) -> str:
+    """What to do when a golden file was written with a record this Python does not have: install it (rewriting
+    the golden files now would write them without the record's cases, and a check where it is installed fails)."""
+    op = op_of(package_name)
+    return (f"this Python ({sys.executable}) has no op record for {op}: install the distribution that registers "
+            f"it (entry point group 'conformance.ops'; in a kernel repository made by `conformance new`: "
+            f"pip install -e ./records) and run this again; do not rewrite the golden files without it")
+
+
 def stale_why(sidecar: Path, package) -> str | None:
     """None when the sidecar matches the package as it is now; else why not, naming the op record when that is
     what changed (a missing or changed record writes another case list)."""
@@ -231,10 +247,12 @@ def stale_why(sidecar: Path, package) -> str | None:
     if lines[0].strip() == golden_digest(package):
         return None
     was, now = (lines[1].strip() if len(lines) > 1 else ""), record_line(package)
-    if was and was != now:
+    if was and record_identity(was) != record_identity(now):
         return f"it was written with another op record ({was.removeprefix('record: ')}; now " \
                f"{now.removeprefix('record: ')})"
     return "it is stale (the manifest or the case generator changed since it was written)"
+
+
 def read_digest_text(sidecar: Path) -> str | None:
     """A sidecar's text (None when absent), read capped and through no symlink."""
     if not os.path.lexists(sidecar):

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import importlib
 
+#: The suite's version: the one place it is written (pyproject.toml reads it; releases are tagged v<version>).
+__version__ = "0.1.0"
+
 _PUBLIC = {
     "load_kernel": "conformance.gpu.kernel", "Kernel": "conformance.gpu.kernel",
     "DeviceProfile": "conformance.engine.profile", "BASELINE": "conformance.engine.profile",

@@ -46,6 +46,18 @@ class Comparison:
     #: None where a bucket holds a non-finite error, -1.0 where it holds only unconstrained elements): a picture
     #: of where the output goes wrong
     profile: tuple = ()
+    #: per bucket of ``profile``: the share of its constrained elements out of tolerance (a bar is its bucket's
+    #: largest error: one bad element makes it tall; this says how many are bad)
+    profile_failing: tuple = ()
+    #: err/allowed against the input value (when the output has its first input's shape): ``{"range": [lo, hi],
+    #: "worst": [...], "failing": [...], "count": [...]}`` over INPUT_BINS equal bins of [lo, hi]
+    by_input: dict | None = None
+
+    def error_profile(self, role: str, shape) -> dict:
+        """What a report keeps of a failed comparison to draw it: over the output, and against the input."""
+        return {"role": role, "shape": list(shape), "profile": list(self.profile),
+                "failing": list(self.profile_failing), "checked": self.checked, "mismatches": self.mismatches,
+                **({"by_input": self.by_input} if self.by_input else {})}
 
     def message(self) -> str:
         head = tolerance_text(self.tolerance)
@@ -112,6 +124,38 @@ def _profile(ratio: np.ndarray) -> tuple:
     return tuple(None if not np.isfinite(v) else float(v) for v in peaks)
 
 
+def _failing_share(bad: np.ndarray, constrained: np.ndarray) -> tuple:
+    """Per bucket of :func:`_profile`: the share of its constrained elements out of tolerance."""
+    flat_bad, flat_ok = bad.reshape(-1).astype(np.int64), constrained.reshape(-1).astype(np.int64)
+    if flat_bad.size == 0:
+        return ()
+    edges = np.linspace(0, flat_bad.size, min(PROFILE_BUCKETS, flat_bad.size) + 1).astype(np.int64)[:-1]
+    bad_n, ok_n = np.add.reduceat(flat_bad, edges), np.add.reduceat(flat_ok, edges)
+    return tuple(float(b / n) if n else 0.0 for b, n in zip(bad_n, ok_n))
+
+
+INPUT_BINS = 48
+
+
+def _by_input(inputs: np.ndarray, ratio: np.ndarray, bad: np.ndarray, constrained: np.ndarray) -> dict | None:
+    """err/allowed against the input value: per equal bin of the inputs' range, the largest ratio (None: a
+    non-finite error; -1.0: an empty bin), the share out of tolerance and the element count."""
+    x = inputs.reshape(-1).astype(np.float64)
+    keep = constrained.reshape(-1) & np.isfinite(x)
+    if int(keep.sum()) < 2 or x[keep].min() == x[keep].max():
+        return None
+    xs, rs, bs = x[keep], ratio.reshape(-1)[keep], bad.reshape(-1)[keep]
+    lo, hi = float(xs.min()), float(xs.max())
+    index = np.clip(((xs - lo) / (hi - lo) * INPUT_BINS).astype(np.int64), 0, INPUT_BINS - 1)
+    worst = np.full(INPUT_BINS, -1.0)
+    np.maximum.at(worst, index, rs)
+    count = np.bincount(index, minlength=INPUT_BINS)
+    failing = np.bincount(index, weights=bs.astype(np.float64), minlength=INPUT_BINS)
+    return {"range": [lo, hi], "worst": [None if not np.isfinite(v) else float(v) for v in worst],
+            "failing": [float(f / n) if n else 0.0 for f, n in zip(failing, count)],
+            "count": [int(n) for n in count]}
+
+
 def _failed(tolerance: Tolerance, error: str) -> Comparison:
     return Comparison(False, 0, 0, 0.0, (), 0.0, tolerance, error=error)
 
@@ -165,4 +209,6 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
         unconstrained=int(expected.size - checked),
         unconstrained_as=unconstrained_as,
         profile=_profile(ratio),
+        profile_failing=_failing_share(bad, constrained) if mismatches else (),
+        by_input=_by_input(inputs, ratio, bad, constrained) if mismatches and inputs is not None else None,
     )

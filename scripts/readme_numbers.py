@@ -4,8 +4,8 @@
     PYTHONPATH=. python3 scripts/readme_numbers.py --run           # and the default run, timed, serial and -n 2
     PYTHONPATH=. python3 scripts/readme_numbers.py --run --repeat 2 --webgpu dawn
 
-Prints the README's case table (Markdown, pasted as printed) and the total the README quotes;
-``tests/layout/test_readme_numbers.py`` fails when the README's case counts differ from what this prints.
+Prints the case table of docs/manual/packages.md (Markdown, pasted as printed) and the total the manual quotes;
+``tests/layout/test_readme_numbers.py`` fails when the manual's case counts differ from what this prints.
 """
 from __future__ import annotations
 

@@ -380,7 +380,7 @@ class Checker:
             compared, unconstrained = compared + result.checked, unconstrained + result.unconstrained
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
-                verdict.error_profile = {"role": role, "shape": list(y.shape), "profile": list(result.profile)}
+                verdict.error_profile = result.error_profile(role, y.shape)
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}",
                                  failure=self._failure(
                                      "values", f"output {role} differs from the reference: {result.message()}",

@@ -126,6 +126,12 @@ def assess(verdicts) -> dict:
             "compared_nothing": compared_nothing(verdicts)}
 
 
+def cell_line(entry: dict) -> str:
+    """One entry of ``unchecked`` or ``not_runnable``: package (/ variant / dtype), its case count and why."""
+    where = entry["package"] + (f" / {entry['variant']} / {entry['dtype']}" if entry["variant"] else "")
+    return f"{where} ({entry['cases']} case(s)): {entry['why']}"
+
+
 #: The heading of the report's section of weakness flags (Markdown, HTML, merge).
 WEAK_TITLE = "Weaker than it looks"
 WEAK_NOTE = "Cases that pass but check less than they seem to, each with what to add"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from conformance.certify import quote
-from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
 from conformance.errors import ConformanceError
 from conformance.files import read_named
@@ -46,7 +46,7 @@ def label(col: dict) -> str:
     if not col.get("adapter"):  # a column whose device never opened
         return f"{col['implementation']}, column {col.get('column') or '?'}"
     via = f" via {col['webgpu']}" if col.get("webgpu") else ""
-    return f"{col['implementation']}{via}: {col['adapter']} ({col['backend']})"
+    return f"{col['implementation']}{via}: {col['adapter']}" + (f" ({col['backend']})" if col.get("backend") else "")
 
 
 def digests(data: dict) -> dict:
@@ -90,13 +90,27 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
             for variant, dtypes in variants.items():
                 for dtype, cell in dtypes.items():
                     rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
+    mark_not_runnable(rows, [d for _, d in reports])
     return {"columns": columns, "sources": [str(p) for p, _ in reports], "missing_packages": missing_packages(reports),
             "disagreements": disagreements([d for _, d in reports]),
             "weak": weak_of(d for _, d in reports),
             "compared_nothing": [{**c, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports)
                                  for c in d.get("compared_nothing") or []],
+            "not_runnable": [{**e, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports)
+                             for e in d.get("not_runnable") or []],
             "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
                      for (p, v, d), cells in sorted(rows.items())]}
+
+
+def mark_not_runnable(rows: dict, reports: list[dict]) -> None:
+    """A column's cells it could not run (its report's ``not_runnable``: an f16 call on a browser without
+    ``shader-f16`` is planned into a rejection, so its variant's row has no case there) say so, instead of the
+    empty cell of a package the report lacks."""
+    for i, data in enumerate(reports):
+        for entry in data.get("not_runnable") or []:
+            if entry.get("variant"):
+                cells = rows.setdefault((entry["package"], entry["variant"], entry["dtype"]), [None] * len(reports))
+                cells[i] = cells[i] or {"not_runnable": entry["cases"]}
 
 
 def disagreements(reports: list[dict]) -> list[dict]:
@@ -117,9 +131,17 @@ def disagreements(reports: list[dict]) -> list[dict]:
     return out
 
 
+#: The two cells without results, as the matrix's legend explains them.
+CELL_LEGEND = ("`-`: no case of this row in this column (its report lacks the package, or its device planned them into another row); `not runnable here (N)`: "
+               "the column's device cannot run these N cases (planned into a rejection: it lacks a feature or limit "
+               "they assume; listed under *Not runnable on this device*)")
+
+
 def cell_text(cell: dict | None) -> str:
     if cell is None:
         return "-"
+    if set(cell) == {"not_runnable"}:
+        return f"not runnable here ({cell['not_runnable']})"
     parts = [f"{cell.get(k, 0)} {sym}" for k, sym in (("passed", "passed"), ("failed", "failed"),
                                                       ("skipped", "skipped"), (NOT_APPLICABLE, "n/a"),
                                                       ("xfailed", "xfailed")) if cell.get(k)]
@@ -140,11 +162,16 @@ def markdown(matrix: dict) -> str:
                      f"{quote.cell(', '.join(map(str, col.get('features') or [])) or 'none')}: "
                      f"{quote.cell(col['result'])} (from {quote.code_span(matrix['sources'][i - 1])})")
     lines += [""] * bool(matrix.get("missing_packages")) + [f"- {line}" for line in missing_lines(matrix)]
+    lines += ["", CELL_LEGEND + "."]
     lines += ["", "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
               "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
     for row in matrix["rows"]:
         lines.append(f"| {quote.cell(row['package'])} | {quote.cell(row['variant'])} | {quote.cell(row['dtype'])} | "
                      + " | ".join(cell_text(c) for c in row["cells"]) + " |")
+    if matrix.get("not_runnable"):
+        lines += ["", "## Not runnable on this device", "", "Per column: every case was planned into a rejection "
+                  "for its device, skipped or not applicable.", ""]
+        lines += [f"- {e['column']} {quote.cell(cell_line(e))}" for e in matrix["not_runnable"]]
     if matrix.get("disagreements"):
         lines += ["", f"## Where the columns disagree ({len(matrix['disagreements'])} case(s))", ""]
         for item in matrix["disagreements"]:

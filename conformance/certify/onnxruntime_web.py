@@ -31,7 +31,7 @@ from conformance.certify.onnxruntime import ort_op_type, session_key
 from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
-from conformance.gpu.backends.page import WebGPUError
+from conformance.gpu.backends.page import WebGPUError, adapter_name
 from conformance.gpu.backends.served import PAGES, ort_dist
 from conformance.ops import record_for
 
@@ -151,7 +151,7 @@ class OrtWeb:
 
     def describe(self) -> dict:
         return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
-                "bundle": self.bundle, "browser": self._engine(), "adapter": (self._adapter or {}).get("info"),
+                "bundle": self.bundle, "browser": self._engine(), **adapter_fields(self._adapter),
                 "features": sorted(self.device_features or ())}
 
     def run(self, case, inputs) -> ImplResult:
@@ -307,4 +307,13 @@ def _console(report: dict, *sources) -> None:
                     lines.append(text)
     if lines:
         report["console"] = lines[:20]
+
+
+def adapter_fields(adapter: dict | None) -> dict:
+    """The page's adapter for the report: ``adapter`` one readable line (never the raw ``adapter.info`` object,
+    which the terminal and the HTML would print as a Python dict), ``adapter_info`` that object as the page gave it."""
+    info = (adapter or {}).get("info") if isinstance(adapter, dict) else None
+    if not isinstance(info, dict) or not info:
+        return {"adapter": None}
+    return {"adapter": adapter_name(info), "adapter_info": info}
 

@@ -4,8 +4,9 @@ The page uses ONNX Runtime Web alone (not this suite): it loads the bundle of th
 ``./ort/`` beside it, or from the directory ``?ort=<URL>`` names (ORT Web's ``dist/``), makes the session as the
 suite does (that provider only, CPU fallback disabled, one thread), runs the inputs of ``case.json`` and compares
 with the expected outcome there: a rejection, or outputs within per-element allowed errors (NaN: unconstrained).
-It prints expected and observed and the suite's verdict line, and sets ``document.title`` to ``PASS`` or
-``FAIL: <why>`` (``window.reproResult`` holds the same as an object) for a machine to read.
+It prints expected and observed and the suite's verdict line, and sets ``document.title`` to ``PASS``,
+``FAIL: <why>`` or, in a browser that offers no WebGPU, ``CANNOT RUN HERE: <why>`` with how to turn it on
+(``window.reproResult`` holds the same as an object) for a machine to read.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import numpy as np
 
 from conformance.certify.onnx_models import mapped_model
+from conformance.gpu.backends.enable_webgpu import how_to_enable
 from conformance.ops import record_for
 
 PAGE = """<!doctype html>
@@ -34,6 +36,18 @@ const finish = (pass, why) => {
   document.title = pass ? "PASS" : `FAIL: ${why}`;
   say(pass ? "PASS" : `FAIL: ${why}`);
 };
+// Neither PASS nor FAIL: this browser has no WebGPU, so the repro says nothing about ORT Web here.
+const ENABLE = __ENABLE_JSON__;
+const cannotRun = (why) => {
+  const text = `CANNOT RUN HERE: this browser offers no WebGPU (${why}); to turn it on: ${ENABLE}`;
+  window.reproResult = { pass: null, cannotRun: true, why };
+  document.title = text;
+  say(text);
+};
+async function missingWebGPU() {
+  if (!navigator.gpu) return "no navigator.gpu";
+  return await navigator.gpu.requestAdapter() ? null : "navigator.gpu.requestAdapter() returned null";
+}
 const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 const ARRAYS = { float32: Float32Array, float16: Uint16Array, int32: Int32Array, int64: BigInt64Array,
                  uint8: Uint8Array, int8: Int8Array, bool: Uint8Array, float64: Float64Array };
@@ -58,6 +72,7 @@ try {
   for (const [name, t] of Object.entries(c.inputs)) say(`input ${name}: ${t.dtype}[${t.dims}]`);
   say(`expected: ${c.expected.outcome}${c.expected.reason ? " (" + c.expected.reason + ")" : ""}`);
   if (c.observed_in_suite) say(`observed in the suite: ${c.observed_in_suite}`);
+  const missing = await missingWebGPU();
   let got, error;
   try {
     const model = new Uint8Array(await (await fetch("model.onnx")).arrayBuffer());
@@ -70,7 +85,9 @@ try {
     }
     got = await session.run(feeds);
   } catch (e) { error = e && e.message ? e.message : String(e); }
-  if (c.expected.outcome === "rejected") {
+  if (missing || (error !== undefined && /no available backend found/.test(error))) {
+    cannotRun(missing || error);
+  } else if (c.expected.outcome === "rejected") {
     if (error !== undefined) { say(`observed: rejected: ${error}`); finish(true, ""); }
     else {
       const shapes = Object.entries(got).map(([n, t]) => `${n} ${t.type}[${t.dims}] = ${preview(numbers(t))}`);
@@ -119,8 +136,9 @@ Run it from any local HTTP server (module scripts and WebAssembly do not load fr
     python3 -m http.server 8000 --bind 127.0.0.1
     # open http://127.0.0.1:8000/index.html (or index.html?ort=http://127.0.0.1:9000/dist/)
 
-Chromium needs `--enable-unsafe-webgpu` on Linux. The page's title becomes `PASS` or `FAIL: <why>`
-(`window.reproResult` = `{pass, why}`).
+WebGPU must be on in the browser: __ENABLE__. The page's title becomes `PASS`, `FAIL: <why>` (the failure
+reproduces) or `CANNOT RUN HERE: <why>` (this browser offers no WebGPU: the repro says nothing here);
+`window.reproResult` = `{pass, why}` (`pass` null and `cannotRun` true for the last).
 """
 
 
@@ -184,8 +202,9 @@ def repro_files(impl, failure) -> dict[str, bytes]:
             "expected": _expected(failure, record, failure.inputs), "observed_in_suite": _observed(failure)}
     words = {"__TITLE__": f"{failure.case_id}: {failure.kind}", "__BUNDLE__": impl.bundle,
              "__PROVIDER__": impl.provider, "__VERDICT__": failure.verdict, "__CASE__": failure.case_id,
-             "__OP__": mapping.op_type}
-    page, readme = PAGE, README
+             "__OP__": mapping.op_type, "__ENABLE__": how_to_enable()}
+    page = PAGE.replace("__ENABLE_JSON__", json.dumps(how_to_enable()).replace("</", "<\\/"))
+    readme = README
     for key, text in words.items():
         page = page.replace(key, html.escape(str(text)))
         readme = readme.replace(key, str(text))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from conformance.certify import report_html
-from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, flag_lines
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
 from conformance.certify.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
@@ -218,12 +218,6 @@ def _weak_lines(report: dict) -> list[str]:
         return []
     return ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE} (`python -m cases --coverage` shows the generator's flags "
             f"too).", ""] + [f"- {cell(line)}" for line in found]
-
-
-def cell_line(entry: dict) -> str:
-    """One entry of ``unchecked`` or ``not_runnable``: package (/ variant / dtype), its case count and why."""
-    where = entry["package"] + (f" / {entry['variant']} / {entry['dtype']}" if entry["variant"] else "")
-    return f"{where} ({entry['cases']} case(s)): {entry['why']}"
 
 
 def _outside_sections(data: dict) -> str:

@@ -7,12 +7,13 @@ Everything quoted from a report (case ids, messages, device strings) is escaped.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from html import escape
 
-from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, flag_lines, weak_of
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
+from conformance.certify.report_failures import anchor
+from conformance.certify.report_failures import section as failures_section
 
 #: Cell states, worst first: a cell shows the worst state any of its cases has.
 STATES = {
@@ -22,6 +23,8 @@ STATES = {
     "waived": ("#fee08b", "failures waived by an expectation"),
     "replanned": ("#74add1", "conforms, planned for this device (it lacks what the cases assume)"),
     "conforms": ("#1a9850", "every case passed"),
+    "not-runnable": ("#c2a5cf", "not runnable on this device: every case planned into a rejection (it lacks a "
+                                "feature or limit the cases assume)"),
     NOT_APPLICABLE: ("#bdbdbd", "nothing the cases assert applies"),
     "skipped": ("#eeeeee", "skipped"),
 }
@@ -54,9 +57,42 @@ def cell_state(cases: list[dict]) -> str:
     if "xfailed" in statuses:
         return "waived"
     passed = [c for c in cases if c["status"] == "passed"]
+    if passed and all(_moved_to_rejection(c) for c in passed):
+        return "not-runnable"
     if passed:
-        return "replanned" if all(c.get("replanned") for c in passed) else "conforms"
+        return "replanned" if all(_changed_here(c) for c in passed) else "conforms"
     return NOT_APPLICABLE if NOT_APPLICABLE in statuses else "skipped"
+
+
+def _changed_here(case: dict) -> bool:
+    """Whether planning for this device changed what the case asserts ("expectation unchanged" changed nothing)."""
+    return bool(case.get("replanned")) and not case["replanned"].startswith("expectation unchanged")
+
+
+def _moved_to_rejection(case: dict) -> bool:
+    """A call the golden file accepts that this device must reject: it ran nothing of its variant here."""
+    return bool(case.get("expected_variant")) and case["variant"] == "rejected"
+
+
+def row_of(case: dict) -> tuple:
+    """The grid row of a case: the variant its golden file accepts it as (where a device plans it into a
+    rejection, it stays in that variant's row, marked not runnable), else its own."""
+    return case["package"], case.get("expected_variant") or case["variant"], case["dtype"]
+
+
+#: What a cell without cases says (and the legend with it).
+NO_CASES = ("-", "no case of this row in this column (its report lacks the package, or its device planned them into another row)")
+
+
+def _cell_note(state: str, cases: list[dict]) -> str:
+    """The cell's second line: the worst err/allowed of its value-checked cases, or that it cannot run here."""
+    if state == "not-runnable":
+        return "<br><small>not runnable here</small>"
+    ratios = [c["worst_ratio"] for c in cases if isinstance(c.get("worst_ratio"), (int, float))]
+    if not ratios:
+        return ""
+    worst = max(ratios)
+    return f"<br><small>worst {worst:.3g} x allowed</small>"
 
 
 def _column_name(report: dict, index: int) -> str:
@@ -68,9 +104,10 @@ def _grid(columns: list[dict]) -> list[str]:
     cells: dict = defaultdict(lambda: defaultdict(list))
     for i, report in enumerate(columns):
         for case in report.get("cases", []):
-            cells[(case["package"], case["variant"], case["dtype"])][i].append(case)
+            cells[row_of(case)][i].append(case)
     legend = "".join(f'<span style="background:{colour}{";color:#fff" if state in DARK else ""}">'
                      f"{escape(state)}: {escape(text)}</span>" for state, (colour, text) in STATES.items())
+    legend += f"<span>{escape(NO_CASES[0])}: {escape(NO_CASES[1])}</span>"
     head = "".join(f"<th>({i + 1}) {escape(_column_name(r, i))}</th>" for i, r in enumerate(columns))
     rows = []
     for (package, variant, dtype), by_column in sorted(cells.items()):
@@ -78,7 +115,7 @@ def _grid(columns: list[dict]) -> list[str]:
         for i in range(len(columns)):
             cases = by_column.get(i, [])
             if not cases:
-                tds.append('<td class="cell">-</td>')
+                tds.append(f'<td class="cell" title="{escape(NO_CASES[1])}">{escape(NO_CASES[0])}</td>')
                 continue
             state = cell_state(cases)
             counts = defaultdict(int)
@@ -87,17 +124,14 @@ def _grid(columns: list[dict]) -> list[str]:
             text = escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
             first_failure = next((c["id"] for c in cases if c["status"] in FAILING), None)
             if first_failure:   # the cell links to its first failure below
-                text = f'<a href="#{escape(_anchor(first_failure, i))}" style="color:inherit">{text}</a>'
+                text = f'<a href="#{escape(anchor(first_failure, i))}" style="color:inherit">{text}</a>'
             tds.append(f'<td class="cell" style="background:{STATES[state][0]}'
-                       f'{";color:#fff" if state in DARK else ""}" title="{escape(state)}">{text}</td>')
+                       f'{";color:#fff" if state in DARK else ""}" title="{escape(state)}">{text}'
+                       f'{_cell_note(state, cases)}</td>')
         rows.append(f"<tr><td>{escape(package)}</td><td>{escape(variant)}</td><td>{escape(dtype)}</td>"
                     + "".join(tds) + "</tr>")
     return [f'<p class="legend">{legend}</p>', "<table><tr><th>package</th><th>variant</th><th>dtype</th>" + head
             + "</tr>", *rows, "</table>"]
-
-
-def _anchor(case_id: str, column: int) -> str:
-    return f"c{column}-{case_id}"
 
 
 def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
@@ -105,7 +139,8 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
     for i, report in enumerate(columns):
         dev = report.get("device") or {}
         shown = [f"<b>{escape(str(dev.get('adapter') or 'no adapter reported'))}</b>"]
-        for key in ("webgpu", "backend", "type", "driver", "implementation", "provider", "user_agent"):
+        for key in ("webgpu", "backend", "type", "driver", "implementation", "provider", "browser",
+                    "onnxruntime-web", "user_agent"):
             if dev.get(key) not in (None, "", "?"):
                 shown.append(f"{escape(key)}: {escape(str(dev[key]))}")
         if dev.get("features"):
@@ -122,60 +157,6 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
         out.append(f"<tr><td>({i + 1}) {escape(_column_name(report, i))}</td><td>{'<br>'.join(shown)}</td>"
                    f'<td class="result-{escape(result)}">{escape(result)}</td><td>{totals}</td></tr>')
     return out + ["</table>"]
-
-
-def profile_svg(profile: list, width: int = 480, height: int = 90) -> str:
-    """Bars of err/allowed over the output (log scale, 1e-3 up), the allowed level as a line: an inline SVG."""
-    top = max([10.0] + [v for v in profile if v is not None and v > 0])
-    span = math.log10(top) + 3
-
-    def y(value: float) -> float:
-        return height - height * (math.log10(max(value, 1e-3)) + 3) / span
-
-    bar = width / max(1, len(profile))
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="error divided by allowed over the output">',
-             f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ccc"/>']
-    for i, value in enumerate(profile):
-        x = i * bar
-        if value is None:   # a non-finite error
-            parts.append(f'<rect x="{x:.1f}" y="0" width="{max(bar - 0.5, 0.5):.1f}" height="{height}" '
-                         f'fill="#7f0000"><title>element run {i}: non-finite</title></rect>')
-        elif value >= 0:
-            top_y = y(value)
-            parts.append(f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{max(bar - 0.5, 0.5):.1f}" '
-                         f'height="{height - top_y:.1f}" fill="{"#d73027" if value > 1 else "#4575b4"}">'
-                         f"<title>element run {i}: {value:.3g} x allowed</title></rect>")
-    parts.append(f'<line x1="0" x2="{width}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" stroke="#000" '
-                 f'stroke-dasharray="4 3"/>')
-    parts.append("</svg>")
-    caption = (f'<br><small>err / allowed over the output in element order, log scale from 0.001 (dashed line: '
-               f"allowed; largest {top:.3g}; dark: non-finite; blank: unconstrained)</small>")
-    return "".join(parts) + caption
-
-
-def _failures(columns: list[dict]) -> list[str]:
-    out = []
-    for i, report in enumerate(columns):
-        for case in report.get("cases", []):
-            if case["status"] not in FAILING and not (case["status"] == "xfailed"):
-                continue
-            where = f" in ({i + 1}) {escape(_column_name(report, i))}" if len(columns) > 1 else ""
-            body = [f'<div class="failure" id="{escape(_anchor(case["id"], i))}"><h3><code>{escape(case["id"])}</code>'
-                    f" {escape(case['status'])}{where}</h3>"]
-            if case.get("divergence"):
-                body.append(f"<p>divergence: {escape(case['divergence'])}</p>")
-            body.append(f"<pre>{escape(case.get('detail') or '')}</pre>")
-            profile = case.get("error_profile")
-            if profile and profile.get("profile"):
-                body.append(f"<p>output {escape(str(profile.get('role')))} of shape "
-                            f"{escape(str(profile.get('shape')))}:</p>" + profile_svg(profile["profile"]))
-            if case.get("rerun"):
-                body.append(f"<p>rerun: <code>{escape(case['rerun'])}</code></p>")
-            if case.get("repro"):
-                body.append(f"<p>standalone repro: <code>{escape(case['repro'])}</code></p>")
-            out.append("".join(body) + "</div>")
-    return out
 
 
 def _disagreements(matrix: dict | None) -> list[str]:
@@ -202,6 +183,28 @@ def _weak(columns: list[dict]) -> list[str]:
             *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
 
 
+#: The report's sections of cells it could not rest on (the Markdown report's too): key, heading, note.
+EVIDENCE_SECTIONS = (("not_runnable", "Not runnable on this device", "every case was planned into a rejection "
+                      "for this device, skipped or not applicable"),
+                     ("unchecked", "Not checked", "no case of these passed with its values checked, so the result "
+                      "cannot be conforms"))
+
+
+def _evidence(columns: list[dict]) -> list[str]:
+    """Per column, the cells it could not run and those left unchecked (each column its own: a browser without
+    shader-f16 cannot run the f16 cells another column checked)."""
+    out = []
+    for key, title, note in EVIDENCE_SECTIONS:
+        entries = [(i, e) for i, r in enumerate(columns) for e in r.get(key) or []]
+        if not entries:
+            continue
+        out.append(f'<h2 id="{key.replace("_", "-")}">{escape(title)}</h2><p>{escape(note.capitalize())}.</p><ul>')
+        out += [f"<li>{f'({i + 1}) {escape(_column_name(columns[i], i))}: ' if len(columns) > 1 else ''}"
+                f"{escape(cell_line(e))}</li>" for i, e in entries]
+        out.append("</ul>")
+    return out
+
+
 def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Conformance report") -> str:
     """The page for one report (``columns=[report]``) or several columns (with their ``matrix``)."""
     failing = sum(1 for r in columns for c in r.get("cases", []) if c["status"] in FAILING)
@@ -214,7 +217,6 @@ def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Confo
              f'<p>Result: <b class="result-{escape(overall)}">{escape(overall)}</b>; {len(columns)} column(s), '
              f"{failing} failing case(s).</p>",
              "<h2>Columns</h2>", *_devices(columns, (matrix or {}).get("sources")),
-             "<h2>Results</h2>", *_grid(columns), *_disagreements(matrix), *_weak(columns)]
-    failures = _failures(columns)
-    parts += [f"<h2>Failures ({len(failures)})</h2>", *failures] if failures else ["<h2>Failures</h2><p>none</p>"]
+             "<h2>Results</h2>", *_grid(columns), *_evidence(columns), *_disagreements(matrix), *_weak(columns)]
+    parts += failures_section(columns, _column_name)
     return "\n".join(parts) + "\n</body></html>\n"

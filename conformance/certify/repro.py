@@ -163,6 +163,18 @@ class ReproCollector:
                 "repro": str(self.root / slug / first) if first else None,
                 "note": None if first else self.notes.get(slug), "seconds": time.perf_counter() - start}
 
+    def add_unreproducible(self, impl, case_id: str, package: str, message: str) -> dict:
+        """Record a failure that is no call's outcome (a node placed off the provider, a page that stopped...):
+        no repro can show it, and the index says so in its own group instead of leaving the case out."""
+        text = one_line(message.split(": ", 1)[1] if message.startswith(f"{case_id}: ") else message)
+        key = {"implementation": impl.name, "provider": getattr(impl, "provider", None), "op": _op(package),
+               "kind": "not-reproducible", "signature": _NUMBER.sub("N", text)}
+        slug = group_slug(key)
+        note = ("no standalone repro: this failure is not a call's outcome that the implementation alone shows; "
+                "rerun the case with its rerun command")
+        self.notes.setdefault(slug, note)
+        return {"slug": slug, "key": key, "case_id": case_id, "repro": None, "note": note, "seconds": 0.0}
+
     @staticmethod
     def _files(impl, failure: Failure) -> tuple[dict | None, str | None]:
         make = getattr(impl, "repro_files", None)

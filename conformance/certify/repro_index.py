@@ -193,7 +193,7 @@ def how_to_run(groups) -> str:
                     "as the contract expects and 1 when the failure reproduces")
     if ".html" in kinds:
         ways.append("open a page (`index.html`) from a local HTTP server, as its folder's README.md says: its title "
-                    "ends in PASS when the implementation behaves as the contract expects and FAIL when the failure "
-                    "reproduces")
+                    "ends in PASS when the implementation behaves as the contract expects, FAIL when the failure "
+                    "reproduces and CANNOT RUN HERE when the browser offers no WebGPU")
     text = "; ".join(ways) + "."
     return text[0].upper() + text[1:] if ways else "No group has a repro."

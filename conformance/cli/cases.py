@@ -26,6 +26,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, default=None, help="where golden files live (default: cases/)")
     ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
     ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
+    ap.add_argument("--without-record", action="store_true",
+                    help="write the golden files of packages that have no op record in this Python (by default "
+                         "refused: they would lack the cases the record adds)")
 
 
 def main(argv=None) -> int:
@@ -52,6 +55,9 @@ def run(args) -> int:
         if note:
             print(f"warning: {note}", file=sys.stderr)
     if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
+        refused = refuse_without_record(args, packages)
+        if refused:
+            return 2
         try:
             for package in packages:
                 check_output(cases.golden_path(args.out, package.name))
@@ -106,16 +112,36 @@ def one_package(args, package, checked: list) -> int:
         why = golden.stale_why(golden.digest_path(args.out, package.name), package)
         record_changed = bool(why) and "op record" in why
         if why:
-            print(f"{'error: ' if record_changed else ''}{path}: {why} (run "
-                  f"`{golden.regenerate_command(args.specs, args.out)}`): test runs do not load it", file=sys.stderr
-                  if record_changed else sys.stdout)
-        checked.append((package.name, path, golden.compare(path, generated), golden.diff(path, text)))
+            print(f"{'error: ' if record_changed else ''}{path}: {why} ({stale_hint(args, package, record_changed)})"
+                  f": test runs do not load it", file=sys.stderr if record_changed else sys.stdout)
+        checked.append((package.name, path, golden.compare(path, generated), golden.diff(path, text), why))
         return int(failing or record_changed)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
     write_output(golden.digest_path(args.out, package.name), golden.digest_text(package))
     print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
     return failing
+
+
+def stale_hint(args, package, record_changed: bool) -> str:
+    """What to run about a golden file that does not match: install the record when it is the record this Python
+    lacks (rewriting would write the files without it), else regenerate."""
+    if record_changed and missing_record_note(package.name):
+        return golden.record_missing_hint(package.name)
+    return f"run `{golden.regenerate_command(args.specs, args.out)}`"
+
+
+def refuse_without_record(args, packages) -> int:
+    """How many packages have no op record here (each said, with what to install) when golden files are to be
+    written without ``--without-record``: such files lack the record's cases and fail a check that has it."""
+    if args.without_record:
+        return 0
+    missing = [p for p in packages if missing_record_note(p.name)]
+    for package in missing:
+        print(f"error: {package.root}: not writing its golden file: "
+              f"{golden.record_missing_hint(package.name)} "
+              f"(a package that has no record yet: --without-record)", file=sys.stderr)
+    return len(missing)
 
 
 def report_planning_failures(package, generated) -> int:
@@ -136,17 +162,20 @@ def report_check(checked: list, command: str) -> int:
     ``diff --gate`` judges it too, so it does not fail the check. Returns the number of out-of-date files."""
     stale = 0
     print("golden case files against the manifests:")
-    for name, path, delta, text in checked:
+    for name, path, delta, text, why in checked:
         if delta.differs:
             stale += 1
             print(f"  {name}: {delta.summary()}: out of date")
         elif text:
             print(f"  {name}: same calls and outcomes, written differently (not a behaviour change)")
+        elif why:
+            print(f"  {name}: same calls and outcomes; its digest file does not match ({why}): `{command}` "
+                  f"rewrites it")
         else:
             print(f"  {name}: up to date")
     if stale:
         print(f"run `{command}`, review the diff and commit it")
-    for name, path, delta, text in checked:
+    for name, path, delta, text, _ in checked:
         if delta.differs:
             print(f"\n{path}: out of date ({delta.summary()})")
             for label, ids in (("added", delta.added), ("removed", delta.removed), ("changed", delta.changed)):

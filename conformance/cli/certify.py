@@ -14,6 +14,7 @@ the command was typed; the report is always written (``--report``) and the exit 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,7 +45,7 @@ def pytest_command(args, scratch: Path) -> list[str]:
     ini.write_text("[pytest]\n", encoding="utf-8")
     argv = [sys.executable, "-I", "-c", BOOTSTRAP, str(suite_root()), "-c", str(ini), "--rootdir", str(scratch),
             "--noconftest", "-p", "no:cacheprovider", "-p", "conformance.plugin", "-q", "-rfE",
-            "--pyargs", "conformance.test_kernels", f"--specs={specs}", f"--conformance-report={report}",
+            "--pyargs", *targets(args), f"--specs={specs}", f"--conformance-report={report}",
             f"--device={args.device}", f"--webgpu={args.webgpu}", f"--impl={args.impl}",
             f"--divergences={args.divergences}"]
     if args.adapter:
@@ -59,7 +60,32 @@ def pytest_command(args, scratch: Path) -> list[str]:
         argv.append(f"--repro-dir={Path(args.repro_dir).resolve()}")
     if args.workers:
         argv += ["-p", "xdist.plugin", "-n", str(args.workers)]
-    return argv
+    return argv + [f"--rerun-as={rerun_prefix(args, specs, Path(report))}"]
+
+
+def targets(args) -> list[str]:
+    """What the isolated pytest collects: every case, or the ones ``--case`` names."""
+    return [f"conformance.test_kernels::{case}" for case in getattr(args, "case", None) or ()] \
+        or ["conformance.test_kernels"]
+
+
+def rerun_prefix(args, specs: Path, report: Path) -> str:
+    """This certify command as it reruns one case from anywhere (the case is appended as ``--case NAME``): the
+    same interpreter, packages, device and options, paths absolute, the report written beside this run's as
+    ``<name>-rerun.json`` (not over it), no workers or repros."""
+    words = [sys.executable, *(["-P"] if sys.flags.safe_path else []), "-m", "conformance", "certify",
+             "--specs", str(specs), "--device", args.device, "--webgpu", args.webgpu, "--impl", args.impl,
+             "--divergences", args.divergences, "--report", str(report.with_name(f"{report.stem}-rerun.json"))]
+    if args.adapter:
+        words += ["--adapter", args.adapter]
+    if args.expectations:
+        words += ["--expectations", str(Path(args.expectations).resolve())]
+    if args.golden:
+        words += ["--golden", str(Path(args.golden).resolve())]
+    if args.run_heavy:
+        words.append("--run-heavy")
+    env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
+    return " ".join(shlex.quote(w) for w in [*env, *words])
 
 
 def isolated_environment() -> dict[str, str]:
@@ -92,6 +118,9 @@ def register(sub) -> None:
     p.add_argument("--repro-dir", default=None, metavar="DIR",
                    help="standalone repros of an outside implementation's failures, one per group of identical "
                         "ones, with DIR/index.md (as pytest's --repro-dir)")
+    p.add_argument("--case", action="append", default=[], metavar="NAME",
+                   help="run only this case (its test name, test_case[...], as a failure's rerun line gives it); "
+                        "repeatable")
     p.add_argument("--workers", "-n", type=int, default=0, metavar="N", help="pytest-xdist workers (default: none)")
     p.add_argument("--report", default="conformance-report.json", metavar="PATH",
                    help="the JSON report (and the Markdown and HTML ones beside it); default "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
@@ -14,7 +15,7 @@ KINDS = ("elementwise", "rows")   # conformance.tools.skeleton.KINDS (a test che
 
 def _new(args) -> int:
     root = Path(args.dir)
-    written, notes = write_skeleton(args.op, args.kind, root)
+    written, notes = write_skeleton(args.op, args.kind, root, args.suite_url)
     for path in written:
         print(f"wrote {path}")
     for note in notes:
@@ -30,4 +31,8 @@ def register(sub) -> None:
     p.add_argument("--kind", choices=KINDS, required=True,
                    help="elementwise (Y = X, vec4 and scalar variants) or rows (each row minus its first element)")
     p.add_argument("--dir", default=".", help="the kernel repository's root (default: the current directory)")
+    p.add_argument("--suite-url", default=os.environ.get("CONFORMANCE_SUITE_URL") or None, metavar="URL",
+                   help="where tox.ini and the CI job pip-install the suite from, e.g. "
+                        "git+https://github.com/ORG/webgpu-kernel-conformance (a git URL is pinned to this "
+                        "version's tag, @vX.Y.Z); default CONFORMANCE_SUITE_URL, else a placeholder to replace")
     p.set_defaults(func=_new)

@@ -63,6 +63,8 @@ def _serve(args) -> int:
     finished = [r for r in runs if r.done.is_set()]
     for run in finished:
         print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: {report.device_line(run.data['device'])}")
+        if run.error:
+            print(f"  {run.error}")
         if report_dir is not None:
             print(f"  report: {report_dir / (run.slug + '.json')}")
     if server.refused:
@@ -92,7 +94,7 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; 0.0.0.0 for other machines of the network)")
     p.add_argument("--port", type=int, default=0, help="port (default: any free one)")
-    p.add_argument("--report", default=None, help="write each column's report here as <column>.json and .md")
+    p.add_argument("--report", default=None, help="write each column's report here as <column>.json, .md and .html")
     p.add_argument("--columns", type=int, default=0, help="exit once this many columns have finished (default: "
                                                           "serve until Ctrl-C)")
     p.add_argument("--cases", action="append", default=None, metavar="GLOB",

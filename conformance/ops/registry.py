@@ -18,7 +18,7 @@ HOW_TO_ADD = (
     "add an op record (conformance.ops.OpRecord: the float64 reference, the tolerance, ...) and register it: "
     "in a distribution, an entry point in the group 'conformance.ops' "
     "(pyproject.toml: [project.entry-points.\"conformance.ops\"] my_op = \"my_pkg.records:RECORD\"), "
-    "or at run time conformance.ops.register(record); README.md, \"Op records\", has a complete example")
+    "or at run time conformance.ops.register(record); docs/manual/op-records.md has a complete example")
 
 
 class RecordNotFound(ConformanceError, LookupError):
@@ -98,7 +98,7 @@ def missing_record_note(op: str) -> str | None:
         return None
     return (f"{op_of(op)}: no op record: values will not be checked (each accepted case fails with RecordNotFound) "
             f"and its golden file lacks the cases the record adds: install the distribution that registers "
-            f"{op_of(op)} (entry point group {ENTRY_POINT_GROUP!r}), or register it (README.md, \"Op records\")")
+            f"{op_of(op)} (entry point group {ENTRY_POINT_GROUP!r}), or register it (docs/manual/op-records.md)")
 
 
 def known_ops() -> list[str]:

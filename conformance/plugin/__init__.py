@@ -83,6 +83,9 @@ def pytest_addoption(parser):
                     help="for an implementation outside this suite (--impl other than manifest): write a standalone "
                          "reproduction of each group of identical failures (divergences, value failures) to DIR, "
                          "using the implementation alone, with DIR/index.md and DIR/index.json listing the groups")
+    group.addoption("--rerun-as", default=None, metavar="COMMAND",
+                    help="the command a failure's rerun line starts with, the case appended as --case NAME "
+                         "(certify passes its own command line: its pytest's files are gone once it exits)")
     group.addoption("--stress", type=int, nargs="?", const=3, default=0, metavar="RUNS",
                     help="race provocation: every shader rewritten with invocation-dependent delays before each "
                          "workgroup-memory access and barrier, each accepted case run RUNS times (default 3) with "
@@ -151,6 +154,9 @@ class RunState:
         interpreter and options (``-p`` plugins, ``--specs``, ``--impl``, ``--device``, ``--expectations``...,
         as given), less what selects, schedules or writes files (paths, ``-k``, ``-m``, ``-x``, ``-n``, reports),
         plus the case: its module under ``--pyargs``, else its file relative to the invocation directory."""
+        prefix = self.config.getoption("rerun_as", None)
+        if prefix:
+            return f"{prefix} --case {shlex.quote(item.name)}"
         params = self.config.invocation_params
         options = _rerun_options(list(params.args), _option_actions(self.config))
         if self.config.getoption("pyargs", False):
@@ -202,7 +208,7 @@ class RunState:
 #: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
 RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
                "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
-               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear"}
+               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear", "rerun_as"}
 
 
 def _option_actions(config) -> dict:

@@ -214,8 +214,9 @@ class CaseRunner:
         except CaseFailed as err:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
-            if self.repro is not None and err.failure is not None:
-                entry = self.repro.add(checker.impl, err.failure)
+            if self.repro is not None:
+                entry = self.repro.add(checker.impl, err.failure) if err.failure is not None else \
+                    self.repro.add_unreproducible(checker.impl, case.id, package.name, str(err))
                 props.append((REPRO_KEY, json.dumps(entry)))
                 verdict.repro = entry["repro"]
                 rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""

@@ -4,8 +4,8 @@ Python plans, renders and generates inputs as for every column; the page runs th
 ``navigator.gpu`` (``conformance.gpu.backends.served``) and Python judges what it sends back with the same
 checker, device model (the page's adapter features and limits), guards and timeouts as the other columns. One
 thread per column runs its cases in order; a reload of the page (or a crashed tab opened again) resumes with the
-next case, the case in flight failing with why. Each column writes its report (``<column>.json`` + ``.md``),
-which ``python -m conformance merge`` takes.
+next case, the case in flight failing with why. Each column writes its report (``<column>.json``, ``.md`` and
+``.html``), which ``python -m conformance merge`` takes.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from conformance.engine.manifest import load_manifest
 from conformance.engine.package import Package, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.gpu.backends import PAGE_PREFIX
+from conformance.gpu.backends.enable_webgpu import is_no_webgpu, no_webgpu_message
 from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engine_of
 from conformance.gpu.device import probe_compute
 
@@ -46,6 +47,12 @@ def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple
         out.append((package, [c for c in generated if (run_heavy or not c.heavy)
                               and (keep is None or keep(c.id))]))
     return out
+
+
+def explained(error: str | None, user_agent: str | None) -> str | None:
+    """A column's error as the page and the terminal say it: a browser without WebGPU is named as such, with how
+    to turn it on there (not left to read as a failure of the kernels)."""
+    return no_webgpu_message(error, user_agent) if is_no_webgpu(error) else error
 
 
 def judge(checker: Checker, case, package: Package) -> dict:
@@ -108,6 +115,7 @@ class ColumnRun:
             self.error = probe_compute(impl.device)   # the device the cases will run on: describe() names it
         except ConformanceError as err:
             self.error = str(err)
+        self.error = explained(self.error, self.client.user_agent)
         self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
         for package, cases in self.packages:
             for case in cases:
@@ -129,7 +137,7 @@ class ColumnRun:
             self.data.update(error=self.error, conforms=False, result="does-not-conform")
         if self.report_dir is not None:
             report.write(self.data, self.report_dir / f"{self.slug}.json")
-        self._show(f"{self.data['result']} ({self.summary()})")
+        self._show(f"{self.data['result']} ({self.summary()})" + (f": {self.error}" if self.error else ""))
         backend.close()
         self.done.set()
         return self.data

@@ -4,7 +4,8 @@ generates and certifies as written (the author then changes the shader, the mani
 Written under ``DIR`` (default: the current directory), in the README's kernel-repository layout:
 ``kernels/<op id>/`` (manifest and template), ``records/`` (the op record's distribution, with its entry point),
 ``kernel-cases/`` (the golden files, generated with that record), ``.pre-commit-config.yaml``,
-``.github/workflows/kernels.yml`` and ``tox.ini``.
+``.github/workflows/kernels.yml``, ``tox.ini`` and ``.gitignore``. ``--suite-url`` names where tox and CI install
+the suite from (pinned to this version's tag); without it they keep the README's placeholder, and ``new`` says so.
 
 The elementwise skeleton copies ``X`` to ``Y`` (vec4 and scalar variants); the rows skeleton subtracts each
 row's first element from the row (``Y = X - X[..., :1]``: every output depends on its row, ``structure="rows"``),
@@ -19,9 +20,11 @@ import re
 import sys
 import textwrap
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import cases
 from cases.golden import digest_path, digest_text, golden_path
+from conformance import __version__
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 from conformance.files import write_output
@@ -127,7 +130,7 @@ py-modules = ["{module}"]
 
 PRE_COMMIT = """\
 # The suite's hooks run in the developer's environment, where the op record is installed (pip install -e ./records):
-# pre-commit never installs from the repository under test (README.md, "A kernel repository with its own op records").
+# pre-commit never installs from the repository under test (docs/manual/ci.md, "A kernel repository with its own op records").
 repos:
   - repo: local
     hooks:
@@ -165,7 +168,7 @@ jobs:
       - run: python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases --report out/kernels.json
 """
 
-#: ``lint --require-js`` needs ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja (README.md, the tox recipe)
+#: ``lint --require-js`` needs ``CONFORMANCE_JINJA_JS`` naming @huggingface/jinja (docs/manual/ci.md, the tox recipe)
 TOX = """\
 [tox]
 envlist = kernels
@@ -182,6 +185,40 @@ commands =
     python -P -m conformance diff {env:GATE_BASE:origin/main} --gate --specs-path kernels --golden-path kernel-cases
     python -P -m conformance certify --specs kernels --device vulkan --golden kernel-cases --report out/kernels.json
 """
+
+
+GITIGNORE = """\
+# written by the suite's commands and tools, never committed
+out/
+.tox/
+__pycache__/
+*.egg-info/
+build/
+"""
+
+#: Where the recipes (docs/manual/ci.md, tox.ini, the CI job) install the suite from until ``--suite-url`` says.
+PLACEHOLDER_URL = "git+https://github.com/<org>/webgpu-kernel-conformance"
+SUITE_URL = re.compile(r"(git\+(https|ssh|file)|https|file)://[^\s'\"<>;{}]+")
+
+
+def suite_url(url: str) -> str:
+    """The suite's install URL for tox.ini and the CI job: a pip VCS or archive URL, pinned to this version's
+    release tag (``@v<version>``) when it is a git URL that names no revision."""
+    if not SUITE_URL.fullmatch(url or ""):
+        raise ConformanceError(f"--suite-url {url!r}: expected the URL pip installs the suite from, such as "
+                               f"git+https://github.com/ORG/webgpu-kernel-conformance (git+ssh://, git+file://, "
+                               f"https:// and file:// too), with no spaces or quotes")
+    if url.startswith("git+file:///"):    # pip's URL requirements need a host: git reads localhost as local
+        url = "git+file://localhost/" + url[len("git+file:///"):]
+    if url.startswith("git+") and "@" not in urlsplit(url[4:]).path:
+        url += f"@v{__version__}"
+    return url
+
+
+def placeholder_note(root: Path) -> str:
+    return (f"{root / 'tox.ini'} and {root / '.github' / 'workflows' / 'kernels.yml'} install the suite from "
+            f"{PLACEHOLDER_URL}: replace <org> with where your copy of the suite lives (a pip URL, pinned to a "
+            f"release tag such as @v{__version__}), or run `new` with --suite-url URL (or CONFORMANCE_SUITE_URL)")
 
 
 def manifest(op: str, kind: str) -> dict:
@@ -259,9 +296,11 @@ def names(op: str) -> dict[str, str]:
     return {"module": module, "dist": module.replace("_", "-"), "entry": op.rsplit(".", 1)[1].lower()}
 
 
-def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str]]:
+def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tuple[list[Path], list[str]]:
     """Write the kernel repository's skeleton for ``op`` under ``root``: (the paths written, notes on files kept
-    that need an edit). The golden files are generated with the new record registered for the time of the call."""
+    or written that need an edit). The golden files are generated with the new record registered for the time of
+    the call; tox.ini and the CI job install the suite from ``url`` (:func:`suite_url`), else the placeholder."""
+    install = suite_url(url) if url else PLACEHOLDER_URL
     if not OP_ID.fullmatch(op):
         raise ConformanceError(f"op id {op!r}: expected <domain>.<Name> of identifiers, such as com.example.Silu")
     if kind not in KINDS:
@@ -277,10 +316,11 @@ def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str
         root / "records" / f"{n['module']}.py": record_module(op, kind),
         root / "records" / "pyproject.toml": PYPROJECT.format(op=op, **n),
         root / ".pre-commit-config.yaml": PRE_COMMIT,
-        root / ".github" / "workflows" / "kernels.yml": WORKFLOW,
-        root / "tox.ini": TOX,
+        root / ".github" / "workflows" / "kernels.yml": WORKFLOW.replace(PLACEHOLDER_URL, install),
+        root / "tox.ini": TOX.replace(PLACEHOLDER_URL, install),
+        root / ".gitignore": GITIGNORE,
     }
-    written, notes = [], []
+    written, notes = [], [] if url else [placeholder_note(root)]
     for path, text in files.items():
         if path.exists() and path.parent != package_dir:
             # a repository's own configuration, or another op's record distribution, is kept

@@ -189,10 +189,11 @@ def repro_server(tmp_path_factory):
     server.shutdown()
 
 
-def _open(url: str) -> str:
-    """The title a repro page ends with in headless Chromium (PASS or FAIL: why)."""
+def _open(url: str, flags=chromium.FLAGS) -> str:
+    """The title a repro page ends with in headless Chromium (PASS or FAIL: why); ``flags`` without the WebGPU
+    ones: a browser that offers no WebGPU."""
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium.CHROMIUM, headless=True, args=list(chromium.FLAGS))
+        browser = pw.chromium.launch(executable_path=chromium.CHROMIUM, headless=True, args=list(flags))
         try:
             page = browser.new_page()
             page.goto(url)

@@ -8,13 +8,14 @@ import shutil
 import pytest
 
 from conformance.certify.implementations import load_implementation
+from tests.docs import manual
 from tests.certify.conftest import REPO, run_conformance
 
 EXAMPLE = REPO / "docs" / "examples" / "numpy_gelu.py"
 
 
 def test_readme_shows_the_example_whole():
-    readme = (REPO / "README.md").read_text()
+    readme = manual()
     blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
     assert EXAMPLE.read_text() in blocks
     for field in ("id", "package", "family", "inputs", "profile", "tunables", "data", "expect", "heavy", "markers"):

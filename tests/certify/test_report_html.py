@@ -13,7 +13,7 @@ import pytest
 
 from conformance.certify import report_html
 from conformance.engine.package import REPO_SPECS
-from tests.certify.conftest import REPO, run_conformance
+from tests.certify.conftest import REPO, open_page as _open, run_conformance
 
 GELU = "com.microsoft.Gelu"
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
@@ -31,28 +31,6 @@ def _broken_gelu(tmp_path):
     template.write_text(text.replace(anchor, anchor + "{% if not vec4 %}  if (i + 1u == params.count) { return; }\n"
                                                       "{% endif %}"))
     return specs
-
-
-def _open(page_path, screenshot=None):
-    """Console messages of the page in headless Chromium, its visible text and its SVG count."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless=new"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            messages, errors = [], []
-            page.on("console", lambda m: messages.append((m.type, m.text)))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: messages.append(("request", r.url))
-                    if not r.url.startswith("file://") else None)
-            page.goto(page_path.as_uri())
-            text = page.inner_text("body")
-            svgs = page.locator("svg").count()
-            if screenshot:
-                page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
-    return messages, errors, text, svgs
 
 
 @pytest.mark.slow
@@ -112,3 +90,61 @@ def test_merge_writes_the_matrix_page(tmp_path):
     assert "(1) " in text and "(2) " in text and "wgpu" in text and "dawn" in text
     failing = {c["id"] for r in reports for c in json.loads(open(r).read())["cases"] if c["status"] == "failed"}
     assert failing and all(case_id in text for case_id in failing)
+
+
+def _gelu_wrong_below(tmp_path, limit: str = "-4.0"):
+    """Gelu that returns 0 below ``limit`` (the shipped one does below -10, where GELU is below 1e-22)."""
+    specs = tmp_path / "specs"
+    shutil.copytree(REPO_SPECS / GELU, specs / GELU)
+    template = specs / GELU / TEMPLATE
+    old = "  return select(x * p, {{ T }}(0.0), x < {{ T }}(-CLAMP));"
+    assert template.read_text().count(old) == 1
+    template.write_text(template.read_text().replace(old, old.replace("-CLAMP", limit)))
+    return specs
+
+
+def _page_facts(page_path) -> dict:
+    """What a reader sees of the page in headless Chromium: grid cells, failure blocks, the input plots' bars."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless=new"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(page_path.as_uri())
+            return page.evaluate("""() => ({
+                cells: [...document.querySelectorAll('td.cell')].map(td => td.innerText),
+                blocks: [...document.querySelectorAll('div.failure h3')].map(h => h.innerText),
+                text: document.body.innerText,
+                height: document.body.scrollHeight,
+                inputBars: [...document.querySelectorAll('svg[aria-label="error divided by allowed against the input value"]')]
+                    .slice(0, 1).flatMap(svg => [...svg.querySelectorAll('rect[fill="#d73027"] title')]
+                    .map(t => t.textContent)),
+            })""")
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_the_page_shows_how_much_by_input_and_grouped(tmp_path):
+    """Issue 41, item 7: the grid shows each cell's worst err/allowed, a value failure is plotted against its input
+    as well as in element order (each bar saying what it aggregates), and identical failures are one block."""
+    specs = _gelu_wrong_below(tmp_path)
+    report = tmp_path / "out" / "r.json"
+    proc = run_conformance(f"--specs={specs}", "-k", "f32 and scalar", f"--conformance-report={report}")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    failed = [c for c in data["cases"] if c["status"] == "failed"]
+    assert len(failed) > 5, [c["id"] for c in data["cases"]]
+    facts = _page_facts(report.with_suffix(".html"))
+    worst = max(c["worst_ratio"] for c in failed)
+    assert any(f"worst {worst:.3g} x allowed" in cell for cell in facts["cells"]), facts["cells"]
+    assert len(facts["blocks"]) == 1 and facts["blocks"][0].startswith(f"{len(failed)} case(s) failed: values"), \
+        facts["blocks"]
+    for case in failed:                                  # each case listed, with its rerun command
+        assert case["id"] in facts["text"] and case["rerun"] in facts["text"]
+    assert "each bar: the largest of its ~" in facts["text"] and "out of tolerance" in facts["text"]
+    assert "against the input value, from" in facts["text"]
+    uppers = [float(t.split(", ")[1].split(")")[0]) for t in facts["inputBars"]]   # "input in [a, b), n element(s)"
+    assert uppers and max(uppers) <= -3.5, facts["inputBars"]        # red only where the input is below -4
+    top = max(failed, key=lambda c: c["worst_ratio"])["error_profile"]
+    assert top["mismatches"] < top["checked"] and any(0 < share < 1 for share in top["failing"])

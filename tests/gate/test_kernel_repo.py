@@ -14,11 +14,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 
 import pytest
 import yaml
 
+import conformance
+
+from tests.docs import manual
 from tests.gate.conftest import FASTGELU, ROOT, git
 
 
@@ -29,7 +31,7 @@ def vec4_only_for_multiples_of_8(package_dir) -> None:
     four, eight = "dim(shapes.X, ranks.X - 1) % 4 == 0", "dim(shapes.X, ranks.X - 1) % 8 == 0"
     path.write_text(text.replace(four, eight) if four in text else text.replace(eight, four))
 
-README = (ROOT / "README.md").read_text()
+README = manual()   # the README and the manual (docs/manual/), one text
 
 
 def ci_job() -> str:
@@ -140,8 +142,7 @@ def test_readme_pre_commit_config_pins_this_release_and_names_real_hooks():
     """A branch as ``rev`` makes pre-commit warn on every commit: the example pins the tag of this version."""
     block = re.search(r"And before each commit, with \[pre-commit\].*?```yaml\n(.*?)```", README, re.S).group(1)
     (repo,) = yaml.safe_load(block)["repos"]
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert repo["rev"] == f"v{version}", repo["rev"]
+    assert repo["rev"] == f"v{conformance.__version__}", repo["rev"]   # the version, written once
     assert {h["id"] for h in repo["hooks"]} == set(hooks())
 
 

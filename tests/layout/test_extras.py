@@ -3,10 +3,11 @@
 import re
 import tomllib
 
+from tests.docs import manual
 from tests.layout.test_imports import ROOT
 
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-README = (ROOT / "README.md").read_text()
+README = manual()
 
 
 def requirement_names(extra: str) -> set[str]:

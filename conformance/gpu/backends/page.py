@@ -316,6 +316,16 @@ _TYPES = {"cpu": "CPU", "discrete gpu": "DiscreteGPU", "integrated gpu": "Integr
           "virtual gpu": "VirtualGPU"}
 
 
+
+def adapter_name(raw: dict) -> str:
+    """An adapter as a page's ``adapter.info`` names it: its description, device or architecture (with the vendor
+    where that says more), else what kind of adapter it is."""
+    name = raw.get("description") or raw.get("device") or raw.get("architecture")
+    if not name:
+        return "fallback adapter" if raw.get("isFallbackAdapter") else "WebGPU adapter"
+    vendor = raw.get("vendor")
+    return f"{name} ({vendor})" if vendor and not raw.get("description") and vendor not in name else str(name)
+
 class Adapter:
     """The page's adapter, described by ``adapter.info`` (developer features give the full info)."""
 
@@ -330,8 +340,7 @@ class Adapter:
         kind = _TYPES.get(str(raw.get("type", "")).lower(), "CPU" if raw.get("isFallbackAdapter") else "Unknown")
         api = str(raw.get("backend", "")).capitalize().replace("Opengl", "OpenGL").replace("D3d12", "D3D12") or \
             getattr(backend, "api", "")  # Firefox fills in no adapter.info: its column pins the backend instead
-        name = raw.get("description") or raw.get("device") or raw.get("architecture") or (
-            "fallback adapter" if raw.get("isFallbackAdapter") else "WebGPU adapter")
+        name = adapter_name(raw)
         self.info = {"device": name, "adapter_type": kind,
                      "backend_type": f"WebGPU({backend.engine})" + (f"/{api}" if api else ""),
                      "description": raw.get("driver") or raw.get("description") or "",

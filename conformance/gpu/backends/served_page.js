@@ -27,7 +27,11 @@
   // occupy it; the suite's next batch is handed over only once this page says hello, after this.
   async function gpuReady() {
     const a = navigator.gpu && await navigator.gpu.requestAdapter();
-    if (!a) return;
+    if (!a) {
+      if (navigator.gpu) $("status").textContent = "this browser offers no WebGPU adapter (requestAdapter() " +
+        "returned null: WebGPU off or blocklisted here); the server's verdict below says how to turn it on";
+      return;
+    }
     const d = await a.requestDevice();
     const code = "@group(0) @binding(0) var<storage, read_write> v: array<u32>;\n" +
                  "@compute @workgroup_size(1) fn main() { v[0] = 1u; }";
@@ -44,11 +48,9 @@
   }
 
   async function main() {
-    if (!navigator.gpu) {
-      $("status").textContent = "this browser offers no navigator.gpu (WebGPU off, or not a secure context: " +
-        "use https, 127.0.0.1 or localhost)";
-    }
-    $("status").textContent = "waiting for the GPU";
+    $("status").textContent = navigator.gpu ? "waiting for the GPU" :
+      "this browser offers no WebGPU (no navigator.gpu: WebGPU off, or not a secure context: use https, " +
+      "127.0.0.1 or localhost); the server's verdict below says how to turn it on";
     try { await gpuReady(); } catch (e) { log(`GPU check: ${e.message}`); }
     const hello = await post("hello", { client: params.get("client") || sessionStorage.getItem("wkc-client"),
                                         key: params.get("key") || sessionStorage.getItem("wkc-key"),
