@@ -1,7 +1,7 @@
 """A JavaScript loader in a browser page, as an implementation under test: the path web apps run.
 
 ``--impl js-loader`` certifies the reference loader (``loader/``, an npm package of this repository);
-``--impl js-loader:PATH_OR_URL.mjs`` any module with the same interface (docs/js-loader.md). In the browser of
+``--impl js-loader:PATH_OR_URL.mjs`` any module with the same interface (docs/manual/js-loader.md). In the browser of
 ``--webgpu`` (``chromium``, ``firefox`` or a served ``page:<id>``) the page runtime loads ``page_loader.mjs``, the
 loader's host: it imports the module, hands it the package's files (every published version of the op, with a
 metadata.json of their sha256) and each case's inputs; the loader plans, renders and dispatches by itself.

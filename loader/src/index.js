@@ -4,7 +4,7 @@
 //   const kernel = await getKernel("https://host/webgpu-kernels/com.microsoft.FastGelu", { version: 1 });
 //   const { Y } = await kernel({ X: { data: XData, shape: [5] } });
 //
-// The interface a loader certified by the suite offers (docs/js-loader.md): getKernel(source, options) and the
+// The interface a loader certified by the suite offers (docs/manual/js-loader.md): getKernel(source, options) and the
 // kernel it resolves to, kernel(inputs, options) and kernel.plan(inputs, options).
 import { ContractError } from "./errors.js";
 import { Dispatcher, deviceProfile, openDevice } from "./gpu.js";

@@ -121,9 +121,9 @@ def test_f16_bits_read_as_f32_fail_the_f16_cases_on_firefox(tmp_path):
 
 
 def test_the_cards_three_lines_run_in_chromium_as_docs_js_loader_md_writes_them(tmp_path):
-    """The page of docs/js-loader.md ("Load in JavaScript"), byte for byte, against what `export` writes, served
+    """The page of docs/manual/js-loader.md ("Load in JavaScript"), byte for byte, against what `export` writes, served
     over HTTP from a directory laid out as the checkout: it logs Y's shape, dtype and values."""
-    doc = (ROOT / "docs" / "js-loader.md").read_text()
+    doc = (ROOT / "docs" / "manual" / "js-loader.md").read_text()
     page = re.search(r"```html\n(.*?)```", doc, re.S).group(1)
     for name in ("com.microsoft.FastGelu", "com.microsoft.FastGelu@2"):
         shutil.copytree(REPO_SPECS / name, tmp_path / "specs" / name)
