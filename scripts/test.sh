@@ -42,6 +42,7 @@ python3 -m conformance lint specs --device vulkan --require-js
 echo "== cases: golden files match the manifests (ran beside lint)"
 finish_beside cases
 start_beside firefox python3 -m pytest conformance/ --webgpu=firefox -q -p no:cacheprovider
+start_beside js-firefox python3 -m pytest conformance/ --impl js-loader --webgpu=firefox -q -p no:cacheprovider
 if (( heavy )); then
   start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
     --expectations docs/findings/onnxruntime-web-chromium.yaml
@@ -63,10 +64,16 @@ start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --w
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+echo "== the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
+python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
+echo "== planted loader bugs and broken loaders fail only their case, in Chromium and Firefox"
+python3 -m pytest tests/browsers/test_js_loader.py --run-browsers -q -p no:cacheprovider
 echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
 finish_beside jsep
 echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
 finish_beside firefox
+echo "== the reference JavaScript loader in headless Firefox ESR (f16 run; ran beside the steps above)"
+finish_beside js-firefox
 if (( heavy )); then
   echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
   finish_beside ort-web
