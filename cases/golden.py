@@ -17,7 +17,7 @@ from cases.data import Recipe
 from cases.model import Case
 from cases.profiles import profile_from_dict, profile_to_dict
 from conformance.engine.package import REPO_SPECS
-from conformance.ops.registry import find, op_of, source_of
+from conformance.ops.registry import code_digest, find, op_of, source_of
 from conformance.errors import ConformanceError
 from conformance.files import parse_yaml, read_named
 
@@ -213,8 +213,9 @@ def record_line(package) -> str:
     facts = record.generator_facts()
     short = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
     recipes = ",".join(r["name"] for r in facts["data"]) or "none"
+    code = code_digest(record.op)
     return (f"record: {record.op} structure={record.structure} data={recipes} sha256={short} "
-            f"({source_of(record.op)})")
+            + (f"code={code} " if code else "") + f"({source_of(record.op)})")
 
 
 def digest_text(package) -> str:
