@@ -24,10 +24,13 @@ import cases
 from cases.golden import digest_path, digest_text, golden_path
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
-from conformance.files import write_output
+from conformance.files import check_output, write_output
 from conformance.ops import register, unregister
 
 KINDS = ("elementwise", "rows")
+#: The longest op id ``new`` takes: it names folders and files (``kernel-cases/<op id>.digest``), which a file
+#: system caps at 255 bytes a name.
+MAX_OP_ID = 100
 OP_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\.[A-Za-z_][A-Za-z0-9_]*")
 
 TEMPLATE = """\
@@ -262,8 +265,9 @@ def names(op: str) -> dict[str, str]:
 def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str]]:
     """Write the kernel repository's skeleton for ``op`` under ``root``: (the paths written, notes on files kept
     that need an edit). The golden files are generated with the new record registered for the time of the call."""
-    if not OP_ID.fullmatch(op):
-        raise ConformanceError(f"op id {op!r}: expected <domain>.<Name> of identifiers, such as com.example.Silu")
+    if not OP_ID.fullmatch(op) or len(op) > MAX_OP_ID:
+        raise ConformanceError(f"op id {op[:120]!r}{'...' if len(op) > 120 else ''}: expected <domain>.<Name> of "
+                               f"identifiers, at most {MAX_OP_ID} characters, such as com.example.Silu")
     if kind not in KINDS:
         raise ConformanceError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     package_dir = root / "kernels" / op
@@ -280,6 +284,7 @@ def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str
         root / ".github" / "workflows" / "kernels.yml": WORKFLOW,
         root / "tox.ini": TOX,
     }
+    _check_targets([*files, golden_path(root / "kernel-cases", op), digest_path(root / "kernel-cases", op)])
     written, notes = [], []
     for path, text in files.items():
         if path.exists() and path.parent != package_dir:
@@ -292,6 +297,13 @@ def write_skeleton(op: str, kind: str, root: Path) -> tuple[list[Path], list[str
         write_output(path, text)
         written.append(path)
     return written + write_golden(op, root, root / "records" / f"{n['module']}.py"), notes
+
+
+def _check_targets(paths: list[Path]) -> None:
+    """Refuse every target before any folder is made: a symlinked ``kernels/`` or ``.github/`` would have a folder
+    made through it, outside the repository, before the write was refused."""
+    for path in paths:
+        check_output(path)
 
 
 def write_golden(op: str, root: Path, record_file: Path) -> list[Path]:
