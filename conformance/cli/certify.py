@@ -7,8 +7,9 @@ first on ``sys.path``. ``certify`` runs pytest with none of them: in an empty sc
 ini file there as the configuration (``-c``, ``--rootdir``), ``--noconftest``, plugin autoloading off and only
 this suite's plugin (and xdist's, with ``--workers``) loaded, ``PYTEST_*`` variables dropped, and an interpreter
 in isolated mode (``python -I``: no current directory, script directory, ``PYTHON*`` variables or user site on
-``sys.path``) given this suite's own location. The packages and the report paths are made absolute first (never resolved: a symlink in them is refused here and again in the scratch run), from where
-the command was typed; the report is always written (``--report``) and the exit status is the report's.
+``sys.path``) given this suite's own location. The packages and the report paths are made absolute first, from
+where the command was typed, never resolved: a symlink in them is refused here and again in the scratch run. The
+report is always written (``--report``) and the exit status is the report's.
 """
 
 from __future__ import annotations

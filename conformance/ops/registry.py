@@ -54,7 +54,8 @@ def _entry_point_records() -> dict[str, OpRecord]:
             raise ConformanceError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
                                    f"loaded: {type(exc).__name__}: {exc}") from None
         dist = getattr(ep, "dist", None)
-        source = f"distribution {dist.name} {dist.version}" if dist is not None else f"entry point {ep.name} = {ep.value}"
+        source = (f"distribution {dist.name} {dist.version}" if dist is not None
+                  else f"entry point {ep.name} = {ep.value}")
         for record in _as_records(value, f"{ep.name} = {ep.value}"):
             _refuse_replacement(record.op, f"{source} (entry point {ep.name} = {ep.value})", out)
             out[record.op] = record

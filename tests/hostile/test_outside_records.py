@@ -86,7 +86,8 @@ def test_two_outside_records_of_one_op_are_refused_naming_both(tmp_path):
     module = (skeleton / "records" / "com_example_silu_record.py").read_text()
     site = distribution(tmp_path / "site", "silu_a", module)
     distribution(site, "silu_b", module)
-    proc = run_cli("-P", "-m", "conformance", "lint", "kernels", cwd=skeleton, env={"PYTHONPATH": f"{ROOT}:{site}"})
+    proc = run_cli("-P", "-m", "conformance", "lint", "kernels", cwd=skeleton,
+                   env={"PYTHONPATH": f"{ROOT}:{site}"})
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "both register an op record for com.example.Silu" in out, out[-3000:]
     assert "distribution silu-a 0.1" in out and "distribution silu-b 0.1" in out and "Traceback" not in out
