@@ -18,7 +18,7 @@ from cases.data import Recipe
 from cases.model import Case
 from cases.profiles import profile_from_dict, profile_to_dict
 from conformance.engine.package import REPO_SPECS
-from conformance.ops.registry import find, op_of, source_of
+from conformance.ops.registry import code_digest, find, op_of, source_of
 from conformance.errors import ConformanceError
 from conformance.files import parse_yaml, read_named
 
@@ -110,7 +110,26 @@ def parse_golden(data: bytes, where: str) -> dict:
     found = loaded.get("cases") or []
     if not isinstance(found, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str) for c in found):
         raise GoldenError(f"{where}: /cases must be a list of mappings, each with a string 'id'")
+    _no_duplicates(found, where)
     return loaded
+
+
+def _no_duplicates(found: list[dict], where: str) -> None:
+    """Refuse a case id, or a call, listed twice: the check compares calls one to one, so extra copies of a call
+    (with ids and seeds of their own) would pass it and all run."""
+    ids: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    for i, case in enumerate(found):
+        if case["id"] in ids:
+            raise GoldenError(f"{where}: /cases/{i}: the id {case['id']!r} is listed twice (first at "
+                              f"/cases/{ids[case['id']]}); regenerate the file with `python -m cases`")
+        ids[case["id"]] = i
+        key = _call_key(case)
+        if key in calls:
+            first = found[calls[key]]["id"]
+            raise GoldenError(f"{where}: /cases/{i} ({case['id']!r}) is the same call as /cases/{calls[key]} "
+                              f"({first!r}): a call is listed once; regenerate the file with `python -m cases`")
+        calls[key] = i
 
 
 def load_golden(path: str | Path) -> list[Case]:
@@ -153,11 +172,15 @@ class GoldenDelta:
                 f"(of {self.total})")
 
 
+def _call_key(c: dict) -> str:
+    """What names a case's call (CALL_FIELDS and its data less the seed), as text."""
+    data = c.get("data") if isinstance(c.get("data"), dict) else {}
+    data = {k: v for k, v in data.items() if k != "seed"}
+    return json.dumps([{k: c.get(k) for k in CALL_FIELDS}, data], sort_keys=True, default=str)
+
+
 def _by_call(cases: list[dict]) -> dict[str, dict]:
-    def key(c: dict) -> str:
-        data = {k: v for k, v in (c.get("data") or {}).items() if k != "seed"}
-        return json.dumps([{k: c.get(k) for k in CALL_FIELDS}, data], sort_keys=True)
-    return {key(c): c for c in cases}
+    return {_call_key(c): c for c in cases}
 
 
 def compare(path: Path, cases: list[Case]) -> GoldenDelta:
@@ -214,8 +237,9 @@ def record_line(package) -> str:
     facts = record.generator_facts()
     short = hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
     recipes = ",".join(r["name"] for r in facts["data"]) or "none"
+    code = code_digest(record.op)
     return (f"record: {record.op} structure={record.structure} data={recipes} sha256={short} "
-            f"({source_of(record.op)})")
+            + (f"code={code} " if code else "") + f"({source_of(record.op)})")
 
 
 def digest_text(package) -> str:

@@ -22,6 +22,10 @@ INSTALLED_LOADER = Path(__file__).resolve().parent / "loader"
 SOURCE_LOADER = Path(__file__).resolve().parents[1] / "loader"
 REPO_LOADER = INSTALLED_LOADER if INSTALLED_LOADER.is_dir() else SOURCE_LOADER
 
+#: The checkout a command was typed in, for a process that runs elsewhere (``certify``'s pytest, in a scratch
+#: folder): links below it are refused as below the current directory (``conformance.files.check_no_links``).
+CHECKOUT_VARIABLE = "CONFORMANCE_CHECKOUT"
+
 #: ``--device`` values: the WebGPU backend names of wgpu-py, ``auto`` for the best adapter of any backend.
 BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}
 

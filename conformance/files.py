@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from conformance.config import CHECKOUT_VARIABLE
 from conformance.errors import ConformanceError, ManifestError
 
 #: The cap on one package file that defines the kernel (manifest.json, a template): 1 MiB.
@@ -55,18 +56,29 @@ def check_no_links(path: Path, error=ConformanceError) -> Path:
     would lead outside it. Components above the current directory, and paths elsewhere, are the caller's own."""
     path = Path(path)
     absolute = Path(os.path.abspath(path))
-    cwd = Path(os.getcwd())
-    if absolute != cwd and cwd not in absolute.parents:
-        return path
-    start = current = cwd
-    for part in absolute.relative_to(start).parts:
-        current = current / part
-        if os.path.islink(current):
-            raise error(f"{path}: refusing a path through a symlink ({current} -> {os.readlink(current)}); name "
-                        f"the real location instead")
-        if not os.path.lexists(current):
-            break
+    for base in link_bases():
+        if absolute != base and base not in absolute.parents:
+            continue
+        current = base
+        for part in absolute.relative_to(base).parts:
+            current = current / part
+            if os.path.islink(current):
+                raise error(f"{path}: refusing a path through a symlink ({current} -> {os.readlink(current)}); "
+                            f"name the real location instead")
+            if not os.path.lexists(current):
+                break
     return path
+
+
+def link_bases() -> list[Path]:
+    """The folders below which :func:`check_no_links` refuses links: the current directory, and the checkout a
+    command was typed in when it runs elsewhere (``certify`` runs pytest in a scratch folder and names the checkout
+    in :data:`CHECKOUT_VARIABLE`)."""
+    bases = [Path(os.getcwd())]
+    named = os.environ.get(CHECKOUT_VARIABLE, "").strip()
+    if named and os.path.isabs(named) and Path(named) not in bases:
+        bases.append(Path(os.path.normpath(named)))
+    return bases
 
 
 def read_confined(root: Path, path: Path, limit: int = MAX_PACKAGE_FILE, error=ManifestError) -> bytes:

@@ -11,8 +11,10 @@ import json
 from pathlib import Path
 
 from conformance.certify import quote
-from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, cell_line, flag_lines, weak_of
-from conformance.certify.outcomes import NOT_APPLICABLE
+from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines, weak_of
+from conformance.certify.outcomes import NOT_APPLICABLE, STATUSES
+from conformance.certify.report import result_of, summarize
+from conformance.certify.report_check import check_report
 from conformance.errors import ConformanceError
 from conformance.files import read_named
 
@@ -30,7 +32,35 @@ def load(path: Path) -> dict:
     several = isinstance(columns, list) and columns and all(isinstance(c, dict) and "summary" in c for c in columns)
     if not single and not several:
         raise ConformanceError(f"{path}: not a conformance report (expected the JSON of --conformance-report)")
-    return data
+    check_report(data, str(path))
+    if several:
+        return {**data, "columns": [recomputed(c) for c in columns]}
+    return recomputed(data)
+
+
+def recomputed(data: dict) -> dict:
+    """``data`` with what a report says of its own cases (totals, summary, result, what was left unchecked) derived
+    again from its cases, by the functions the report is built with (``report.result_of``, ``evidence.assess``):
+    a report whose cases failed never shows conforming, whatever its header says. The header's result, where it
+    differs, is kept as ``stated_result`` for ``merge`` to name."""
+    cases = data["cases"]
+    totals = {s: sum(1 for c in cases if c["status"] == s) for s in STATUSES}
+    evidence = assess(cases)
+    stopped = data.get("interrupted") or data.get("error")     # a partial run, a device that never opened
+    result = "does-not-conform" if stopped else result_of(totals, evidence)
+    out = {**data, "totals": totals, "summary": summarize(cases), "result": result,
+           "conforms": result in ("conforms", "conforms-with-waivers"), "unchecked": evidence["unchecked"],
+           "not_runnable": evidence["not_runnable"], "compared_nothing": evidence["compared_nothing"]}
+    if data.get("result") != result:
+        out["stated_result"] = data.get("result")
+    return out
+
+
+def inconsistent_lines(reports: list[tuple[Path, dict]]) -> list[str]:
+    """One line per column whose header states another result than its cases give (a forged or edited report)."""
+    return [f"{source_name(path, data)} states {str(data['stated_result'])[:80]!r} but its cases give "
+            f"{data['result']!r}: the matrix shows what its cases give"
+            for path, data in flatten(reports) if "stated_result" in data]
 
 
 def column(data: dict) -> dict:

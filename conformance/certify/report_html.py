@@ -153,7 +153,7 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
         if sources:
             shown.append(f"from <code>{escape(sources[i])}</code>")
         result = report.get("result") or ("conforms" if report.get("conforms") else "does-not-conform")
-        totals = ", ".join(f"{n} {escape(s)}" for s, n in (report.get("totals") or {}).items() if n)
+        totals = ", ".join(f"{escape(str(n))} {escape(str(s))}" for s, n in (report.get("totals") or {}).items() if n)
         out.append(f"<tr><td>({i + 1}) {escape(_column_name(report, i))}</td><td>{'<br>'.join(shown)}</td>"
                    f'<td class="result-{escape(result)}">{escape(result)}</td><td>{totals}</td></tr>')
     return out + ["</table>"]
@@ -183,6 +183,11 @@ def _weak(columns: list[dict]) -> list[str]:
             *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
 
 
+#: The page runs no script and loads nothing: whatever a report smuggled past the escaping could not run.
+CSP = ('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+       'img-src data:; script-src \'none\'; base-uri \'none\'; form-action \'none\'">')
+
+
 #: The report's sections of cells it could not rest on (the Markdown report's too): key, heading, note.
 EVIDENCE_SECTIONS = (("not_runnable", "Not runnable on this device", "every case was planned into a rejection "
                       "for this device, skipped or not applicable"),
@@ -210,7 +215,7 @@ def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Confo
     failing = sum(1 for r in columns for c in r.get("cases", []) if c["status"] in FAILING)
     results = {r.get("result") or ("conforms" if r.get("conforms") else "does-not-conform") for r in columns}
     overall = "does-not-conform" if "does-not-conform" in results else sorted(results)[0] if results else "?"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', CSP,
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
              f"<h1>{escape(title)}</h1>",

@@ -34,7 +34,12 @@ def add_arguments(ap) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cases", description="write or check the golden case files")
     add_arguments(ap)
-    return run(ap.parse_args(argv))
+    args = ap.parse_args(argv)
+    try:
+        return run(args)
+    except ConformanceError as err:      # e.g. an installed record that may not be used: one line, as -m conformance
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
 
 def register(sub) -> None:

@@ -7,8 +7,9 @@ first on ``sys.path``. ``certify`` runs pytest with none of them: in an empty sc
 ini file there as the configuration (``-c``, ``--rootdir``), ``--noconftest``, plugin autoloading off and only
 this suite's plugin (and xdist's, with ``--workers``) loaded, ``PYTEST_*`` variables dropped, and an interpreter
 in isolated mode (``python -I``: no current directory, script directory, ``PYTHON*`` variables or user site on
-``sys.path``) given this suite's own location. The packages and the report paths are resolved first, from where
-the command was typed; the report is always written (``--report``) and the exit status is the report's.
+``sys.path``) given this suite's own location. The packages and the report paths are made absolute first, from
+where the command was typed, never resolved: a symlink in them is refused here and again in the scratch run. The
+report is always written (``--report``) and the exit status is the report's.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import tempfile
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
-from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
+from conformance.config import BACKENDS, CHECKOUT_VARIABLE, REPO_SPECS, WEBGPU
 from conformance.errors import ConformanceError
 
 check_paths = on_use("conformance.certify.report", "check_paths")
+check_no_links = on_use("conformance.files", "check_no_links")
 
 #: Run by ``python -I -c``: this suite's root first on sys.path (argv[1]), then pytest on the rest.
 BOOTSTRAP = "import sys; sys.path.insert(0, sys.argv.pop(1)); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
@@ -37,10 +39,10 @@ def suite_root() -> Path:
 
 def pytest_command(args, scratch: Path) -> list[str]:
     """The isolated pytest command line for ``args`` (every path in it absolute)."""
-    specs = Path(args.specs).resolve()
+    specs = named_path(args.specs, "--specs")
     if not specs.exists():
         raise ConformanceError(f"--specs {args.specs}: no such directory")
-    report = check_paths(Path(args.report).resolve())[0]
+    report = check_paths(named_path(args.report, "--report"))[0]
     ini = scratch / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
     argv = [sys.executable, "-I", "-c", BOOTSTRAP, str(suite_root()), "-c", str(ini), "--rootdir", str(scratch),
@@ -51,13 +53,13 @@ def pytest_command(args, scratch: Path) -> list[str]:
     if args.adapter:
         argv.append(f"--adapter={args.adapter}")
     if args.expectations:
-        argv.append(f"--expectations={Path(args.expectations).resolve()}")
+        argv.append(f"--expectations={named_path(args.expectations, '--expectations')}")
     if args.golden:
-        argv.append(f"--golden={Path(args.golden).resolve()}")
+        argv.append(f"--golden={named_path(args.golden, '--golden')}")
     if args.run_heavy:
         argv.append("--run-heavy")
     if args.repro_dir:
-        argv.append(f"--repro-dir={Path(args.repro_dir).resolve()}")
+        argv.append(f"--repro-dir={named_path(args.repro_dir, '--repro-dir')}")
     if args.workers:
         argv += ["-p", "xdist.plugin", "-n", str(args.workers)]
     return argv + [f"--rerun-as={rerun_prefix(args, specs, Path(report))}"]
@@ -88,10 +90,19 @@ def rerun_prefix(args, specs: Path, report: Path) -> str:
     return " ".join(shlex.quote(w) for w in [*env, *words])
 
 
+def named_path(path: str, flag: str) -> Path:
+    """``path`` as typed, made absolute without resolving it: refused when a folder or file of it below the
+    current directory is a symlink (a pull request's ``out -> /elsewhere``, ``kernel-cases -> /home``). Resolving
+    first would hide the link from the scratch run, which checks every path again below the checkout."""
+    check_no_links(Path(path), lambda message: ConformanceError(f"{flag} {message}"))
+    return Path(os.path.abspath(path))
+
+
 def isolated_environment() -> dict[str, str]:
     """This process's environment less what configures pytest, with plugin autoloading off."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env[CHECKOUT_VARIABLE] = os.getcwd()     # the scratch run refuses links below the checkout too
     return env
 
 

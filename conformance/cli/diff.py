@@ -20,9 +20,10 @@ def _diff(args) -> int:
     with tempfile.TemporaryDirectory(prefix="conformance-diff-") as scratch:
         sides = [d.resolve(ref, repo, Path(scratch), args.specs_path, args.golden_path)
                  for ref in (args.old, args.new)]
-        diffs = d.diff(*(d.packages(s) for s in sides))
+        old, new = (d.packages(s) for s in sides)
+        diffs = d.note_record_changes(d.diff(old, new), sides[0], new)
         gate = d.unacknowledged(diffs, *sides) if args.gate else None
-    changed = any(x.changes for x in diffs)
+    changed = any(x.changed for x in diffs)
     if args.json:
         print(json.dumps(d.as_json(diffs, *sides, gate), indent=2))
     else:

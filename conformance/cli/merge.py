@@ -16,6 +16,7 @@ report_html = on_use("conformance.certify.report_html")
 check_output = on_use("conformance.files", "check_output")
 write_output = on_use("conformance.files", "write_output")
 strict_json = on_use("conformance.certify.report", "strict_json")
+inconsistent_lines = on_use("conformance.certify.matrix", "inconsistent_lines")
 
 
 def _merge(args) -> int:
@@ -37,7 +38,15 @@ def _merge(args) -> int:
     for line in missing_lines(matrix):
         print(f"note: {line}")
     print(f"merged {len(reports)} report(s): {len(matrix['rows'])} rows x {len(matrix['columns'])} columns")
-    return 0
+    return _inconsistent_status(reports)
+
+
+def _inconsistent_status(reports) -> int:
+    """1 when a report's header contradicts its cases (each named), else 0."""
+    lines = inconsistent_lines(reports)
+    for line in lines:
+        print(f"error: {line}")
+    return 1 if lines else 0
 
 
 def register(sub) -> None:

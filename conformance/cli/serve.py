@@ -17,6 +17,7 @@ devices = on_use("conformance.gpu.device", "devices")
 id_pattern = on_use("conformance.plugin.expectations", "id_pattern")
 ColumnRun = on_use("conformance.tools.serve", "ColumnRun")
 load_packages = on_use("conformance.tools.serve", "load_packages")
+one_line = on_use("conformance.certify.quote", "one_line")
 
 PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it ends)
 
@@ -34,6 +35,9 @@ def _serve(args) -> int:
     def on_page(client):
         run = ColumnRun(client, packages, report_dir, reconnect_timeout=args.reconnect_timeout)
         with lock:
+            if _enough(runs, args.columns):     # the columns asked for have finished: no new one starts
+                client.close(f"this server takes no more columns ({args.columns} finished)")
+                return
             runs.append(run)
         threading.Thread(target=run.run, name=f"column-{client.id}", daemon=True).start()
 
@@ -51,9 +55,8 @@ def _serve(args) -> int:
                 current = list(runs)
             for run in current:
                 _progress(run, shown)
-            finished = [r for r in current if r.done.is_set()]
-            if args.columns and len(finished) >= args.columns:
-                break
+            if _enough(current, args.columns) and all(r.done.is_set() for r in current):
+                break       # never while a column runs: one that ended early must not cut another off
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("\ninterrupted: columns still running are not reported", file=sys.stderr)
@@ -61,15 +64,30 @@ def _serve(args) -> int:
         server.close()
         devices.release()
     finished = [r for r in runs if r.done.is_set()]
-    for run in finished:
-        print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: {report.device_line(run.data['device'])}")
-        if run.error:
-            print(f"  {run.error}")
-        if report_dir is not None:
-            print(f"  report: {report_dir / (run.slug + '.json')}")
+    _finished_lines(runs, finished, report_dir)
     if server.refused:
         print(f"refused {server.refused} request(s) without the token")
     return 0 if finished and all(r.data["conforms"] for r in finished) else 1
+
+
+def _enough(runs: list, columns: int) -> bool:
+    """Whether ``--columns`` columns have finished."""
+    return bool(columns) and sum(1 for r in runs if r.done.is_set()) >= columns
+
+
+def _finished_lines(runs: list, finished: list, report_dir) -> None:
+    """How many columns finished and which, each with its result and report (page-given text on one line)."""
+    print(f"{len(finished)} column(s) finished" + (f": {', '.join(r.slug for r in finished)}" if finished else "")
+          + (f"; {len(runs) - len(finished)} not finished (not reported)" if len(runs) > len(finished) else ""))
+    for run in finished:
+        print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: "
+              f"{one_line(report.device_line(run.data['device']))}")
+        if run.error:
+            print(f"  {one_line(run.error)}")
+        if run.report_error:
+            print(f"  report not written: {one_line(run.report_error)}")
+        elif report_dir is not None:
+            print(f"  report: {report_dir / (run.slug + '.json')}")
 
 
 def _progress(run: ColumnRun, shown: dict) -> None:
@@ -77,10 +95,10 @@ def _progress(run: ColumnRun, shown: dict) -> None:
     done, step = len(run.verdicts), max(1, run.total // PROGRESS_STEPS)
     last = shown.get(run.client.id)
     if last is None:
-        print(f"{run.client.id}: connected: {run.client.user_agent}", flush=True)
+        print(f"{run.client.id}: connected: {one_line(run.client.user_agent)}", flush=True)
     if run.device and (run.client.id, "device") not in shown:
         shown[(run.client.id, "device")] = True
-        print(f"{run.slug}: device: {run.device}", flush=True)
+        print(f"{run.slug}: device: {one_line(run.device)}", flush=True)
     if last is not None and (done == last or (done // step == last // step and done < run.total)):
         return
     shown[run.client.id] = done

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import os
 from importlib import metadata
+from pathlib import Path
 
 from conformance.errors import ConformanceError
 from conformance.ops import builtin
@@ -50,11 +54,25 @@ def _entry_point_records() -> dict[str, OpRecord]:
             raise ConformanceError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
                                    f"loaded: {type(exc).__name__}: {exc}") from None
         dist = getattr(ep, "dist", None)
+        source = (f"distribution {dist.name} {dist.version}" if dist is not None
+                  else f"entry point {ep.name} = {ep.value}")
         for record in _as_records(value, f"{ep.name} = {ep.value}"):
+            _refuse_replacement(record.op, f"{source} (entry point {ep.name} = {ep.value})", out)
             out[record.op] = record
-            _sources[record.op] = (f"distribution {dist.name} {dist.version}" if dist is not None
-                                   else f"entry point {ep.name} = {ep.value}")
+            _sources[record.op] = source
     return out
+
+
+def _refuse_replacement(op: str, source: str, found: dict[str, OpRecord]) -> None:
+    """An outside record never replaces another: not a built-in one (a pull request's ``records/`` installed in
+    CI would otherwise swap a shipped op's reference for its own), nor one of another entry point."""
+    if op in {r.op for r in builtin.RECORDS}:
+        raise ConformanceError(f"{source} registers an op record for {op}, which the suite's built-in record "
+                               f"(conformance.ops.builtin) defines: an outside record never replaces a built-in "
+                               f"one; uninstall that distribution, or give its op a domain of its own")
+    if op in found:
+        raise ConformanceError(f"{source} and {_sources[op]} both register an op record for {op}: which one "
+                               f"checks the values would depend on install order; uninstall one of them")
 
 
 def _all() -> dict[str, OpRecord]:
@@ -90,6 +108,30 @@ def source_of(op: str) -> str:
         return "registered at run time"
     _all()
     return _sources.get(op, "built in (conformance.ops.builtin)")
+
+
+def code_digest(op: str) -> str | None:
+    """For an outside record: sha256 (12 hex digits) of the source files of the modules that define its functions
+    (reference, tolerance, data draws...), so that a changed reference shows where the golden files name the
+    record (``cases.golden.record_line``) and in the gate's diff; None for a built-in record, or without one."""
+    record = find(op)
+    if record is None or source_of(op).startswith("built in"):
+        return None
+    functions = [record.compute, record.tolerance, record.special_values, record.torch_peer, record.bench_inputs,
+                 record.interpret, record.tolerance_parameters, record.output_dtype, *(r.draw for r in record.data)]
+    files = set()
+    for fn in functions:
+        try:
+            files.add(inspect.getsourcefile(fn) if fn is not None else None)
+        except TypeError:          # a C function: no source of its own
+            continue
+    h = hashlib.sha256()
+    for name in sorted(f for f in files if f):
+        try:
+            h.update(os.path.basename(name).encode() + b"\0" + Path(name).read_bytes() + b"\0")
+        except OSError:
+            h.update(os.path.basename(name).encode() + b"\0unreadable\0")
+    return h.hexdigest()[:12]
 
 
 def missing_record_note(op: str) -> str | None:

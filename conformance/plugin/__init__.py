@@ -28,6 +28,7 @@ from conformance.certify import evidence, matrix, quote, report, report_html, re
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
+from conformance.files import check_no_links
 from conformance.plugin import expectations
 
 VERDICT_KEY = "conformance"
@@ -269,6 +270,18 @@ BROWSER_OPTIONS = {"browser_endpoint": ("CONFORMANCE_BROWSER_ENDPOINT", ("ws://"
                    "browser_cdp": ("CONFORMANCE_BROWSER_CDP", ("http://", "https://", "ws://", "wss://"))}
 
 
+def _no_links_in_named_folders(config) -> None:
+    """``--specs`` and ``--golden`` are resolved where they are read, which would hide a symlink in them (a pull
+    request's ``kernel-cases -> /home``): refused here, before anything is read."""
+    for dest in ("specs", "golden"):
+        value = config.getoption(dest, None)
+        if value:
+            try:
+                check_no_links(Path(value))
+            except ConformanceError as err:
+                raise pytest.UsageError(f"--{dest} {err}") from None
+
+
 def pytest_configure(config):
     _CONFIG["config"] = config  # pytest_runtest_logreport is given no config; one configured run per process
     for dest, (variable, schemes) in BROWSER_OPTIONS.items():
@@ -292,6 +305,7 @@ def pytest_configure(config):
             repro_index.check_dir(Path(repro_dir))
         except ConformanceError as err:
             raise pytest.UsageError(f"--repro-dir {repro_dir}: {err}") from None
+    _no_links_in_named_folders(config)
     _no_worker_replacement_under_loadgroup(config)
     if not hasattr(config, "workerinput") and threading.current_thread() is threading.main_thread():
         state = state_of(config)

@@ -19,7 +19,7 @@ from pathlib import Path
 import cases
 from cases.calls import CallSpec, outcome
 from cases.golden import compare as golden_compare
-from cases.golden import golden_path, regenerate_command
+from cases.golden import digest_path, golden_path, read_digest_text, record_line, regenerate_command
 from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
@@ -150,6 +150,11 @@ class PackageDiff:
     calls: int
     changes: list[Change] = field(default_factory=list)
     new_cases: list | None = None   # NEW's generated cases (the gate compares them with its golden file)
+    record: tuple[str, str] | None = None   # (the op record OLD's golden files name, the one found now): changed
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes or self.record)
 
 
 _GENERATED: dict[str, list] = {}
@@ -193,11 +198,44 @@ def diff(old: dict[str, Package], new: dict[str, Package]) -> list[PackageDiff]:
     return [diff_package(n, old.get(n), new.get(n)) for n in sorted(old.keys() | new.keys())]
 
 
+def note_record_changes(diffs: list[PackageDiff], old: Side, new: dict[str, Package]) -> list[PackageDiff]:
+    """Mark each package whose op record is not the one OLD's golden files were written with (their ``.digest``
+    names it: ``cases.golden.record_line``, with the code digest of an outside record): a pull request's
+    ``records/`` is run in CI like its manifests, so a changed reference shows in the diff like a changed
+    manifest, and the gate asks for its golden files to be regenerated with it."""
+    for d in diffs:
+        package = new.get(d.name)
+        if package is None or old.golden is None:
+            continue
+        was = _record_named(old.golden, d.name)
+        now = record_line(package)
+        if was is not None and _identity(was) != _identity(now):
+            d.record = (was, now)
+    return diffs
+
+
+def _identity(line: str) -> str:
+    """A record line less where the record came from (``(registered at run time)`` when ``new`` wrote the golden
+    files, ``(distribution ...)`` once installed): what it is and its code digest, not how it was found."""
+    return line.rsplit(" (", 1)[0]
+
+
+def _record_named(golden: Path, name: str) -> str | None:
+    """The record line of ``name``'s digest sidecar in ``golden`` (None when it has none)."""
+    lines = (read_digest_text(digest_path(golden, name)) or "").splitlines()
+    return lines[1].strip() if len(lines) > 1 else None
+
+
 # -- the gate ---------------------------------------------------------------------------------------
 def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
     """Packages whose behaviour changed without their golden file being regenerated in the same change."""
     out = []
     for d in diffs:
+        if d.record and (new.golden is None or
+                         _identity(_record_named(new.golden, d.name) or "") != _identity(d.record[1])):
+            out.append(f"{d.name}: its op record changed ({d.record[1].removeprefix('record: ')}) but the golden "
+                       f"files still name {d.record[0].removeprefix('record: ')}: run "
+                       f"`{regenerate_command(new.specs, new.golden)}`, review the diff and commit it")
         if not d.changes:
             continue
         if new.golden is None or not new.golden.is_dir():
@@ -242,6 +280,8 @@ def table(diffs: list[PackageDiff], width: int = 60) -> str:
     lines = []
     for d in diffs:
         lines.append(f"{d.name}: {len(d.changes)} of {d.calls} calls change")
+        if d.record:
+            lines += [f"  op record was: {d.record[0]}", f"  op record now: {d.record[1]}"]
         rows = [(c.case + (" (old id)" if c.source == "old" else "") if i == 0 else "", LABELS.get(f, f),
                  _clip(cell(c.old, f), width), _clip(cell(c.new, f), width))
                 for c in d.changes for i, f in enumerate(c.fields)]
@@ -264,8 +304,10 @@ def change_json(c: Change) -> dict:
 
 
 def as_json(diffs: list[PackageDiff], old: Side, new: Side, gate: list[str] | None = None) -> dict:
-    out = {"old": old.label, "new": new.label, "changed": any(d.changes for d in diffs),
-           "packages": {d.name: {"calls": d.calls, "changes": [change_json(c) for c in d.changes]} for d in diffs}}
+    out = {"old": old.label, "new": new.label, "changed": any(d.changed for d in diffs),
+           "packages": {d.name: {"calls": d.calls, "changes": [change_json(c) for c in d.changes],
+                                 **({"record": {"old": d.record[0], "new": d.record[1]}} if d.record else {})}
+                        for d in diffs}}
     if gate is not None:
         out["unacknowledged"] = gate
     return out

@@ -7,6 +7,10 @@
 //                     | {"error": message}, ...]}
 //   {"op": "render", "templates": {name: source}, "jobs": [[name, context], ...]}
 //     -> {"results": [{"text": wgsl} | {"error": message}, ...]}
+//   Either may carry "budget": {"work": units, "value": length, "output": length}, the Python sandbox's budgets
+//   (conformance/gpu/render.py): each job may evaluate that many nodes (plus one unit per character or item of
+//   every value they give), build no string or list longer than "value" and render no more than "output"
+//   characters; an overrun is {"error": message, "budget": true}. range() is bounded before it builds anything.
 import { createInterface } from "node:readline";
 
 const { Template, Environment, Interpreter, tokenize, parse } = await import(process.argv[2]);
@@ -15,6 +19,59 @@ const OPTIONS = { lstrip_blocks: true, trim_blocks: true };   // what Template u
 // conformance/loader/), so the check and the loader evaluate the same definitions.
 const { LITERALS, functions } = await import(new URL("../../loader/src/functions.js", import.meta.url))
   .catch(() => import(new URL("../loader/src/functions.js", import.meta.url)));
+
+// -- the work budget of one job ------------------------------------------------------------------------------------
+const BUDGET = { work: 1 << 22, value: 1 << 20, output: 1 << 20, spent: 0 };
+
+class BudgetError extends Error {}
+
+function charge(units) {
+  BUDGET.spent += units;
+  if (BUDGET.spent > BUDGET.work) {
+    throw new BudgetError(`spent more than ${BUDGET.work} units of work (RENDER_WORK_LIMIT, the budget of one ` +
+                          "render in the Python sandbox): a loop or a range too large");
+  }
+}
+
+function sized(value, what) {
+  if (value > BUDGET.value) {
+    throw new BudgetError(`${what} of ${value} characters or items, more than ${BUDGET.value} (MAX_VALUE, as in the ` +
+                          "Python sandbox)");
+  }
+  return value;
+}
+
+const evaluateNode = Interpreter.prototype.evaluate;
+Interpreter.prototype.evaluate = function (node, env) {   // every node of every template and expression is counted
+  charge(1);
+  const result = evaluateNode.call(this, node, env);
+  const v = result && result.value;
+  if (typeof v === "string" || Array.isArray(v)) charge(sized(v.length, "a value"));
+  return result;
+};
+
+// A block run (each loop iteration, each branch taken) costs @huggingface/jinja a fresh scope: about 64 node
+// evaluations' worth (docs/manual/threat-model.md gives the measurement), so it is charged that, and an empty loop of
+// millions of iterations ends within the budget like any other.
+const BLOCK_UNITS = 64;
+const evaluateBlock = Interpreter.prototype.evaluateBlock;
+Interpreter.prototype.evaluateBlock = function (statements, env) {
+  charge(BLOCK_UNITS);
+  return evaluateBlock.call(this, statements, env);
+};
+
+function range(start, stop, step = 1) {
+  if (stop === undefined) [start, stop] = [0, start];
+  if (![start, stop, step].every(Number.isInteger) || step === 0) throw new Error("range() takes integers, step not 0");
+  const count = Math.max(0, Math.ceil((stop - start) / step));
+  charge(sized(count, "range()"));
+  return Array.from({ length: count }, (_, i) => start + i * step);
+}
+
+function budgeted(budget, fn) {
+  Object.assign(BUDGET, budget || {}, { spent: 0 });
+  return fn();
+}
 
 function plain(v) {
   switch (v.type) {
@@ -46,7 +103,7 @@ function expression(source) {
 function environment(scope, bytes) {
   const env = new Environment();
   const features = (scope.device && scope.device.features) || [];
-  for (const [name, value] of Object.entries({ ...LITERALS, ...scope, ...functions(features, bytes) })) {
+  for (const [name, value] of Object.entries({ ...LITERALS, range, ...scope, ...functions(features, bytes) })) {
     env.set(name, value);
   }
   return env;
@@ -56,7 +113,8 @@ function attempt(fn) {
   try {
     return fn();
   } catch (err) {
-    return { error: String((err && err.message) || err) };
+    const error = String((err && err.message) || err);
+    return err instanceof BudgetError || err instanceof RangeError ? { error, budget: true } : { error };
   }
 }
 
@@ -67,8 +125,17 @@ function evaluate(req) {
     if (parsed[e].error) return parsed[e];
     if (!envs.has(s)) envs.set(s, environment(req.scopes[s], req.bytes));
     const env = envs.get(s);
-    return attempt(() => plain(new Interpreter(env).evaluate(parsed[e].node, env)));
+    return attempt(() => budgeted(req.budget, () => plain(new Interpreter(env).evaluate(parsed[e].node, env))));
   });
+}
+
+// Template.render less its global range(), which builds any list it is asked for (range(300000000)): the same
+// globals, with the bounded range() above.
+function renderBounded(template, context) {
+  const env = new Environment();
+  const globals = { ...LITERALS, range, raise_exception: (message) => { throw new Error(message); } };
+  for (const [name, value] of Object.entries({ ...globals, ...context })) env.set(name, value);
+  return new Interpreter(env).run(template.parsed).value;
 }
 
 function render(req) {
@@ -76,7 +143,16 @@ function render(req) {
   return req.jobs.map(([name, context]) => {
     if (!templates.has(name)) templates.set(name, attempt(() => ({ template: new Template(req.templates[name]) })));
     const t = templates.get(name);
-    return t.error ? t : attempt(() => ({ text: t.template.render(context) }));
+    if (t.error || t.overrun) return t.error ? t : t.overrun;   // one overrun per template, not one per context
+    const result = attempt(() => budgeted(req.budget, () => {
+      const text = renderBounded(t.template, context);
+      if (text.length > BUDGET.output) {
+        throw new BudgetError(`rendered ${text.length} characters, more than ${BUDGET.output} (MAX_OUTPUT)`);
+      }
+      return { text };
+    }));
+    if (result.budget) t.overrun = result;
+    return result;
   });
 }
 

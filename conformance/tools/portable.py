@@ -26,7 +26,8 @@ from conformance.engine.expressions import (Absent, Builtin, Compilations, Compi
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.gpu.render import context, render, render_observed, template_environment
+from conformance.gpu.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, context, render, render_observed,
+                                     template_environment)
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
@@ -53,6 +54,8 @@ CONSTRUCTS = {
                                                "error): compare strings with `==`, `!=` or `in`"),
     "concat": ("a boolean or None joined with `~`", "Jinja2 writes True/None, @huggingface/jinja true/null: join "
                                                    "a string instead (`'true' if x else 'false'`)"),
+    "budget": ("a render over the Python sandbox's budget", "keep loops and ranges small: a branch that only "
+                                                            "@huggingface/jinja takes is bounded like Jinja2's"),
     "printf": ("printf-style `%` on a string", "@huggingface/jinja has no string formatting: join with `~`"),
     "boolean": ("a rendered boolean", "Jinja2 writes True/False, @huggingface/jinja true/false: test it "
                                       "(`{% if x %}`) or write `{{ 'true' if x else 'false' }}`"),
@@ -291,7 +294,7 @@ def check_expressions(package: Package, generated, engine, stats: Stats) -> dict
     if not jobs:
         return {}
     results = engine.request({"op": "eval", "bytes": WGSL_BYTES, "scopes": scopes,
-                              "exprs": [i.js for i in exprs.items], "jobs": jobs})
+                              "exprs": [i.js for i in exprs.items], "jobs": jobs, "budget": JS_BUDGET})
     stats.expressions += len(jobs)
     found: dict[tuple, _Difference] = defaultdict(_Difference)
     compiled: dict[str, Compiled] = {}
@@ -398,14 +401,16 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
     if not jobs:
         return {}
     templates = {name: package.read_template(name) for name in {j[0] for j in jobs}}
-    results = engine.request({"op": "render", "templates": templates, "jobs": jobs})
+    results = engine.request({"op": "render", "templates": templates, "jobs": jobs, "budget": JS_BUDGET})
     stats.contexts += len(jobs)
     found: dict[tuple, _Difference] = defaultdict(_Difference)
     for (case, plan, pass_plan, text), js in zip(rendered, results):
         if js.get("text") == text:
             continue
         name = pass_plan.shader
-        if "error" in js:
+        if js.get("budget"):
+            causes = [(None, "budget", f"in {ENGINE}: {js['error']}")]
+        elif "error" in js:
             causes = _unparsable(package, name, templates[name], js["error"])
         else:
             causes = _rendered_differently(package, plan, pass_plan, text, js["text"])
@@ -416,6 +421,11 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
             diff.first = diff.first or f"{case.id}, pass {pass_plan.name}"
             diff.detail = diff.detail or detail
     return found
+
+
+#: The Python sandbox's budgets of one render, given to the JavaScript engine for each of its jobs
+#: (``jinja_js.mjs``): a template branch only @huggingface/jinja takes is bounded as Jinja2's are.
+JS_BUDGET = {"work": RENDER_WORK_LIMIT, "value": MAX_VALUE, "output": MAX_OUTPUT}
 
 
 def _unparsable(package, name: str, source: str, error: str) -> list[tuple]:

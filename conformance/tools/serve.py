@@ -85,6 +85,7 @@ class ColumnRun:
     error: str | None = None
     device: str | None = None     # the adapter, once the page answered
     data: dict | None = None
+    report_error: str | None = None   # why the column's report could not be written (its verdict still stands)
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -105,7 +106,19 @@ class ColumnRun:
                                 "failed": self.failed, **({"verdict": verdict} if verdict else {})}
 
     def run(self) -> dict:
-        """Run every case on the page, write the report; the report's data."""
+        """Run every case on the page, write the report; the report's data. The column always finishes: an
+        unexpected error ends it as not conforming, saying why, instead of leaving ``serve`` waiting for it."""
+        try:
+            return self._run()
+        except Exception as err:  # noqa: BLE001 -- a bug of the suite or a page's doing: this column's end, said
+            self.error = f"the column stopped: {type(err).__name__}: {err}"
+            self.data = {"column": self.slug, "device": None, "result": "does-not-conform", "conforms": False,
+                         "error": self.error}
+            return self.data
+        finally:
+            self.done.set()
+
+    def _run(self) -> dict:
         webgpu = PAGE_PREFIX + self.client.id
         PAGES[self.client.id] = backend = PageBackend(self.client, connect_timeout=self.reconnect_timeout)
         impl = ManifestImplementation(device="auto", webgpu=webgpu)
@@ -135,12 +148,20 @@ class ColumnRun:
         self.data["user_agent"] = self.client.user_agent
         if self.error:
             self.data.update(error=self.error, conforms=False, result="does-not-conform")
-        if self.report_dir is not None:
-            report.write(self.data, self.report_dir / f"{self.slug}.json")
+        self._write_report()
         self._show(f"{self.data['result']} ({self.summary()})" + (f": {self.error}" if self.error else ""))
         backend.close()
-        self.done.set()
         return self.data
+
+    def _write_report(self) -> None:
+        """Write the column's report; one that is refused (a link or a special file where it goes) is said, and
+        the column still finishes with its verdict."""
+        if self.report_dir is None:
+            return
+        try:
+            report.write(self.data, self.report_dir / f"{self.slug}.json")
+        except ConformanceError as err:
+            self.report_error = str(err)
 
     def summary(self) -> str:
         counts = Counter(v["status"] for v in self.verdicts)

@@ -27,10 +27,13 @@ from cases.golden import digest_path, digest_text, golden_path
 from conformance import __version__
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
-from conformance.files import write_output
+from conformance.files import check_output, write_output
 from conformance.ops import register, unregister
 
 KINDS = ("elementwise", "rows")
+#: The longest op id ``new`` takes: it names folders and files (``kernel-cases/<op id>.digest``), which a file
+#: system caps at 255 bytes a name.
+MAX_OP_ID = 100
 OP_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\.[A-Za-z_][A-Za-z0-9_]*")
 
 TEMPLATE = """\
@@ -301,8 +304,9 @@ def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tu
     or written that need an edit). The golden files are generated with the new record registered for the time of
     the call; tox.ini and the CI job install the suite from ``url`` (:func:`suite_url`), else the placeholder."""
     install = suite_url(url) if url else PLACEHOLDER_URL
-    if not OP_ID.fullmatch(op):
-        raise ConformanceError(f"op id {op!r}: expected <domain>.<Name> of identifiers, such as com.example.Silu")
+    if not OP_ID.fullmatch(op) or len(op) > MAX_OP_ID:
+        raise ConformanceError(f"op id {op[:120]!r}{'...' if len(op) > 120 else ''}: expected <domain>.<Name> of "
+                               f"identifiers, at most {MAX_OP_ID} characters, such as com.example.Silu")
     if kind not in KINDS:
         raise ConformanceError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     package_dir = root / "kernels" / op
@@ -320,6 +324,7 @@ def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tu
         root / "tox.ini": TOX.replace(PLACEHOLDER_URL, install),
         root / ".gitignore": GITIGNORE,
     }
+    _check_targets([*files, golden_path(root / "kernel-cases", op), digest_path(root / "kernel-cases", op)])
     written, notes = [], [] if url else [placeholder_note(root)]
     for path, text in files.items():
         if path.exists() and path.parent != package_dir:
@@ -332,6 +337,13 @@ def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tu
         write_output(path, text)
         written.append(path)
     return written + write_golden(op, root, root / "records" / f"{n['module']}.py"), notes
+
+
+def _check_targets(paths: list[Path]) -> None:
+    """Refuse every target before any folder is made: a symlinked ``kernels/`` or ``.github/`` would have a folder
+    made through it, outside the repository, before the write was refused."""
+    for path in paths:
+        check_output(path)
 
 
 def write_golden(op: str, root: Path, record_file: Path) -> list[Path]:

@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from conformance.errors import ConformanceError
+from conformance.files import MAX_DATA_FILE, read_confined
 from conformance.gpu.backends.loader_files import IMPORT_MAP, LoaderFileError, loader_file
 from conformance.gpu.backends.page import (DEFAULT_TIMEOUT, RUNTIME_JS, Adapter, MalformedAnswer, PageGone, Session,
                                            WebGPUError)
@@ -37,6 +39,8 @@ SERVED_JS = (Path(__file__).with_name("served_page.js")).read_text()
 MAX_ANSWER_BYTES = 64 << 20    # one JSON request of a page (an answer with its inline reads)
 MAX_BLOB_BYTES = 1 << 30       # one blob a page posts (a read-back larger than INLINE_LIMIT_DOWN)
 MAX_PENDING_BYTES = 2 << 30    # a page's posted blobs not yet claimed by its session
+MAX_SERVER_PENDING_BYTES = 2 << 30   # every page's together: each hello makes a page, so a per-page cap alone is none
+MAX_PAGES = 256                # pages (columns) one server makes; a reloaded page keeps its own
 POLL_SECONDS = 10.0            # how long one poll waits for a batch before an idle reply
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
@@ -67,8 +71,10 @@ class PageClient:
     the page's next poll and waits for the poll that answers it.
     """
 
-    def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS):
+    def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS,
+                 server_room=None):
         self.id, self.timeout, self.poll_seconds = cid, timeout, poll_seconds
+        self.server_room = server_room   # (bytes, keep) -> keep() when the server as a whole has room, else why not
         self.key = secrets.token_urlsafe(16)   # what the page shows to speak for this column (hello, polls, blobs)
         self.generation = 0            # bumped by every hello: a reloaded page is a new generation
         self.user_agent = ""
@@ -196,8 +202,10 @@ class PageClient:
         pending = sum(len(b) for b in self.downloads.values())
         if pending + len(body) > MAX_PENDING_BYTES or len(self.downloads) >= 4096:
             return f"too much posted and not claimed ({pending:,} bytes)"
-        self.downloads[name] = body
-        return None
+        keep = lambda: self.downloads.__setitem__(name, body)  # noqa: E731
+        if self.server_room is None:
+            return keep()
+        return self.server_room(len(body), keep)
 
 
 class Channel:
@@ -224,8 +232,11 @@ class PageServer:
     """Serves pages and their channels under ``/<token>/``; ``on_page(client)`` is told of each new page."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, on_page=None, poll_seconds: float = POLL_SECONDS):
+                 timeout: float = DEFAULT_TIMEOUT, on_page=None, poll_seconds: float = POLL_SECONDS,
+                 max_pending_bytes: int = MAX_SERVER_PENDING_BYTES, max_pages: int = MAX_PAGES):
         self.token = token or secrets.token_urlsafe(18)
+        self.max_pending_bytes, self.max_pages = max_pending_bytes, max_pages
+        self._blob_lock = threading.Lock()
         self.timeout, self.on_page, self.poll_seconds = timeout, on_page, poll_seconds
         self.clients: dict[str, PageClient] = {}
         self.refused = 0
@@ -249,11 +260,26 @@ class PageServer:
                 cid = f"page{self._ids}"
             new = cid not in self.clients
             if new:
-                self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds)
+                self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds, self._room)
             client = self.clients[cid]
         if new and self.on_page is not None:
             self.on_page(client)
         return client
+
+    def _room(self, size: int, keep) -> str | None:
+        """``keep()`` a posted blob of ``size`` bytes when the server has room for it (every page's unclaimed blobs
+        counted, under one lock), and None; else why not."""
+        with self._blob_lock:
+            pending = sum(len(b) for c in list(self.clients.values()) for b in list(c.downloads.values()))
+            if pending + size > self.max_pending_bytes:
+                return (f"the server holds {pending:,} bytes posted and not claimed, of all pages; at most "
+                        f"{self.max_pending_bytes:,}")
+            keep()
+            return None
+
+    def full(self) -> bool:
+        """Whether the server has made as many pages as it may (a new hello is refused; a reload is not)."""
+        return len(self.clients) >= self.max_pages
 
     def url_of(self, client: PageClient, page: str = "") -> str:
         """The URL of ``client``'s own page (``page``: "" served, "driven" for Playwright): it carries its key."""
@@ -368,7 +394,11 @@ def _handler(server: PageServer):
             if path is None or not path.is_file():
                 return self._refuse(404, f"refused: no {name} in onnxruntime-web's dist/ "
                                          f"({dist or 'node_modules/onnxruntime-web not found: run npm ci'})")
-            self._send(200, path.read_bytes(), MIME[name.rsplit(".", 1)[1]])
+            try:          # a regular file inside dist/, never through a link out of it
+                body = read_confined(dist, path, MAX_DATA_FILE)
+            except ConformanceError as err:
+                return self._refuse(404, f"refused: {err}")
+            self._send(200, body, MIME[name.rsplit(".", 1)[1]])
 
         def do_POST(self):
             route = self._route()
@@ -393,7 +423,7 @@ def _handler(server: PageServer):
                 return
             try:
                 message = json.loads(body)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):   # RecursionError: [[[[... nested too deep
                 message = None
             if not isinstance(message, dict):
                 return self._refuse(400, "refused: the body must be a JSON object")
@@ -401,6 +431,8 @@ def _handler(server: PageServer):
                 cid = message.get("client")   # a reloaded page comes back to its column with its key
                 if cid is not None and not (isinstance(cid, str) and NAME.match(cid)):
                     return self._refuse(400, "refused: client must be 1-64 letters, digits, - or _")
+                if cid not in server.clients and server.full():
+                    return self._refuse(503, f"refused: this server has made {server.max_pages} pages, its limit")
                 client = self._client(cid, message.get("key")) if cid in server.clients else server.client()
                 if client is None:
                     return
@@ -421,12 +453,12 @@ def _handler(server: PageServer):
 
 
 def ort_dist() -> Path | None:
-    """``node_modules/onnxruntime-web/dist`` of the checkout (or of ``CONFORMANCE_ORT_WEB``, a package directory),
-    None when neither has one."""
+    """``node_modules/onnxruntime-web/dist`` of the suite's own checkout (or of ``CONFORMANCE_ORT_WEB``, a package
+    directory), None when neither has one."""
     override = os.environ.get("CONFORMANCE_ORT_WEB", "").strip()
     here = Path(__file__).resolve()
-    roots = [Path(override)] if override else [d / "node_modules" / "onnxruntime-web" for d in
-                                               (Path.cwd(), *here.parents)]
+    # never the current directory's: run inside a kernel repository's checkout, that is the pull request's own
+    roots = [Path(override)] if override else [d / "node_modules" / "onnxruntime-web" for d in here.parents]
     return next((r / "dist" for r in roots if (r / "dist" / "ort.webgpu.min.mjs").is_file()), None)
 
 
