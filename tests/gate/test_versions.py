@@ -1,5 +1,5 @@
-"""Versions 2 (FastGelu, Gelu, LayerNormalization, Softmax) and 3 (LayerNormalization, Softmax): published beside
-version 1, changing only which variant runs and its dispatch (version 3: only the templates)."""
+"""Versions 2 (FastGelu, Gelu, LayerNormalization, Softmax): published beside version 1, changing only which variant
+runs and its dispatch."""
 
 import json
 from pathlib import Path
@@ -46,8 +46,7 @@ def test_load_kernel_picks_a_version():
     from conformance.gpu.kernel import load_kernel
     assert load_kernel("com.microsoft.Gelu").package.version == 2
     assert load_kernel("com.microsoft.Gelu", version=1).package.root == REPO_SPECS / "com.microsoft.Gelu"
-    assert load_kernel("com.microsoft.Softmax").package.version == 3
-    assert load_kernel("com.microsoft.Softmax", version=2).package.root == REPO_SPECS / "com.microsoft.Softmax@2"
+    assert load_kernel("com.microsoft.Softmax").package.version == 2
     assert load_kernel("com.microsoft.Softmax", version=1).package.root == REPO_SPECS / "com.microsoft.Softmax"
     assert load_kernel("ai.onnx.Add").package.version == 1
     with pytest.raises(ManifestError, match="no version 3"):
@@ -115,25 +114,3 @@ def test_row_ops_v2_templates_are_self_contained(op):
         text = t.read_text()
         assert "{% import" not in text and "{% include" not in text and "**" not in text, t
         assert "{% macro reduce(" in text
-
-
-@pytest.mark.parametrize("op", ROW_OPS)
-def test_row_ops_v3_change_only_the_templates(op):
-    """Version 3 reduces each row once (issue 39): every call either generator makes plans as version 2 does, same
-    outcome, variant, dispatch and outputs (``conformance diff specs/<op>@2 specs/<op>@3`` lists nothing)."""
-    old, new = load_package(REPO_SPECS / f"{op}@2"), load_package(REPO_SPECS / f"{op}@3")
-    assert (old.version, new.version) == (2, 3) and package_versions(op)[3] == REPO_SPECS / f"{op}@3"
-    (result,) = diff.diff({old.name: old}, {new.name: new})
-    assert result.changes == [], [c.case for c in result.changes[:5]]
-
-
-@pytest.mark.parametrize("op", ROW_OPS)
-def test_row_ops_v3_templates_are_self_contained_without_a_subgroup_path(op):
-    """One template each, new names (identically named templates must be identical), macros defined in place, and
-    no subgroup path (no shipped plan of version 2 or 3 renders one)."""
-    templates = sorted((REPO_SPECS / f"{op}@3").glob("*.jinja"))
-    assert [t.name for t in templates] == [{"com.microsoft.LayerNormalization": "layer-norm-pairs.wgsl.jinja",
-                                            "com.microsoft.Softmax": "softmax-online.wgsl.jinja"}[op]]
-    text = templates[0].read_text()
-    assert "{% import" not in text and "{% include" not in text and "**" not in text
-    assert "{% macro reduce_pairs(" in text and "subgroup" not in text and "reduce_sg" not in text
