@@ -34,82 +34,140 @@ _UNOPS = {nodes.Neg: "-", nodes.Pos: "+"}
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
             "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
 
-Fn = Callable[[Mapping[str, Any]], Any]
+Fn = Callable[[Mapping[str, Any], list], Any]
 
 
 class _NotTaken(Exception):
     """The tree has something the closures leave to Jinja2."""
 
 
-def closure(tree: nodes.Expr, env, fixed: Mapping[str, Any]) -> Fn | None:
+def closure(tree: nodes.Expr, env, fixed: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Any] | None:
     """``scope -> value`` for ``tree`` in the sandbox ``env`` (whose ``call`` and operator hooks ignore Jinja2's
-    context argument), ``fixed`` names bound whatever the scope; None when the tree is left to Jinja2."""
+    context argument), ``fixed`` names bound whatever the scope; None when the tree is left to Jinja2.
+
+    A subtree that occurs more than once (rules inlined into several places, atoms of one group sharing them) is
+    evaluated once per evaluation, where it is first reached: everything an expression can do is pure, and an
+    error anywhere ends the whole evaluation, so the later occurrences would compute the same value."""
     try:
-        return _build(tree, env, dict(fixed), 0)
+        root, slots = _Builder(tree, env, fixed).build()
     except _NotTaken:
         return None
+    if not slots:
+        return lambda scope: root(scope, None)
+    return lambda scope: root(scope, [_UNSET] * slots)
 
 
-def _build(node: nodes.Node, env, fixed: dict, depth: int) -> Fn:
-    if depth > MAX_DEPTH:
+_UNSET = object()
+
+
+def _shape(node: nodes.Node, keys: dict, counts: dict) -> Any:
+    """A structural key of ``node`` (equal for equal subtrees), recorded with every subtree's in ``keys``/``counts``."""
+    fields = []
+    for name in node.fields:
+        value = getattr(node, name)
+        if isinstance(value, nodes.Node):
+            value = _shape(value, keys, counts)
+        elif isinstance(value, list):
+            value = tuple(_shape(v, keys, counts) if isinstance(v, nodes.Node) else (type(v), v) for v in value)
+        else:
+            value = (type(value), repr(value))
+        fields.append(value)
+    shape = (type(node), tuple(fields))
+    keys[id(node)] = shape
+    counts[shape] = counts.get(shape, 0) + 1
+    return shape
+
+
+class _Builder:
+    def __init__(self, tree: nodes.Expr, env, fixed: Mapping[str, Any]):
+        self.tree, self.env, self.fixed = tree, env, dict(fixed)
+        self.keys: dict[int, Any] = {}
+        self.counts: dict[Any, int] = {}
+        self.slots: dict[Any, int] = {}
+
+    def build(self) -> tuple[Fn, int]:
+        try:
+            _shape(self.tree, self.keys, self.counts)
+        except RecursionError:
+            raise _NotTaken from None
+        return self.node(self.tree, 0), len(self.slots)
+
+    def node(self, node: nodes.Node, depth: int) -> Fn:
+        if depth > MAX_DEPTH:
+            raise _NotTaken
+        fn = self._plain(node, depth)
+        shape = self.keys[id(node)]
+        if self.counts[shape] < 2 or isinstance(node, (nodes.Const, nodes.Name)):
+            return fn
+        slot = self.slots.setdefault(shape, len(self.slots))
+
+        def shared(scope, m):
+            value = m[slot]
+            if value is _UNSET:
+                value = m[slot] = fn(scope, m)
+            return value
+        return shared
+
+    def _plain(self, node: nodes.Node, depth: int) -> Fn:
+        env = self.env
+
+        def sub(child):
+            return self.node(child, depth + 1)
+
+        kind = type(node)
+        if kind is nodes.Const:
+            value = node.value
+            return lambda scope, m: value
+        if kind is nodes.Name:
+            return _name(node, env, self.fixed)
+        if kind is nodes.Getattr:
+            obj, attr, getattr_ = sub(node.node), node.attr, env.getattr
+            return lambda scope, m: getattr_(obj(scope, m), attr)
+        if kind is nodes.Getitem:
+            if isinstance(node.arg, nodes.Slice):   # Jinja2 slices in plain Python, outside the sandbox's getitem
+                raise _NotTaken
+            obj, arg, getitem = sub(node.node), sub(node.arg), env.getitem
+            return lambda scope, m: getitem(obj(scope, m), arg(scope, m))
+        if kind is nodes.Call:
+            if node.kwargs or node.dyn_args is not None or node.dyn_kwargs is not None:
+                raise _NotTaken
+            fn, args, call = sub(node.node), tuple(sub(a) for a in node.args), env.call
+            return lambda scope, m: call(None, fn(scope, m), *[a(scope, m) for a in args])
+        if kind in _BINOPS:
+            op = _BINOPS[kind]
+            if op not in env.intercepted_binops:
+                raise _NotTaken
+            left, right, binop = sub(node.left), sub(node.right), env.call_binop
+            return lambda scope, m: binop(None, op, left(scope, m), right(scope, m))
+        if kind in _UNOPS:
+            op = _UNOPS[kind]
+            if op not in env.intercepted_unops:
+                raise _NotTaken
+            arg, unop = sub(node.node), env.call_unop
+            return lambda scope, m: unop(None, op, arg(scope, m))
+        if kind is nodes.Not:
+            arg = sub(node.node)
+            return lambda scope, m: not arg(scope, m)
+        if kind is nodes.And:
+            left, right = sub(node.left), sub(node.right)
+            return lambda scope, m: left(scope, m) and right(scope, m)
+        if kind is nodes.Or:
+            left, right = sub(node.left), sub(node.right)
+            return lambda scope, m: left(scope, m) or right(scope, m)
+        if kind is nodes.Compare:
+            return _compare(sub(node.expr), tuple((_COMPARE[o.op], sub(o.expr)) for o in node.ops))
+        if kind is nodes.CondExpr:
+            if node.expr2 is None:   # Jinja2 gives a plain Undefined with its own hint: left to it
+                raise _NotTaken
+            test, yes, no = sub(node.test), sub(node.expr1), sub(node.expr2)
+            return lambda scope, m: yes(scope, m) if test(scope, m) else no(scope, m)
+        if kind is nodes.Tuple and node.ctx == "load":
+            items = tuple(sub(i) for i in node.items)
+            return lambda scope, m: tuple([i(scope, m) for i in items])
+        if kind is nodes.List:
+            items = tuple(sub(i) for i in node.items)
+            return lambda scope, m: [i(scope, m) for i in items]
         raise _NotTaken
-    def sub(child):
-        return _build(child, env, fixed, depth + 1)
-
-    kind = type(node)
-    if kind is nodes.Const:
-        value = node.value
-        return lambda scope: value
-    if kind is nodes.Name:
-        return _name(node, env, fixed)
-    if kind is nodes.Getattr:
-        obj, attr, getattr_ = sub(node.node), node.attr, env.getattr
-        return lambda scope: getattr_(obj(scope), attr)
-    if kind is nodes.Getitem:
-        if isinstance(node.arg, nodes.Slice):   # Jinja2 slices in plain Python, outside the sandbox's getitem
-            raise _NotTaken
-        obj, arg, getitem = sub(node.node), sub(node.arg), env.getitem
-        return lambda scope: getitem(obj(scope), arg(scope))
-    if kind is nodes.Call:
-        if node.kwargs or node.dyn_args is not None or node.dyn_kwargs is not None:
-            raise _NotTaken
-        fn, args, call = sub(node.node), tuple(sub(a) for a in node.args), env.call
-        return lambda scope: call(None, fn(scope), *[a(scope) for a in args])
-    if kind in _BINOPS:
-        op = _BINOPS[kind]
-        if op not in env.intercepted_binops:
-            raise _NotTaken
-        left, right, binop = sub(node.left), sub(node.right), env.call_binop
-        return lambda scope: binop(None, op, left(scope), right(scope))
-    if kind in _UNOPS:
-        op = _UNOPS[kind]
-        if op not in env.intercepted_unops:
-            raise _NotTaken
-        arg, unop = sub(node.node), env.call_unop
-        return lambda scope: unop(None, op, arg(scope))
-    if kind is nodes.Not:
-        arg = sub(node.node)
-        return lambda scope: not arg(scope)
-    if kind is nodes.And:
-        left, right = sub(node.left), sub(node.right)
-        return lambda scope: left(scope) and right(scope)
-    if kind is nodes.Or:
-        left, right = sub(node.left), sub(node.right)
-        return lambda scope: left(scope) or right(scope)
-    if kind is nodes.Compare:
-        return _compare(sub(node.expr), tuple((_COMPARE[o.op], sub(o.expr)) for o in node.ops))
-    if kind is nodes.CondExpr:
-        if node.expr2 is None:   # Jinja2 gives a plain Undefined with its own hint: left to it
-            raise _NotTaken
-        test, yes, no = sub(node.test), sub(node.expr1), sub(node.expr2)
-        return lambda scope: yes(scope) if test(scope) else no(scope)
-    if kind is nodes.Tuple and node.ctx == "load":
-        items = tuple(sub(i) for i in node.items)
-        return lambda scope: tuple([i(scope) for i in items])
-    if kind is nodes.List:
-        items = tuple(sub(i) for i in node.items)
-        return lambda scope: [i(scope) for i in items]
-    raise _NotTaken
 
 
 def _name(node: nodes.Name, env, fixed: dict) -> Fn:
@@ -118,10 +176,10 @@ def _name(node: nodes.Name, env, fixed: dict) -> Fn:
         raise _NotTaken
     if name in fixed:
         value = fixed[name]
-        return lambda scope: value
+        return lambda scope, m: value
     missing, undefined = object(), env.undefined
 
-    def load(scope):
+    def load(scope, m):
         value = scope.get(name, missing)
         return undefined(name=name) if value is missing else value
     return load
@@ -131,12 +189,12 @@ def _compare(first: Fn, ops: tuple) -> Fn:
     """A chain ``a < b <= c`` as Python runs it: each operand once, stopping at the first false comparison."""
     if len(ops) == 1:
         (op, right), = ops
-        return lambda scope: op(first(scope), right(scope))
+        return lambda scope, m: op(first(scope, m), right(scope, m))
 
-    def chain(scope):
-        left = first(scope)
+    def chain(scope, m):
+        left = first(scope, m)
         for i, (op, expr) in enumerate(ops):
-            right = expr(scope)
+            right = expr(scope, m)
             result = op(left, right)
             if i + 1 == len(ops) or not result:
                 return result
