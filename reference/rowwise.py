@@ -78,6 +78,24 @@ __all__ = ["EPS32", "SAFETY", "TINY32", "FLT_MAX", "ElementTolerance", "depth", 
            "float_array"]
 
 
+def _bytes(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+def _same_bits(kept: Mapping[str, Any], inputs: Mapping[str, Any]) -> bool:
+    """Whether ``inputs`` hold the same arrays, bit for bit (dtype, shape and bytes), as ``kept``."""
+    for role, value in inputs.items():
+        old = kept.get(role)
+        if (value is None) != (old is None):
+            return False
+        if value is None:
+            continue
+        value = np.asarray(value)
+        if value.dtype != old.dtype or value.shape != old.shape or not np.array_equal(_bytes(value), _bytes(old)):
+            return False
+    return kept.keys() == inputs.keys()
+
+
 class RowReference:
     """A row op's reference. A subclass gives ``_inputs(inputs, attributes) -> (X, params)`` (its checks) and
     ``_bound(x, params, dtype, out_atol, out_rtol) -> (y, allowed, ok, why)`` (the float64 result, the allowed absolute error
@@ -109,9 +127,24 @@ class RowReference:
     def analyse(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
                 dtype: str | None = None) -> tuple[np.ndarray, np.ndarray, float, str]:
         """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``
-        (default: X's); the output's own rounding and flush (``output_terms``) come on top of the op's bound."""
+        (default: X's); the output's own rounding and flush (``output_terms``) come on top of the op's bound.
+
+        ``compute`` and ``tolerance`` of one case both ask this of the same inputs: the last answer is kept, with a
+        copy of the inputs it was made from, and given again for inputs of the same bits (a heavy case's
+        reference over millions of rows is then made once, not twice)."""
         x, params = self._inputs(inputs, attributes)
         dtype = dtype or x.dtype.name
+        key = (tuple(sorted(inputs)), repr(sorted(dict(attributes or {}).items())), dtype)
+        last = getattr(self, "_last", None)
+        if last is not None and last[0] == key and _same_bits(last[1], inputs):
+            return last[2]
+        result = self._analyse(x, params, dtype)
+        for array in result[:2]:
+            array.flags.writeable = False   # handed out again: nobody may change it in place
+        self._last = (key, {r: None if v is None else np.array(v, copy=True) for r, v in inputs.items()}, result)
+        return result
+
+    def _analyse(self, x: np.ndarray, params, dtype: str) -> tuple[np.ndarray, np.ndarray, float, str]:
         out_atol, out_rtol, out_why = output_terms(dtype)
         if x.size == 0:
             return np.zeros(x.shape), np.zeros(x.shape), out_rtol, out_why

@@ -33,6 +33,7 @@ from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from conformance.engine.closures import closure
 from conformance.engine.dtypes import WGSL_BYTES
 from conformance.errors import ExpressionError
 
@@ -457,12 +458,25 @@ def _guard_concat(tree):
     return rewrite(tree, concat_call)
 
 
+#: Run expressions as closures over their tree (:mod:`conformance.engine.closures`) where they qualify; False runs
+#: every one through Jinja2's template machinery (``scripts/plan_digest.py --jinja``, the tests comparing the two).
+FAST_PATH = True
+
+
 class Compiled:
-    """One inlined expression compiled by the sandbox."""
+    """One inlined expression compiled for the sandbox: as closures where :func:`closures.closure` takes the tree,
+    else as a Jinja2 template; either way evaluated through the same sandbox hooks, with the same errors."""
 
     def __init__(self, tree: nodes.Expr, *, source: str, pointer: str, file: str | None):
         self.source, self.pointer, self.file = source, pointer, file
         tree = _guard_concat(tree)
+        self._run = closure(tree, SANDBOX, {"__concat": _CONCAT}) if FAST_PATH else None
+        self.fast = self._run is not None
+        if self._run is None:
+            self._run = self._template(tree, source, pointer, file)
+
+    @staticmethod
+    def _template(tree: nodes.Expr, source: str, pointer: str, file: str | None) -> Callable[[Mapping], Any]:
         body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), tree, lineno=1)], lineno=1)
         body.set_environment(SANDBOX)
         try:
@@ -471,11 +485,12 @@ class Compiled:
             raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
         except TemplateError as exc:
             raise ExpressionError(str(exc), source=source, pointer=pointer, file=file) from None
-        self._expr = TemplateExpression(template, undefined_to_none=False)
+        expr = TemplateExpression(template, undefined_to_none=False)
+        return lambda scope: expr(**scope, __concat=_CONCAT)
 
     def __call__(self, scope: Mapping[str, Any]) -> Any:
         try:
-            value = self._expr(**scope, __concat=_CONCAT)
+            value = self._run(scope)
             if isinstance(value, StrictUndefined):
                 str(value)  # raises the UndefinedError with the missing name
             if isinstance(value, Absent):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from typing import Any
 
 from jinja2 import nodes
@@ -49,14 +51,62 @@ def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int =
     return value
 
 
+#: Outcomes kept per manifest (then the oldest goes): a plan is a few kilobytes.
+MAX_PLANS = 4096
+
+#: Per manifest, shared by every Planner of it (the runner's kernel, the checker's tolerance context, the case
+#: generator's families): call key -> Plan, or the ContractError / ExpressionError the call raised.
+_PLANS: "weakref.WeakKeyDictionary[Manifest, dict]" = weakref.WeakKeyDictionary()
+
+
+def call_key(call: Call) -> tuple:
+    """Everything a plan depends on besides the manifest: each input's shape and dtype, the profile's name, limits
+    and features, the tunables, and the attributes by type and value (``1`` is not ``1.0``, nor ``-0.0`` ``0.0``)."""
+    profile = call.profile
+    return (tuple((role, None) if arg is None else (role, arg.shape, arg.dtype) for role, arg in call.inputs.items()),
+            profile.name, tuple(sorted(profile.limits.items())), tuple(sorted(profile.features)),
+            tuple(sorted(call.tunables.items())),
+            tuple(sorted((name, type(v).__name__, repr(v)) for name, v in call.attributes.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_node(name: str) -> nodes.Name:
+    """One tree per constant name, so the evaluator's cache by tree finds it (a fresh node each plan did not)."""
+    return nodes.Name(name, "load")
+
+
+def _fresh(exc: Exception) -> Exception:
+    """A copy of a remembered refusal to raise again (its own traceback; the fields callers read)."""
+    copy = type(exc).__new__(type(exc), *exc.args)
+    copy.__dict__.update({k: dict(v) if isinstance(v, dict) else v for k, v in exc.__dict__.items()})
+    return copy
+
+
 class Planner:
-    """Plans calls for one manifest."""
+    """Plans calls for one manifest; a call planned before (by any planner of the manifest) gets the same outcome
+    without planning again: a plan depends on the manifest and :func:`call_key` only."""
 
     def __init__(self, manifest: Manifest):
         self.manifest = manifest
         self._outputs_eval = Evaluator(RuleTable({}, file=manifest.file), manifest.compilations)
+        self._plans = _PLANS.setdefault(manifest, {})
 
     def plan(self, call: Call) -> Plan:
+        key = call_key(call)
+        known = self._plans.get(key)
+        if known is None:
+            try:
+                known = self._plan(call)
+            except (ContractError, ExpressionError) as exc:
+                known = exc
+            if len(self._plans) >= MAX_PLANS:
+                del self._plans[next(iter(self._plans))]
+            self._plans[key] = known
+        if isinstance(known, Exception):
+            raise _fresh(known)
+        return known
+
+    def _plan(self, call: Call) -> Plan:
         m = self.manifest
         typevars = check_types(m, call)
         outputs = self._outputs(call, typevars)
@@ -71,8 +121,7 @@ class Planner:
             raise err
         if violation:
             raise ContractError(violation[1], reason="rank", argument=violation[0])
-        constants = {name: variant.evaluator.evaluate(nodes.Name(name, "load"), scope,
-                                                      f"{variant.pointer}/constants/{name}")
+        constants = {name: variant.evaluator.evaluate(_name_node(name), scope, f"{variant.pointer}/constants/{name}")
                      for name in variant.constant_names}
         passes = tuple(self._pass(variant, p, scope, constants, call, typevars) for p in variant.passes)
         return Plan(m.op_id, variant.id, passes, outputs, call.profile.name)
