@@ -16,6 +16,8 @@ from cases.weakness import dead_branches
 from conformance.engine.call import make_call
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.engine.planner import Planner
+from conformance.engine.profile import BASELINE
+from conformance.errors import TemplateError
 from conformance.gpu import branches
 from conformance.gpu.render import render
 from conformance.tools import lint
@@ -108,3 +110,15 @@ def test_every_branch_of_every_shipped_template_is_rendered():
         coverages += branches.template_coverage(package, found)
     dead = [f"{b.where(c.root)}: {b.kind} {b.condition}" for c in branches.pooled(coverages) for b in c.dead]
     assert not dead, "\n".join(dead)
+
+
+def test_an_unknown_gelu_approximation_fails_the_render_naming_the_line(package_copy):
+    """The GELU template's guard is no branch (no shipped plan would render one): an `approximate` other than
+    "tanh" or "erf" fails the render at the guard's line instead of compiling some other GELU."""
+    root = package_copy("com.microsoft.Gelu")
+    manifest = root / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"approximate": "\\"erf\\""', '"approximate": "\\"none\\""'))
+    package = load_package(root)
+    plan = Planner(package.manifest).plan(make_call(package.manifest, {"X": ((8,), "float32")}, BASELINE, None))
+    with pytest.raises(TemplateError, match=r"elementwise-bias-gelu.wgsl.jinja:30: .*approximate_must_be_tanh_or_erf"):
+        render(package, plan, plan.passes[0])
