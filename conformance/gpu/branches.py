@@ -20,11 +20,9 @@ from pathlib import Path
 
 from jinja2 import nodes
 
-from conformance.engine.call import make_call
 from conformance.engine.package import Package
-from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
-from conformance.gpu.render import _render, _TemplateSandbox, context
+from conformance.gpu.render import _render, _TemplateSandbox, case_plans, context
 
 #: The global a marker calls: an identifier no template of this suite uses.
 HIT = "__branch_hit__"
@@ -203,16 +201,9 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
             env.get_template(name)   # read confined to the package (Package.read_template), size-capped
         except Exception as err:  # noqa: BLE001 -- an untrusted template that does not parse: said, not fatal
             errors[name] = f"{type(err).__name__}: {err}"
-    m, planner = package.manifest, Planner(package.manifest)
     ran_by_context: dict[str, frozenset[Branch]] = {}
     hits: dict[Branch, list[str]] = {}
-    for case in cases:
-        if not case.accepted:
-            continue
-        try:
-            plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
-        except ConformanceError:
-            continue    # a stale case: its own failure is reported where it runs
+    for case, plan in case_plans(package, cases):
         for pass_plan in plan.passes:
             key = _context_key(pass_plan.shader, context(plan, pass_plan))
             if key not in ran_by_context:

@@ -127,8 +127,8 @@ def test_the_shipped_templates_carry_no_subgroup_path(sg_specs):
     and every `_sg` variant of the applied copy renders the proposal's template."""
     for op, template in (("com.microsoft.Softmax@2", "softmax-multirow"),
                          ("com.microsoft.LayerNormalization@2", "layer-norm-multirow")):
-        shipped = (REPO_SPECS / op / f"{template}.wgsl.jinja").read_text()
-        assert not re.search(r"subgroup|reduce_sg|sg_", shipped), op
+        shipped = re.sub(r"\{#.*?#\}", "", (REPO_SPECS / op / f"{template}.wgsl.jinja").read_text(), flags=re.S)
+        assert not re.search(r"subgroup|reduce_sg|sg_", shipped), op    # comments aside
         copy = load_package(sg_specs / f"{op}.row-ops-subgroups")
         shaders = {p.shader for v in copy.manifest.variants if v.id.endswith("_sg") for p in v.passes}
         assert shaders == {f"{template}-subgroups.wgsl.jinja"}

@@ -140,7 +140,8 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         short = package.manifest.name
         test_json = scratch / f"{short}.test.json"
         # every non-heavy case of the original package, with its expected outcome and outputs
-        test_json.write_text(json.dumps(build_test(package, max_elements=1 << 20)))
+        # (up to 2 Mi elements: the dispatch-overshoot cases split a dispatch at a little over 1 Mi)
+        test_json.write_text(json.dumps(build_test(package, max_elements=2 << 20)))
         mutants = package_mutants(package)
         if only:
             mutants = [m for m in mutants if re.search(only, m.id)]
