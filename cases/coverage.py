@@ -39,6 +39,7 @@ class Coverage:
     reach: dict[str, tuple[int, int]] = field(default_factory=dict)   # variant -> (accepted with data, multi-row)
     rejections: dict[str, int] = field(default_factory=dict)          # rejection reason -> cases
     weak: list = field(default_factory=list)   # cases.weakness.Weakness: weaker than it looks, and what to add
+    cases: list = field(default_factory=list, repr=False)   # the cases judged (for the template coverage)
 
     @property
     def thin(self) -> list[str]:
@@ -127,4 +128,4 @@ def coverage(package: Package) -> Coverage:
     families = {f: n for f, n in counts.items() if n}
     weak = of_package(package, d.cases, Ctx(m, d.planner, d.analysis))
     return Coverage(m.op_id, variants, conditions, families, [f for f, n in counts.items() if not n], reach,
-                    rejections, weak, bool(record and record.rows))
+                    rejections, weak, rows=bool(record and record.rows), cases=d.cases)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cases.calls import CallSpec, accepted, scope_of
+from conformance.engine.dtypes import ITEM_BYTES
 from cases.conditions import Analysis, around, dotted
 from cases.data import MAX_CASE_ELEMENTS, NONFINITE, size_rows, special_values
 from cases.extremes import coverage, extreme_positions, layout_of, row_count, split_rows
@@ -216,6 +217,92 @@ def dispatch_limit(ctx: Ctx):
     return out
 
 
+#: The WORKGROUP_SIZE the overshoot search gives row ops' short rows besides the default (one row per workgroup);
+#: long rows and elementwise ops get 1 (65,536 rows or invocations split the dispatch).
+OVERSHOOT_WORKGROUP = 32
+#: The suffix a rank-free companion (a broadcast input) has in the overshoot search's [n, 3] calls.
+BROADCAST_COLS = 3
+#: Overshoot calls stay below this many bytes of tensors (cheap on a software device; far below HEAVY_BYTES).
+OVERSHOOT_MAX_BYTES = 8 << 20
+
+
+def _overshoot(plan) -> bool:
+    """Whether a pass's dispatch splits over a second dimension with workgroups past the last one it needs."""
+    return any(p.dispatch.counts[1] > 1 and
+               p.dispatch.counts[0] * p.dispatch.counts[1] * p.dispatch.counts[2] * p.dispatch.workgroup_size
+               > -(-p.dispatch.threads // p.dispatch.workgroup_size) * p.dispatch.workgroup_size
+               for p in plan.passes)
+
+
+def dispatch_overshoot(ctx: Ctx):
+    """On the baseline profile, per variant with the default and with a small workgroup size (32, else 1), the
+    smallest light call whose dispatch splits over two dimensions with workgroups past the end: row ops with more
+    than 65,535 x rowsPerGroup short rows (and long rows, for the variants that take them), elementwise ones
+    through a small WORKGROUP_SIZE. The workgroups past the end must return and every tail guard hold past the
+    split, on each column's real dispatch limit (dispatch-limit's calls meet the planner's limit on the
+    small-dispatch profile, where the variants differ)."""
+    found: dict[tuple[str, bool], CallSpec] = {}
+    small = {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP} if "WORKGROUP_SIZE" in ctx.m.tunables else None
+    tiny = {"WORKGROUP_SIZE": 1} if small else None
+    narrow = min(ctx.dtypes, key=lambda t: ITEM_BYTES.get(t, 8))     # long rows: the fewest bytes
+    if ctx.rows:   # short rows by default and one per workgroup; long rows with one invocation per row
+        searches = [(shape, ctx.dtypes[0], t) for t in (None, small) if t or t is None for shape in _shapes_of(ctx)]
+        searches += [(shape, narrow, tiny) for shape in _long_rows(ctx, narrow, tiny)] if tiny else []
+    else:          # every dtype (a variant per dtype), by default and one invocation per workgroup; companions
+        # of any rank broadcast as a suffix [3] too
+        free = [s for s in ctx.others if s.rank is None]
+        shapes = _shapes_of(ctx) + ([lambda n: (n, BROADCAST_COLS)] if free else [])
+        searches = [(shape, d, t) for d in ctx.dtypes for t in (None, tiny) if t or t is None for shape in shapes]
+    for shape, d, tunables in searches:
+        for o in ctx.states():
+            def spec_at(n, shape=shape, o=o, d=d, t=tunables):
+                lead = shape(n)
+                suffix = {s.role: (lead[1:], ctx.dtype_of(s, d)) for s in ctx.others
+                          if s.rank is None and len(lead) > 1 and not ctx.rows}
+                return ctx.call(lead, d, optional=o, tunables=t, override=suffix)
+            _overshoot_calls(ctx, spec_at, tunables is None, found)
+    return [Item("dispatch-overshoot", spec) for spec in found.values()]
+
+
+def _long_rows(ctx: Ctx, d: str, tunables) -> list:
+    """Row ops: shape makers n -> [n, c] for the shortest rows c (a multiple of the modulus, and one more) that two
+    rows of select another variant than short rows of that residue do (the variants for long rows)."""
+    if not ctx.rows:
+        return []
+
+    def variant(c):
+        spec = ctx.call((2, c), d, tunables=tunables)
+        return ctx.plan(spec).variant if ctx.accepted(spec) and ctx.plan(spec) else None
+
+    step = ctx.modulus()
+    firsts = [_first_change(lambda k, r=r: variant(step * k + r), (1 << 16) // step) for r in (0, 1)]
+    return [lambda n, c=step * m + r: (n, c) for r, m in zip((0, 1), firsts) if m]
+
+
+def _overshoot_calls(ctx: Ctx, spec_at, default: bool, found: dict) -> None:
+    """Into ``found`` ((variant, default workgroup size) -> the lightest call): past the first size where
+    ``spec_at(n)``'s dispatch splits over a second dimension (per residue of the modulus), the first size whose
+    dispatch has workgroups past the end, when light."""
+    def split(n):
+        spec = spec_at(n)
+        plan = ctx.plan(spec) if ctx.accepted(spec) else None
+        return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
+
+    step = ctx.modulus()
+    for r in range(step):
+        m = _first_change(lambda k: split(step * k + r), (1 << 24) // step)
+        for n in range(step * m + r, step * (m + 64) + r, step) if m else ():   # a spare workgroup: a few sizes on
+            spec = spec_at(n)
+            if spec.nbytes > OVERSHOOT_MAX_BYTES:
+                break
+            plan = ctx.plan(spec)
+            if plan is not None and _overshoot(plan):
+                key = (plan.variant, default)
+                if key not in found or spec.nbytes < found[key].nbytes:
+                    found[key] = spec
+                break
+
+
 def _suffix_at_limit(ctx: Ctx, limit: int, d: str, profile: str) -> list[Item]:
     """The last accepted size ``limit`` again as [limit / c, c] with every rank-free companion the suffix [c]: c the
     smallest divisor of ``limit`` above 1 that is not a multiple of the modulus, so that a variant for unaligned
@@ -286,8 +373,9 @@ def missing_input(ctx: Ctx):
     return out
 
 
-#: Non-power-of-two values each tunable is tried at (workgroup sizes a kernel's reduction loop must not assume away).
-ODD_TUNABLES = (48, 96, 192)
+#: Non-power-of-two values each tunable is tried at (workgroup sizes a kernel's reduction loop must not assume away;
+#: 40, not a multiple of 16, leaves a reduction tree's last group of lanes partial).
+ODD_TUNABLES = (40, 48, 96, 192)
 
 
 def tunables(ctx: Ctx):
@@ -610,6 +698,7 @@ def thresholds(ctx: Ctx):
 FAMILIES = {
     "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,
     "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
+    "dispatch-overshoot": dispatch_overshoot,
     "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
     "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
     "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,

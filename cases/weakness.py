@@ -8,7 +8,9 @@ the conformance report through :func:`of_package`).
   than the element count mean the kernel works by rows, so non-finite values, multi-row limits and row splits
   need ``structure="rows"`` to be generated;
 * a ``rows`` op without data recipes: rows far from zero mean (LayerNorm) or of large spread (Softmax) are where
-  one-pass and cancelling formulas fail.
+  one-pass and cancelling formulas fail;
+* a template branch, loop body or macro that no case renders (``dead-template-branch``, from the template coverage
+  computed by rendering, ``conformance.gpu.branches``): code a consumer downloads that no case checks.
 """
 
 from __future__ import annotations
@@ -77,6 +79,19 @@ def report_flags(package, cases: list[Case]) -> list[dict]:
     except Exception as err:  # noqa: BLE001 -- an outside record's reference: the flags are a courtesy
         return [{"package": package.name, "kind": "not-assessed",
                  "message": f"weakness not assessed: {type(err).__name__}: {err}"}]
+
+
+def dead_branches(coverages) -> list[Weakness]:
+    """A ``dead-template-branch`` flag per branch, loop body or macro of ``coverages`` (``TemplateCoverage``s,
+    pooled over packages sharing a template) that no case renders."""
+    return [dead_branch(c, b) for c in coverages for b in c.dead]
+
+
+def dead_branch(coverage, branch) -> Weakness:
+    """The flag of one dead ``branch`` of ``coverage``: its file, line and the condition that never held."""
+    return Weakness("dead-template-branch", f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: no "
+                                            f"golden case renders it (the condition never held); add a case whose "
+                                            f"plan renders it, or remove it (a proposal carries its own template)")
 
 
 def no_compare(cases: list[Case], record) -> list[Weakness]:

@@ -99,9 +99,10 @@ PASSING = ("conforms", "conforms-with-waivers")
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False,
-          weak: list[dict] = ()) -> dict:
+          weak: list[dict] = (), templates: list[dict] = ()) -> dict:
     """The report of one column; ``weak``: the case generator's weakness flags of the packages under test
-    (``{package, kind, message}``, cases.weakness.of_package)."""
+    (``{package, kind, message}``, cases.weakness.of_package); ``templates``: their template branch coverage
+    (conformance.certify.templates)."""
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
     evidence = assess(verdicts)
     result = "does-not-conform" if interrupted else result_of(totals, evidence)
@@ -122,6 +123,8 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         #: passed having compared no element (every reference element unconstrained for their data).
         "weak": list(weak),
         "compared_nothing": evidence["compared_nothing"],
+        #: Per template: its branches (line, kind, condition) and how many golden cases render each.
+        "template_coverage": list(templates),
         "waivers": waivers(verdicts),
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),

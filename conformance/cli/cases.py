@@ -19,6 +19,8 @@ cases = on_use("cases")
 golden = on_use("cases.golden")
 missing_record_note = on_use("conformance.ops", "missing_record_note")
 kernel_packages = on_use("conformance.engine.package")
+branches = on_use("conformance.gpu.branches")
+weakness = on_use("cases.weakness")
 
 
 def add_arguments(ap) -> None:
@@ -69,6 +71,8 @@ def run(args) -> int:
         except ConformanceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+    if args.coverage:
+        return coverage_all(packages, failed)
     stale, checked = 0, []   # checked: (package, path, calls delta, text diff), summarized before the diffs
     for package in packages:
         try:
@@ -100,13 +104,31 @@ def load_all(dirs) -> tuple[list, int]:
     return packages, failed
 
 
-def one_package(args, package, checked: list) -> int:
-    """Write, or collect in ``checked`` for the check, or report the coverage of one package's golden file;
-    1 when its coverage is incomplete."""
-    if args.coverage:
-        report = cases.coverage(package)
+def coverage_all(packages, failed: int) -> int:
+    """Print each package's coverage: variants, conditions, families, then its templates' branches (by rendering,
+    pooled over the packages given that share a template) and its weaknesses. 1 when any is incomplete or has
+    a dead template branch, 2 when a package failed."""
+    reports, incomplete = [], 0
+    for package in packages:
+        try:
+            report = cases.coverage(package)
+            reports.append((package, report, branches.template_coverage(package, report.cases)))
+        except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
+            print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
+            failed += 1
+    pooled = iter(branches.pooled([t for _, _, templates in reports for t in templates]))
+    for package, report, templates in reports:
+        mine = [next(pooled) for _ in templates]
+        report.weak += weakness.dead_branches(mine)
         print(report.report())
-        return int(not report.complete)
+        print("  templates (branches rendered by the golden cases, pooled over packages sharing a template):")
+        print("\n".join(t.report() for t in mine) or "    none")
+        incomplete += int(not report.complete or any(t.dead for t in mine))
+    return 2 if failed else int(bool(incomplete))
+
+
+def one_package(args, package, checked: list) -> int:
+    """Write, or collect in ``checked`` for the check, one package's golden file; 1 when its planning fails."""
     start = time.perf_counter()
     generated = cases.generate(package)
     text = cases.to_yaml(generated)

@@ -30,9 +30,11 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from conformance.engine.call import make_call
 from conformance.engine.package import Package
+from conformance.engine.planner import Planner
 from conformance.engine.plan import PassPlan, Plan
-from conformance.errors import TemplateError
+from conformance.errors import ConformanceError, TemplateError
 
 MAX_OUTPUT = 1 << 20
 MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build
@@ -342,6 +344,20 @@ def context(plan: Plan, pass_plan: PassPlan) -> dict:
         "variant": plan.variant,
         "op": plan.op,
     }
+
+
+def case_plans(package: Package, cases):
+    """(case, plan) of each accepted case of ``package`` that plans: what its templates are rendered for (a stale
+    case that no longer plans is left out: it fails where it runs)."""
+    m, planner = package.manifest, Planner(package.manifest)
+    for case in cases:
+        if not case.accepted:
+            continue
+        try:
+            plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
+        except ConformanceError:
+            continue
+        yield case, plan
 
 
 def _template_line(exc: BaseException, name: str) -> int | None:

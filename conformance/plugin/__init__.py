@@ -131,6 +131,7 @@ class RunState:
         self.heavy_total = 0
         self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
         self.weak: list[dict] = []   # the generator's weakness flags of the packages ({package, kind, message})
+        self.templates: list[dict] = []   # template branch coverage (conformance.certify.templates), for a report
         self.interrupted = False
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
@@ -182,6 +183,7 @@ class RunState:
         self.heavy_total = max(self.heavy_total, data.get("heavy_total", 0))
         self.case_sources = self.case_sources or data.get("case_sources") or []
         self.weak = self.weak or data.get("weak") or []
+        self.templates = self.templates or data.get("templates") or []
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -195,7 +197,8 @@ class RunState:
             col = self.columns.get(slug, {})
             data = report.build(mine, identity=self.identity, device=col.get("device"),
                                 implementation=implementation, skipped_reasons=skipped,
-                                deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak)
+                                deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak,
+                                templates=self.templates)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
             if self.fatal:

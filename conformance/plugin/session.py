@@ -22,6 +22,7 @@ from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.quote import control_free
 from conformance.certify.repro import ReproCollector
+from conformance.certify.templates import report_templates
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
@@ -87,10 +88,23 @@ class CaseRunner:
                 self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
                                   for d, p, g in self._packages]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
+            if self.config.getoption("conformance_report", None):   # rendering every plan: only for a report
+                self._report_templates()
             self.state.weak = list(self._weak)
             self.state.case_sources = list(self._sources)
             self.state.heavy_total = sum(1 for _, _, generated in self._packages for c in generated if c.heavy)
         return self._packages
+
+    def _report_templates(self) -> None:
+        """The report's template coverage and its dead-branch flags, from the golden (or generated) cases."""
+        try:
+            self.state.templates, flags = report_templates(
+                [(p, found) for _, p, found in self._packages
+                 if not isinstance(p, str)])
+        except ConformanceError as err:
+            self.state.templates, flags = [], [{"package": "", "kind": "not-assessed",
+                                                "message": f"template coverage not assessed: {err}"}]
+        self._weak += flags
 
     def _cases(self, package: Package) -> list:
         """The package's cases: its golden file's (``<--golden>/<package>.yaml``, default ``cases/``) when the
@@ -262,7 +276,8 @@ class CaseRunner:
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
                                         "heavy_total": self.state.heavy_total,
-                                        "case_sources": self.state.case_sources, "weak": self.state.weak}
+                                        "case_sources": self.state.case_sources, "weak": self.state.weak,
+                                        "templates": self.state.templates}
 
 
 def _share_cpu_renderer() -> None:

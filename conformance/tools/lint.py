@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cases
+from cases.weakness import dead_branch
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import WGSL_DTYPE
-from conformance.engine.package import Package, duplicate_names, find_package_dirs, load_package
+from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
+from conformance.gpu.branches import pooled, template_coverage
 from conformance.gpu.render import render
 from conformance.gpu.runtime import Runtime
 from conformance.tools import portable
@@ -231,6 +233,31 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
     return out
 
 
+# -- template branches no case renders ------------------------------------------------------------
+def shipped(package: Package) -> bool:
+    """Whether ``package`` is one of this repository's own (under its ``specs/``): held to no dead code."""
+    return Path(package.root).resolve().is_relative_to(Path(REPO_SPECS).resolve())
+
+
+def dead_branches(linted: list[tuple[Package, list]], notes: list[str] | None) -> list[Finding]:
+    """Template branches, loop bodies and macros no generated case renders (pooled over the packages linted
+    together that share a template): a finding for a shipped package, a ``dead-template-branch`` note (the flag
+    the conformance report carries) for another author's."""
+    coverages = pooled([t for package, generated in linted for t in template_coverage(package, generated)])
+    by_package = {package.name: package for package, _ in linted}
+    out = []
+    for cov in coverages:
+        for branch in cov.dead:
+            if shipped(by_package[cov.package]):
+                out.append(Finding(str(Path(cov.root) / cov.template), str(branch.line),
+                                   f"dead template branch in a shipped package: {branch.kind} `{branch.condition}`: "
+                                   f"no generated case renders it; move it into a proposal's own template, or add "
+                                   f"the case that renders it"))
+            elif notes is not None:
+                notes.append(f"WEAK {dead_branch(cov, branch)}")
+    return out
+
+
 # -- all of it --------------------------------------------------------------------------------------
 def lint(directory: Path, device=None, engine=None, compared: dict | None = None,
          notes: list[str] | None = None) -> list[Finding]:
@@ -241,7 +268,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
-    findings, packages = [], []
+    findings, packages, linted = [], [], []
     for d in dirs:
         package, problems = load(d)
         findings += problems
@@ -256,6 +283,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
             findings += failing_expressions(package, generated)
             findings += unreachable(package, generated)
             findings += shaders(package, generated, device)
+            linted.append((package, generated))
             if engine is not None:
                 problems, stats = portable.check(package, generated, engine)
                 findings += [Finding(*p) for p in problems]
@@ -270,4 +298,8 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
     for name, roots in duplicate_names(packages).items():
         findings += [Finding(str(r), "", f"op id {name!r} is also the op id of "
                                          f"{', '.join(str(o) for o in roots if o != r)}") for r in roots]
+    try:
+        findings += dead_branches(linted, notes)
+    except ConformanceError as err:
+        findings.append(Finding(str(directory), "", f"template coverage: {err}"))
     return findings + shared_templates(packages)

@@ -26,8 +26,8 @@ from conformance.engine.expressions import (Absent, Builtin, Compilations, Compi
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.gpu.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, context, render, render_observed,
-                                     template_environment)
+from conformance.gpu.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, case_plans, context, render,
+                                     render_observed, template_environment)
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
@@ -373,14 +373,8 @@ class _SubEvaluator:
 # -- templates --------------------------------------------------------------------------------------
 def _contexts(package: Package, generated):
     """(case, plan, pass plan, context as JSON) per distinct template context of the accepted generated calls."""
-    m, planner, seen = package.manifest, Planner(package.manifest), set()
-    for case in generated:
-        if not case.accepted:
-            continue
-        try:
-            plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
-        except ConformanceError:
-            continue
+    seen = set()
+    for case, plan in case_plans(package, generated):
         for pass_plan in plan.passes:
             ctx = to_json(context(plan, pass_plan))
             key = (pass_plan.shader, json.dumps(ctx, sort_keys=True))

@@ -2,6 +2,8 @@
 of specs/proposals/row-ops-subgroups.json (selected only on a profile with the feature, twinned in the cases, run
 on this machine's lavapipe, which offers subgroups of 8 through wgpu and Dawn)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -120,6 +122,20 @@ def test_partial_subgroups_take_the_stride_one_path(kernels):
     assert plan.variant.endswith("_sg") and plan.passes[0].dispatch.workgroup_size == 20
 
 
+def test_the_shipped_templates_carry_no_subgroup_path(sg_specs):
+    """The proposal brings its own templates (specs/proposals/row-ops-subgroups/): the shipped ones have none of it,
+    and every `_sg` variant of the applied copy renders the proposal's template."""
+    for op, template in (("com.microsoft.Softmax@2", "softmax-multirow"),
+                         ("com.microsoft.LayerNormalization@2", "layer-norm-multirow")):
+        shipped = re.sub(r"\{#.*?#\}", "", (REPO_SPECS / op / f"{template}.wgsl.jinja").read_text(), flags=re.S)
+        assert not re.search(r"subgroup|reduce_sg|sg_", shipped), op    # comments aside
+        copy = load_package(sg_specs / f"{op}.row-ops-subgroups")
+        shaders = {p.shader for v in copy.manifest.variants if v.id.endswith("_sg") for p in v.passes}
+        assert shaders == {f"{template}-subgroups.wgsl.jinja"}
+        assert (copy.root / f"{template}-subgroups.wgsl.jinja").read_text() == \
+            (PROPOSAL.parent / "row-ops-subgroups" / f"{template}-subgroups.wgsl.jinja").read_text()
+
+
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
     # Softmax's package alone: the selection takes none of LayerNormalization's cases, so they are not generated
     outcomes = generated_case_outcomes(pytester, sg_specs / "com.microsoft.Softmax@2.row-ops-subgroups",
@@ -127,11 +143,12 @@ def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_spec
     assert outcomes["passed"] > 100 and "failed" not in outcomes and "error" not in outcomes
 
 
-@pytest.mark.parametrize("op,template", [("com.microsoft.Softmax@2", "softmax-multirow.wgsl.jinja"),
-                                         ("com.microsoft.LayerNormalization@2", "layer-norm-multirow.wgsl.jinja")])
-def test_the_power_of_two_guard_mutant_is_argued_equivalent(op, template):
+@pytest.mark.parametrize("op,template", [("com.microsoft.Softmax@2", "softmax-multirow-subgroups.wgsl.jinja"),
+                                         ("com.microsoft.LayerNormalization@2",
+                                          "layer-norm-multirow-subgroups.wgsl.jinja")])
+def test_the_power_of_two_guard_mutant_is_argued_equivalent(op, template, sg_specs):
     """Both reductions of reduce_sg are correct, so its guard's `- 1u` made `+ 1u` changes only the speed."""
-    pkg, short = load_package(op), op.split(".")[-1].split("@")[0]
+    pkg, short = load_package(sg_specs / f"{op}.row-ops-subgroups"), op.split(".")[-1].split("@")[0]
     mutants = [m for m in template_mutants(short, pkg.name, template, (pkg.root / template).read_text())
                if "sg_size - 1u" in m.description and m.id.endswith(":-->+")]
     assert len(mutants) == 1

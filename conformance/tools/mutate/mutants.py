@@ -123,6 +123,52 @@ _REDUCTION_SPECIALS = [
      for s in (1, 2, 4, 8, 16, 32, 64, 128)]
 
 
+#: Fault detection's operators (issue 38): an early return dropped or negated, a loop counter's bound `<` made `<=`
+#: (and back), an initial value +1 and -1, a comparison inside a Jinja tag moved by one, and each `{% if %}` /
+#: `{% elif %}` forced true and forced false.
+_EARLY_RETURN = re.compile(r"(?m)^( *)if \((.+)\) \{ return; \}\n")
+_LOOP_BOUND = re.compile(r"for \(var (\w+) = [^;]+; \1 (<=?) ")
+_INITIAL = re.compile(r"\bvar \w+ = (\d+)u;")
+_FOR_INIT = re.compile(r"for \(var \w+ = ([^;]+);")
+_JINJA_TAG = re.compile(r"\{%-?\s*(if|elif|set|for)\b.*?-?%\}")
+_JINJA_COMPARE = {" < ": " <= ", " <= ": " < ", " > ": " >= ", " >= ": " > "}
+_BRANCH = re.compile(r"\{%(-?)\s*(if|elif)\s+(.+?)\s*(-?)%\}")
+
+
+def _fault_mutants(text: str, add_any) -> None:
+    """Add this round's operators' mutants of ``text`` through ``add(kind, start, end, new, description)``, none
+    inside a Jinja comment."""
+    comments = [m.span() for m in re.finditer(r"\{#.*?#\}", text, flags=re.S)]
+
+    def add(kind, start, end, new, desc):
+        if not any(a <= start < b for a, b in comments):
+            add_any(kind, start, end, new, desc)
+
+    for m in _EARLY_RETURN.finditer(text):
+        add("early-return", m.start(), m.end(), "", f"the early return `if ({m[2]})` dropped")
+        add("early-return", m.start(), m.end(), f"{m[1]}if (!({m[2]})) {{ return; }}\n",
+            f"the early return `if ({m[2]})` negated")
+    for m in _LOOP_BOUND.finditer(text):
+        other = "<=" if m[2] == "<" else "<"
+        add("loop-bound", m.start(2), m.end(2), other, f"loop counter {m[1]}: `{m[2]}` -> `{other}`")
+    for m in _INITIAL.finditer(text):
+        value = int(m[1])
+        for new in (value + 1, value - 1) if value else (value + 1,):
+            add("initial", m.start(1), m.end(1), str(new), f"initial value {value}u -> {new}u")
+    for m in _FOR_INIT.finditer(text):
+        add("initial", m.start(1), m.end(1), f"({m[1]}) + 1u", f"loop start `{m[1]}` + 1")
+    for tag in _JINJA_TAG.finditer(text):
+        for old, new in _JINJA_COMPARE.items():
+            for m in re.finditer(re.escape(old), tag[0]):
+                start = tag.start() + m.start()
+                add("jinja-bound", start, start + len(old), new,
+                    f"`{old.strip()}` -> `{new.strip()}` in the template tag `{tag[0]}`")
+    for m in _BRANCH.finditer(text):
+        for forced in ("true", "false"):
+            add("branch", m.start(), m.end(), f"{{%{m[1]} {m[2]} {forced} {m[4]}%}}",
+                f"`{{% {m[2]} {m[3]} %}}` forced {forced}")
+
+
 def _code_lines(text: str):
     """(line number, start offset, line) of the WGSL lines: not Jinja tags, not comments."""
     offset, in_comment = 0, False
@@ -174,6 +220,7 @@ def template_mutants(short: str, op_id: str, name: str, text: str) -> list[Mutan
     for kind, pattern, new, desc in _REDUCTION_SPECIALS:
         for m in re.finditer(pattern, text):
             add(kind, m.start(), m.end(), m.expand(new), desc)
+    _fault_mutants(text, add)
     # erf and tanh swapped: both branch conditions exchanged
     a, b = text.find('approximate == "tanh"'), text.find('approximate == "erf"')
     if a >= 0 and b >= 0:
@@ -182,9 +229,10 @@ def template_mutants(short: str, op_id: str, name: str, text: str) -> list[Mutan
         out.append(Mutant(f"{short}/tpl/erf-tanh/swap", op_id, name, "erf-tanh", "the erf and tanh formulas swapped",
                           'approximate == "tanh"', 'approximate == "erf"', _apply=lambda t, s=swapped: s))
     seen, unique = set(), []
-    for m in out:
-        if m.id not in seen:
-            seen.add(m.id)
+    for m in out:   # one mutant per change: an operator that makes the same edit as an earlier one adds nothing
+        change = m._apply(text)
+        if m.id not in seen and change not in seen:
+            seen.update((m.id, change))
             unique.append(m)
     return unique
 

@@ -8,20 +8,26 @@ from conformance.certify.report import write_files
 from conformance.tools.mutate.mutants import Mutant
 
 
+def _score(ms: list[Mutant]) -> dict:
+    killed = sum(m.status == "killed" for m in ms)
+    survived = sum(m.status == "survived" for m in ms)
+    return {"mutants": len(ms), "killed": killed, "survived": survived,
+            "equivalent": sum(m.status == "equivalent" for m in ms),
+            "kill_rate": killed / (killed + survived) if killed + survived else 1.0}
+
+
 def summarize(mutants: list[Mutant], baselines: dict, seconds: float, jobs: int) -> dict:
-    per_pkg = {}
-    for pkg in dict.fromkeys(m.package for m in mutants):
-        ms = [m for m in mutants if m.package == pkg]
-        killed = sum(m.status == "killed" for m in ms)
-        survived = sum(m.status == "survived" for m in ms)
-        per_pkg[pkg] = {"mutants": len(ms), "killed": killed, "survived": survived,
-                        "equivalent": sum(m.status == "equivalent" for m in ms),
-                        "kill_rate": killed / (killed + survived) if killed + survived else 1.0}
+    per_pkg = {pkg: _score([m for m in mutants if m.package == pkg]) for pkg in dict.fromkeys(m.package
+                                                                                               for m in mutants)}
+    #: per file of a package (each template, and the manifest): killed, equivalent (argued), surviving
+    per_file = {f"{pkg} {name}": _score([m for m in mutants if (m.package, m.file) == (pkg, name)])
+                for pkg, name in dict.fromkeys((m.package, m.file) for m in mutants)}
     killed = sum(v["killed"] for v in per_pkg.values())
     survived = sum(v["survived"] for v in per_pkg.values())
     return {"kill_rate": killed / (killed + survived) if killed + survived else 1.0,
             "killed": killed, "survived": survived, "equivalent": sum(v["equivalent"] for v in per_pkg.values()),
-            "seconds": round(seconds, 1), "jobs": jobs, "packages": per_pkg, "baselines": baselines,
+            "seconds": round(seconds, 1), "jobs": jobs, "packages": per_pkg, "templates": per_file,
+            "baselines": baselines,
             "mutants": [m.as_dict() for m in mutants]}
 
 
@@ -34,6 +40,10 @@ def markdown(result: dict) -> str:
     for pkg, v in result["packages"].items():
         lines.append(f"| {pkg} | {v['mutants']} | {v['killed']} | {v['survived']} | {v['equivalent']} | "
                      f"{100 * v['kill_rate']:.1f}% |")
+    lines += ["", "| package and file | mutants | killed | surviving | equivalent | kill rate |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {name} | {v['mutants']} | {v['killed']} | {v['survived']} | {v['equivalent']} | "
+              f"{100 * v['kill_rate']:.1f}% |" for name, v in result.get("templates", {}).items()]
     survivors = [m for m in result["mutants"] if m["status"] == "survived"]
     lines += ["", "## Surviving mutants", ""]
     lines += [f"- `{m['id']}`: {m['description']}" for m in survivors] or ["None."]
