@@ -23,7 +23,8 @@ import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
 from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.onnxruntime_web import PageUnavailable, available_in_page, page_call, page_of
+from conformance.certify.onnxruntime_web import (PageUnavailable, available_in_page, not_installed, page_call,
+                                                 page_of)
 from conformance.config import REPO_LOADER
 from conformance.certify.published import published_files
 from conformance.engine.package import Package
@@ -74,10 +75,8 @@ class JsLoader:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
-        if jinja_dist() is None:   # said before a browser opens: what is missing, and how to install it
-            return (f"{self.name}: @huggingface/jinja is not installed: no node_modules/@huggingface/jinja/dist/"
-                    f"index.js, which the loader imports (run `npm ci` in the suite's checkout, or set "
-                    f"CONFORMANCE_JINJA_JS to that package's directory)")
+        if jinja_dist() is None:   # the loader imports it
+            return not_installed(self, "@huggingface/jinja", "@huggingface/jinja/dist/index.js", "CONFORMANCE_JINJA_JS")
         return available_in_page(self)
 
     @property

@@ -80,6 +80,13 @@ def page_of(who: str, webgpu: str):
         raise PageUnavailable(f"{who}: no page: {exc}") from None
 
 
+def not_installed(impl, what: str, missing: str, variable: str) -> str:
+    """Why ``impl`` cannot run here: the npm package it loads in the page is missing. Said before a browser opens,
+    with how to install it."""
+    return (f"{impl.name}: {what} is not installed: no node_modules/{missing} (run `npm ci` in the suite's checkout, "
+            f"or set {variable} to that package's directory)")
+
+
 def available_in_page(impl) -> str | None:
     """None when ``impl``'s page is up with what it needs (``impl._ensure_page()``), else why not."""
     try:
@@ -124,10 +131,8 @@ class OrtWeb:
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
-        if ort_dist() is None:   # said before a browser opens: what is missing, and how to install it
-            return (f"{self.name}: ONNX Runtime Web is not installed: no node_modules/onnxruntime-web/dist/"
-                    f"{self.bundle} (run `npm ci` in the suite's checkout, or set CONFORMANCE_ORT_WEB to an "
-                    f"onnxruntime-web package directory)")
+        if ort_dist() is None:
+            return not_installed(self, "ONNX Runtime Web", f"onnxruntime-web/dist/{self.bundle}", "CONFORMANCE_ORT_WEB")
         return available_in_page(self)
 
     def prepare(self, package) -> None:
