@@ -51,7 +51,7 @@ def is_floor(name: str) -> bool:
     return name.startswith("floor")
 
 
-#: The barriers reduce_row keeps in each floor configuration: none, one in the first reduction's place, or one in
+#: The barriers the floor's reduce keeps in each floor configuration: none, one in the first reduction's place, or one in
 #: each reduction's place.
 FLOOR_BARRIERS = {"": "never", "_sync1": "first", "_sync2": "always"}
 #: The name each row op's template gives its first reduction.
@@ -63,8 +63,9 @@ def floor_macros(name: str, first_reduction: str = "") -> dict[str, str]:
     barrier = {"never": "", "always": "  workgroupBarrier();\n",
                "first": "{% if name == \"" + first_reduction + "\" %}\n  workgroupBarrier();\n{% endif %}\n"}
     keep = FLOOR_BARRIERS.get(name[len("floor"):], "never")
-    return {"reduce_row": "{% macro reduce_row(name, value, op, array) %}\n" + barrier[keep]
-                          + "  let {{ name }} = {{ value }};\n{% endmacro %}",
+    # the row ops' reduce(name, value, size[, op]): extra arguments taken (varargs) and ignored
+    return {"reduce": "{% macro reduce(name, value) %}\n{% if varargs %}{% endif %}\n" + barrier[keep]
+                      + "  let {{ name }} = {{ value }};\n{% endmacro %}",
             "gelu_fn": "{% macro gelu_fn(name, T) %}\nfn {{ name }}(x: {{ T }}) -> {{ T }} { return x; }\n"
                        "{% endmacro %}"}
 

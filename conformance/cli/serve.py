@@ -82,12 +82,12 @@ def _finished_lines(runs: list, finished: list, report_dir) -> None:
     for run in finished:
         print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: "
               f"{one_line(report.device_line(run.data['device']))}")
-        if run.error:
-            print(f"  {one_line(run.error)}")
         if run.report_error:
             print(f"  report not written: {one_line(run.report_error)}")
         elif report_dir is not None:
             print(f"  report: {report_dir / (run.slug + '.json')}")
+        if run.error:
+            print(f"  {one_line(run.error)}")
 
 
 def _progress(run: ColumnRun, shown: dict) -> None:

@@ -89,7 +89,7 @@ def test_metadata_records_the_portable_subset_check_and_the_engine_version(publi
     assert meta["format"] == METADATA_FORMAT and meta["package"] == "com.microsoft.Gelu"
     check = meta["portableSubset"]
     assert check["engine"] == "@huggingface/jinja" and check["version"] == "0.5.11"
-    assert check["checked"] and check["passed"] and check["templateContexts"] == 9 and check["errors"] == []
+    assert check["checked"] and check["passed"] and check["templateContexts"] == 12 and check["errors"] == []
     template = test.parent / "elementwise-bias-gelu.wgsl.jinja"
     template.write_text(template.read_text().replace("{{ declarations }}\n", "{{ declarations }}\n// {{ usesF16 }}\n"))
     export_package(root / "com.microsoft.Gelu")

@@ -19,8 +19,8 @@ PLANTED = [
     (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L131:"),    # cached rows
     (SOFTMAX, "invocation-dropped", "skips the workgroup's reduction", "L151:"),    # looped rows
     (SOFTMAX, "invocation-dropped", "sum drops the last invocation's partial", "L138:"),
-    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L134:"),   # cached mean
-    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L160:"),   # looped variance
+    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L127:"),   # cached mean
+    (LAYERNORM, "invocation-dropped", "sum drops the last invocation's partial", "L153:"),   # looped variance
 ]
 
 
