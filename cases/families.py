@@ -235,8 +235,8 @@ def _overshoot(plan) -> bool:
 
 
 def dispatch_overshoot(ctx: Ctx):
-    """On the baseline profile, per variant with the default and with a small workgroup size (32, else 1), the
-    smallest light call whose dispatch splits over two dimensions with workgroups past the end: row ops with more
+    """On the baseline profile, per variant (elementwise ones with the default and with a workgroup size of 1; row
+    ops at 32, their long rows at 1), the smallest light call whose dispatch splits over two dimensions with workgroups past the end: row ops with more
     than 65,535 x rowsPerGroup short rows (and long rows, for the variants that take them), elementwise ones
     through a small WORKGROUP_SIZE. The workgroups past the end must return and every tail guard hold past the
     split, on each column's real dispatch limit (dispatch-limit's calls meet the planner's limit on the
@@ -246,7 +246,9 @@ def dispatch_overshoot(ctx: Ctx):
     tiny = {"WORKGROUP_SIZE": 1} if small else None
     narrow = min(ctx.dtypes, key=lambda t: ITEM_BYTES.get(t, 8))     # long rows: the fewest bytes
     if ctx.rows:   # short rows by default and one per workgroup; long rows with one invocation per row
-        searches = [(shape, ctx.dtypes[0], t) for t in (None, small) if t or t is None for shape in _shapes_of(ctx)]
+        # short rows at the small workgroup size only where there is one: at the default size the split needs
+        # 65,536 workgroups of hundreds of lanes, minutes on a software device, and the same code runs past it
+        searches = [(shape, ctx.dtypes[0], small) for shape in _shapes_of(ctx)]
         searches += [(shape, narrow, tiny) for shape in _long_rows(ctx, narrow, tiny)] if tiny else []
     else:          # every dtype (a variant per dtype), by default and one invocation per workgroup; companions
         # of any rank broadcast as a suffix [3] too
