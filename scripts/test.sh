@@ -36,6 +36,10 @@ finish_beside() {  # finish_beside NAME: its log, then its exit status
 }
 stop_beside() { for pid in "${beside[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap stop_beside EXIT
+# SwiftShader (Chromium's CPU WebGPU) takes longer than the page's 20-25 s backstop for the row ops' dispatch-overshoot
+# calls (65,536+ workgroups) when the machine is busy: a verdict that would follow the machine's speed. Lavapipe,
+# Dawn, GL and Firefox run them; the Chromium columns leave them out.
+SWIFTSHADER_LIGHT="not (dispatch_overshoot and (LayerNormalization or Softmax))"
 start_beside cases python3 -m cases --check
 echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
 python3 -m conformance lint specs --device vulkan --require-js
@@ -63,9 +67,9 @@ finish_beside gl
 start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
-python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
 echo "== the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
-python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
+python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
 echo "== planted loader bugs and broken loaders fail only their case, in Chromium and Firefox"
 python3 -m pytest tests/browsers/test_js_loader.py --run-browsers -q -p no:cacheprovider
 echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
