@@ -212,7 +212,8 @@ class RunState:
 #: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
 RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
                "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
-               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear", "rerun_as"}
+               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear",
+               "rerun_as"}
 
 
 def _option_actions(config) -> dict:
@@ -395,8 +396,7 @@ def pytest_collectreport(report):
 
 def pytest_collection_finish(session):
     """What this process will run, after every deselection (-k, -m, heavy): cases without a result are reported."""
-    state = state_of(session.config)
-    state.expected_ids.update(
+    state_of(session.config).expected_ids.update(
         item.nodeid for item in session.items if "conformance_case" in getattr(item, "fixturenames", ()))
 
 
