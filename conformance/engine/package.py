@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,9 @@ from conformance.errors import ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, confined, read_confined
 
 PUBLISHED = Path("build") / "webgpu"
+#: A file changed less than this long ago is read again on every ask (file systems keep times at a coarse tick,
+#: up to 2 s, so two writes of the same size within one tick leave the same status; git's "racily clean" rule).
+RACY_NS = 2_000_000_000
 
 
 def manifest_path(directory: Path) -> Path | None:
@@ -56,13 +60,35 @@ class Package:
         except UnicodeDecodeError as exc:
             raise TemplateError(f"{self.root / name}: cannot read template: {exc}") from None
 
+    def template_sha256(self, name: str) -> str:
+        """The sha256 of the template's text, read (confined, as :meth:`read_template`) again only when its file's
+        status changed: the same file (links followed), size, modification and change times since the last read
+        mean the same bytes, so asking before every dispatch whether a template was edited costs one ``stat``."""
+        try:
+            st = os.stat(self.root / name)
+            status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+                status = None   # changed within a timestamp tick of now: a second write could keep the status
+        except (OSError, ValueError):
+            status = None
+        known = self._template_digests.get(name)
+        if status is not None and known is not None and known[0] == status:
+            return known[1]
+        digest = hashlib.sha256(self.read_template(name).encode("utf-8")).hexdigest()
+        self._template_digests[name] = (status, digest)
+        return digest
+
+    @cached_property
+    def _template_digests(self) -> dict[str, tuple[tuple | None, str]]:
+        return {}
+
     @cached_property
     def identity(self) -> dict:
         """Names and sha256 digests of the manifest and every template it names."""
         files = {"manifest.json": self.manifest.sha256}
         for shader in self.manifest.shaders:
             try:
-                files[shader] = hashlib.sha256(self.read_template(shader).encode("utf-8")).hexdigest()
+                files[shader] = self.template_sha256(shader)
             except TemplateError:
                 files[shader] = None
         return {"package": self.name, "root": str(self.root), "files": files}

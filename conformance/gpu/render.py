@@ -19,6 +19,7 @@ import math
 import operator
 import re
 import sys
+import threading
 import time
 import traceback
 import weakref
@@ -45,6 +46,7 @@ COMPILE_WORK_PER_BYTE = 16    # what compiling one byte of template is charged (
 PACKAGE_RENDER_WORK = 1 << 27  # work units per loaded package, all its renders together (a shipped one spends under 13 M in a run)
 RENDER_TIME_BACKSTOP = 60.0   # seconds: only against a hang no counted operation sees; never a verdict on speed
 _SPENT: "weakref.WeakKeyDictionary[Package, int]" = weakref.WeakKeyDictionary()   # loaded package -> work units
+_ENVIRONMENTS: "weakref.WeakKeyDictionary[Package, _TemplateSandbox]" = weakref.WeakKeyDictionary()
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
             "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
@@ -126,7 +128,9 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(["*", "**", "%", "+"])
 
     def __init__(self, package: Package):
-        self.sources: dict[str, str] = {}   # every template this render loaded (includes too): name -> sha256
+        self.sources: dict[str, str] = {}   # every template this environment loaded (includes too): name -> sha256
+        self.used: dict[str, str] | None = None   # while a render of render_with_sources runs: the templates it uses
+        self.lock = threading.Lock()             # one render at a time (a timed-out run's thread may still render)
         # (source, filename, uptodate): the filename lets errors name the template's line
         super().__init__(loader=FunctionLoader(self._load),
                          undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False,
@@ -146,6 +150,12 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         self.sources[name] = template_digest(text)
         self.charge(len(text.encode("utf-8")) * COMPILE_WORK_PER_BYTE)   # compiling is linear in the bytes
         return text, str(self.package.template_path(name)), lambda: True
+
+    def _load_template(self, name, globals):
+        template = super()._load_template(name, globals)   # compiled once per environment, then from its cache
+        if self.used is not None:
+            self.used[name] = self.sources[name]
+        return template
 
     def _parse(self, source, name, filename):
         """The template's AST, refusing a non-finite number literal (``1e999``) with its line."""
@@ -390,9 +400,30 @@ def work_spent(package: Package) -> int:
 
 
 def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tuple[str, dict[str, str]]:
-    """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes)."""
-    env = _TemplateSandbox(package)
-    return _render(env, package, plan, pass_plan), dict(env.sources)
+    """The WGSL, and the sha256 of every template it was rendered from (the named one and its includes).
+
+    Renders of one package share an environment, so each template is compiled once, not once per render; an
+    environment any of whose templates changed on disk since it compiled them is replaced by a fresh one."""
+    env = _ENVIRONMENTS.get(package)
+    if env is None or not _current(env):
+        env = _ENVIRONMENTS[package] = _TemplateSandbox(package)
+    if not env.lock.acquire(blocking=False):
+        env = _TemplateSandbox(package)   # another thread renders with it: this render gets its own
+        env.lock.acquire()
+    try:
+        env.used = {}
+        return _render(env, package, plan, pass_plan), dict(env.used)
+    finally:
+        env.used = None
+        env.lock.release()
+
+
+def _current(env: _TemplateSandbox) -> bool:
+    """Whether every template ``env`` compiled still has the content it compiled."""
+    try:
+        return all(env.package.template_sha256(name) == digest for name, digest in env.sources.items())
+    except ConformanceError:
+        return False
 
 
 def _render(env: _TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:

@@ -41,7 +41,7 @@ from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu import stress
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import Device, abandon
-from conformance.gpu.render import render_with_sources, template_digest
+from conformance.gpu.render import render_with_sources
 
 #: The guard after each output: GUARD_RATIO times the output's size, at least GUARD_MIN_BYTES, at most
 #: GUARD_MAX_BYTES (and within the device's buffer and binding limits). A write up to that far past the end
@@ -269,7 +269,7 @@ class Runtime:
     def _unchanged(self, sources: dict[str, str]) -> bool:
         """Whether every template a cached render was made from still has the same content."""
         try:
-            return all(template_digest(self.package.read_template(n)) == d for n, d in sources.items())
+            return all(self.package.template_sha256(n) == d for n, d in sources.items())
         except ConformanceError:
             return False
 

@@ -33,3 +33,21 @@ def test_an_edited_template_and_include_are_recompiled_not_served_from_the_cache
     assert runtime.pipeline(plan, plan.passes[0])[0] is runtime.pipeline(plan, plan.passes[0])[0]
     assert device.compilations == compiled
 
+
+
+def test_an_edit_that_keeps_size_and_timestamps_is_still_seen(make_specs, device):
+    """Two writes of the same size within one timestamp tick leave the file's status as it was: a template
+    changed that recently is read again on every ask, not trusted to its status."""
+    import os
+    specs = make_specs(**{GELU: GELU})
+    package = load_package(specs / GELU)
+    runtime = Runtime(device, package)
+    plan = Planner(package.manifest).plan(make_call(package.manifest, {"X": ((8,), "float32")}, BASELINE, None))
+    template = specs / GELU / TEMPLATE
+    text = template.read_text()
+    template.write_text("// one\n" + text)
+    st = os.stat(template)
+    assert "// one" in runtime.pipeline(plan, plan.passes[0])[2]
+    template.write_text("// two\n" + text)
+    os.utime(template, ns=(st.st_atime_ns, st.st_mtime_ns))   # the same size and modification time
+    assert "// two" in runtime.pipeline(plan, plan.passes[0])[2]
