@@ -11,10 +11,17 @@ Only a tree of the node kinds below is taken; for any other (a filter or test, a
 an ``if`` without ``else``, the names ``self`` and ``result``, which Jinja2 binds itself, a tree nested deeper than
 :data:`MAX_DEPTH`) :func:`closure` returns None and the caller runs Jinja2 as before, so its compile-time errors and
 behaviour stay exactly as they were. ``tests/engine/test_closures.py`` holds the two paths equal.
+
+Every expression is pure, so a subtree has one value per scope: evaluated in a :class:`Scope`, each subtree's value
+is kept in the scope's ``memo`` under the subtree's structural id, and every expression evaluated there (a variant's
+predicates, its constants, its passes' fields, the conditions of ``cases.conditions``) computes a rule they all
+inline once. Only values are kept, never errors: a subtree that raised raises again where it is reached next, as
+it did before, and a subtree not reached (short-circuit) is not computed.
 """
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any, Callable, Mapping
 
@@ -41,72 +48,102 @@ class _NotTaken(Exception):
     """The tree has something the closures leave to Jinja2."""
 
 
+class Scope(dict):
+    """The names the expressions of one call see, with ``memo``: subtree id -> the value it took in this scope.
+    Read-only, so a kept value cannot go stale."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.memo: dict[int, Any] = {}
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError("a Scope is read-only")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
+
+
 def closure(tree: nodes.Expr, env, fixed: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Any] | None:
     """``scope -> value`` for ``tree`` in the sandbox ``env`` (whose ``call`` and operator hooks ignore Jinja2's
     context argument), ``fixed`` names bound whatever the scope; None when the tree is left to Jinja2.
 
-    A subtree that occurs more than once (rules inlined into several places, atoms of one group sharing them) is
-    evaluated once per evaluation, where it is first reached: everything an expression can do is pure, and an
-    error anywhere ends the whole evaluation, so the later occurrences would compute the same value."""
+    Subtree values are kept in the memo of a :class:`Scope`, or of the one evaluation for any other mapping (a
+    subtree occurring twice, as rules inlined into several places do, is computed where first reached)."""
     try:
-        root, slots = _Builder(tree, env, fixed).build()
+        root = _Builder(tree, env, fixed).build()
     except _NotTaken:
         return None
-    if not slots:
-        return lambda scope: root(scope, None)
-    return lambda scope: root(scope, [_UNSET] * slots)
+    return lambda scope: root(scope, scope.memo if type(scope) is Scope else {})
 
 
 _UNSET = object()
 
+#: (sandbox, fixed names, node type, fields with children by id) -> the subtree's id, for every tree compiled in
+#: this process: equal ids mean equal subtrees evaluated alike, so one memo serves every closure.
+_IDS: dict[tuple, int] = {}
+_NEXT_ID = itertools.count()
+#: The sandboxes and fixed values whose id() is part of a key, kept alive so that no id is reused.
+_CONTEXTS: dict[tuple, tuple] = {}
 
-def _shape(node: nodes.Node, keys: dict, counts: dict) -> Any:
-    """A structural key of ``node`` (equal for equal subtrees), recorded with every subtree's in ``keys``/``counts``."""
-    fields = []
-    for name in node.fields:
-        value = getattr(node, name)
-        if isinstance(value, nodes.Node):
-            value = _shape(value, keys, counts)
-        elif isinstance(value, list):
-            value = tuple(_shape(v, keys, counts) if isinstance(v, nodes.Node) else (type(v), v) for v in value)
-        else:
-            value = (type(value), repr(value))
-        fields.append(value)
-    shape = (type(node), tuple(fields))
-    keys[id(node)] = shape
-    counts[shape] = counts.get(shape, 0) + 1
-    return shape
+
+def _context(env, fixed: Mapping[str, Any]) -> tuple:
+    key = (id(env), tuple(sorted((name, id(value)) for name, value in fixed.items())))
+    _CONTEXTS.setdefault(key, (env, tuple(fixed.values())))
+    return key
 
 
 class _Builder:
     def __init__(self, tree: nodes.Expr, env, fixed: Mapping[str, Any]):
         self.tree, self.env, self.fixed = tree, env, dict(fixed)
-        self.keys: dict[int, Any] = {}
-        self.counts: dict[Any, int] = {}
-        self.slots: dict[Any, int] = {}
+        self.context = _context(env, self.fixed)
+        self.ids: dict[int, int] = {}     # id(node) -> subtree id
+        self.lists: set[int] = set()      # id(node) of nodes whose subtree builds a list (kept out of memos)
 
-    def build(self) -> tuple[Fn, int]:
+    def build(self) -> Fn:
         try:
-            _shape(self.tree, self.keys, self.counts)
+            self._intern(self.tree)
         except RecursionError:
             raise _NotTaken from None
-        return self.node(self.tree, 0), len(self.slots)
+        return self.node(self.tree, 0)
+
+    def _intern(self, node: nodes.Node) -> int:
+        """The subtree id of ``node`` (equal for equal subtrees), recorded with every descendant's."""
+        fields, has_list = [], isinstance(node, nodes.List)
+        for name in node.fields:
+            value = getattr(node, name)
+            if isinstance(value, nodes.Node):
+                value = self._intern(value)
+                has_list |= id(getattr(node, name)) in self.lists
+            elif isinstance(value, list):
+                value = tuple(self._intern(v) if isinstance(v, nodes.Node) else (type(v), repr(v)) for v in value)
+                has_list |= any(id(v) in self.lists for v in getattr(node, name))
+            else:
+                value = (type(value), repr(value))
+            fields.append(value)
+        key = (self.context, type(node), tuple(fields))
+        ident = _IDS.get(key)
+        if ident is None:
+            ident = _IDS.setdefault(key, next(_NEXT_ID))
+        self.ids[id(node)] = ident
+        if has_list:
+            self.lists.add(id(node))
+        return ident
 
     def node(self, node: nodes.Node, depth: int) -> Fn:
         if depth > MAX_DEPTH:
             raise _NotTaken
         fn = self._plain(node, depth)
-        shape = self.keys[id(node)]
-        if self.counts[shape] < 2 or isinstance(node, (nodes.Const, nodes.Name)):
+        if isinstance(node, (nodes.Const, nodes.Name)) or id(node) in self.lists:   # a list: a fresh one each time
             return fn
-        slot = self.slots.setdefault(shape, len(self.slots))
+        key = self.ids[id(node)]
 
-        def shared(scope, m):
-            value = m[slot]
+        def kept(scope, m):
+            value = m.get(key, _UNSET)
             if value is _UNSET:
-                value = m[slot] = fn(scope, m)
+                value = m[key] = fn(scope, m)
             return value
-        return shared
+        return kept
 
     def _plain(self, node: nodes.Node, depth: int) -> Fn:
         env = self.env

@@ -10,7 +10,7 @@ from typing import Any
 from jinja2 import nodes
 
 from conformance.engine.call import FROM_WGSL, Call, check_types, rank_violation
-from conformance.engine.expressions import Absent, Evaluator, Namespace, RuleTable, builtins, format_value
+from conformance.engine.expressions import Absent, Evaluator, Namespace, RuleTable, Scope, builtins, format_value
 from conformance.engine.layout import binding_declaration, element_stride, element_type, pack_struct, split_workgroups
 from conformance.engine.manifest import BindingSpec, Manifest, PassSpec, VariantSpec
 from conformance.engine.plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
@@ -18,8 +18,8 @@ from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 
 def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
-              output_shapes: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
-    """The names an expression sees for this call (see specs/README.md, "Expressions")."""
+              output_shapes: dict[str, tuple[int, ...]] | None = None) -> Scope:
+    """The names an expression sees for this call (see specs/README.md, "Expressions"), read-only with a memo."""
     shapes: dict[str, Any] = {}
     for spec in manifest.inputs:
         arg = call.inputs.get(spec.role)
@@ -31,11 +31,11 @@ def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
     dtypes = {tv: typevars.get(tv, Absent(f"dtype {tv}")) for tv in manifest.type_constraints}
     device = Namespace("device", {"limits": Namespace("device.limits", call.profile.limits),
                                   "features": tuple(sorted(call.profile.features))})
-    return {"shapes": Namespace("shapes", shapes), "ranks": Namespace("ranks", ranks),
-            "dtypes": Namespace("dtypes", dtypes), "present": Namespace("present", present),
-            "device": device, "tunables": Namespace("tunables", call.tunables),
-            "attributes": Namespace("attributes", call.attributes),
-            **builtins(call.profile.features)}
+    return Scope({"shapes": Namespace("shapes", shapes), "ranks": Namespace("ranks", ranks),
+                  "dtypes": Namespace("dtypes", dtypes), "present": Namespace("present", present),
+                  "device": device, "tunables": Namespace("tunables", call.tunables),
+                  "attributes": Namespace("attributes", call.attributes),
+                  **builtins(call.profile.features)})
 
 
 def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int = 0) -> int:

@@ -147,3 +147,46 @@ def test_plans_are_the_same_on_both_paths(package, monkeypatch):
                 seen.append(f"{type(exc).__name__}: {exc} {getattr(exc, 'failures', None)}")
         outcomes[fast] = seen
     assert outcomes[True] == outcomes[False]
+
+
+def _counting_scope(kind):
+    """A scope of ``kind`` (Scope or dict) whose ``numel`` counts its calls, and the list of those calls."""
+    seen = []
+
+    def numel(shape):
+        seen.append(shape)
+        return len(shape)
+    return kind({"shapes": expressions.Namespace("shapes", {"X": (2, 3)}),
+                 "numel": expressions.Builtin("numel", numel)}), seen
+
+
+def test_a_scope_computes_a_subtree_its_expressions_share_once():
+    plus, times = (Compiled(parse(s), source=s, pointer="/p", file="m.json")
+                   for s in ("numel(shapes.X) + 1", "numel(shapes.X) * 2"))
+    scope, seen = _counting_scope(closures.Scope)
+    assert (plus(scope), times(scope), plus(scope)) == (3, 4, 3) and len(seen) == 1
+    scope, seen = _counting_scope(dict)      # any other mapping: once per evaluation
+    assert (plus(scope), times(scope)) == (3, 4) and len(seen) == 2
+
+
+def test_a_scope_keeps_values_not_errors():
+    source = "dim(shapes.X, numel(shapes.X))"
+    failing = Compiled(parse(source), source=source, pointer="/p", file="m.json")
+    scope, seen = _counting_scope(closures.Scope)
+    scope = closures.Scope({**scope, "dim": expressions.builtins(())["dim"]})
+    messages = []
+    for _ in range(2):
+        with pytest.raises(ExpressionError) as info:
+            failing(scope)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "out of range" in messages[0]
+    assert len(seen) == 1      # the argument's value is kept; the failing call is made again
+
+
+def test_a_scope_is_read_only():
+    scope, _ = _counting_scope(closures.Scope)
+    for change in (lambda: scope.__setitem__("shapes", {}), lambda: scope.update(x=1), lambda: scope.pop("numel"),
+                   lambda: scope.setdefault("y", 1), scope.clear, lambda: scope.__delitem__("numel")):
+        with pytest.raises(TypeError):
+            change()
+    assert set(scope) == {"shapes", "numel"}
