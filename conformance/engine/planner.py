@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from jinja2 import nodes
 
@@ -58,6 +58,13 @@ MAX_PLANS = 4096
 #: generator's families): call key -> Plan, or the ContractError / ExpressionError the call raised.
 _PLANS: "weakref.WeakKeyDictionary[Manifest, dict]" = weakref.WeakKeyDictionary()
 
+#: Scopes kept per manifest (the newest): the case generator asks for a call's scope and then plans it, so both
+#: evaluate in one scope, whose memo keeps every subtree's value. A scope with its memo is tens of kilobytes.
+MAX_SCOPES = 256
+
+#: Per manifest, like _PLANS: call key -> (typevars, outputs, scope), or the error the contract checks raised.
+_SCOPES: "weakref.WeakKeyDictionary[Manifest, dict]" = weakref.WeakKeyDictionary()
+
 
 def call_key(call: Call) -> tuple:
     """Everything a plan depends on besides the manifest: each input's shape and dtype, the profile's name, limits
@@ -82,6 +89,23 @@ def _fresh(exc: Exception) -> Exception:
     return copy
 
 
+def _remembered(memory: dict, limit: int, key: tuple, make: Callable[[], Any]) -> Any:
+    """``memory[key]``, made by ``make()`` when absent (the oldest entry goes past ``limit``); a refusal it raised
+    (ContractError, ExpressionError) is remembered too, and raised again as a fresh copy."""
+    known = memory.get(key)
+    if known is None:
+        try:
+            known = make()
+        except (ContractError, ExpressionError) as exc:
+            known = exc
+        if len(memory) >= limit:
+            del memory[next(iter(memory))]
+        memory[key] = known
+    if isinstance(known, Exception):
+        raise _fresh(known)
+    return known
+
+
 class Planner:
     """Plans calls for one manifest; a call planned before (by any planner of the manifest) gets the same outcome
     without planning again: a plan depends on the manifest and :func:`call_key` only."""
@@ -90,27 +114,14 @@ class Planner:
         self.manifest = manifest
         self._outputs_eval = Evaluator(RuleTable({}, file=manifest.file), manifest.compilations)
         self._plans = _PLANS.setdefault(manifest, {})
+        self._scopes = _SCOPES.setdefault(manifest, {})
 
     def plan(self, call: Call) -> Plan:
-        key = call_key(call)
-        known = self._plans.get(key)
-        if known is None:
-            try:
-                known = self._plan(call)
-            except (ContractError, ExpressionError) as exc:
-                known = exc
-            if len(self._plans) >= MAX_PLANS:
-                del self._plans[next(iter(self._plans))]
-            self._plans[key] = known
-        if isinstance(known, Exception):
-            raise _fresh(known)
-        return known
+        return _remembered(self._plans, MAX_PLANS, call_key(call), lambda: self._plan(call))
 
     def _plan(self, call: Call) -> Plan:
         m = self.manifest
-        typevars = check_types(m, call)
-        outputs = self._outputs(call, typevars)
-        scope = scope_for(m, call, typevars, {r: o.shape for r, o in outputs.items()})
+        typevars, outputs, scope = self._prepared(call)
         variant, failures = self._select(scope)
         violation = rank_violation(m, call)
         if variant is None:
@@ -127,11 +138,18 @@ class Planner:
         return Plan(m.op_id, variant.id, passes, outputs, call.profile.name)
 
     # -- steps --------------------------------------------------------------------------------
-    def scope(self, call: Call) -> dict[str, Any]:
+    def scope(self, call: Call) -> Scope:
         """The names every variant's expressions see for ``call`` (contract checks and output shapes first)."""
-        typevars = check_types(self.manifest, call)
-        outputs = self._outputs(call, typevars)
-        return scope_for(self.manifest, call, typevars, {r: o.shape for r, o in outputs.items()})
+        return self._prepared(call)[2]
+
+    def _prepared(self, call: Call) -> tuple[dict[str, str], dict[str, OutputPlan], Scope]:
+        """(type variables, outputs, scope) of ``call``, after the contract checks and output shapes."""
+        def prepare():
+            typevars = check_types(self.manifest, call)
+            outputs = self._outputs(call, typevars)
+            return typevars, outputs, scope_for(self.manifest, call, typevars,
+                                                {r: o.shape for r, o in outputs.items()})
+        return _remembered(self._scopes, MAX_SCOPES, call_key(call), prepare)
 
     def _outputs(self, call: Call, typevars: dict[str, str]) -> dict[str, OutputPlan]:
         m = self.manifest

@@ -78,3 +78,29 @@ def test_the_memory_is_bounded_in_entries(counted, monkeypatch):
         planner.plan(_call(manifest, X=((n,), "float32")))
     assert len(planned) == 4   # (8,) was the oldest of three: it went, and was planned again
     assert len(planner_module._PLANS[manifest]) == 2
+
+
+def test_a_calls_scope_is_made_once_for_asking_and_planning(counted, monkeypatch):
+    manifest, _ = counted
+    made = []
+    real = planner_module.scope_for
+
+    def scope_for(*args, **kwargs):
+        made.append(args[1])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(planner_module, "scope_for", scope_for)
+    scope = Planner(manifest).scope(_call(manifest))
+    Planner(manifest).plan(_call(manifest))
+    assert Planner(manifest).scope(_call(manifest)) is scope
+    assert len(made) == 2      # the outputs' scope (no output shapes yet), then the call's
+
+
+def test_the_scopes_kept_are_bounded_in_entries(counted, monkeypatch):
+    manifest, _ = counted
+    monkeypatch.setattr(planner_module, "MAX_SCOPES", 2)
+    planner = Planner(manifest)
+    first = planner.scope(_call(manifest, X=((8,), "float32")))
+    for n in (16, 24):
+        planner.scope(_call(manifest, X=((n,), "float32")))
+    assert len(planner_module._SCOPES[manifest]) == 2
+    assert planner.scope(_call(manifest, X=((8,), "float32"))) is not first
