@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cases.calls import CallSpec, accepted, scope_of
+from cases.calls import CallSpec, scope_of
 from conformance.engine.dtypes import ITEM_BYTES
 from cases.conditions import Analysis, around, dotted
 from cases.data import MAX_CASE_ELEMENTS, NONFINITE, size_rows, special_values
@@ -94,18 +94,26 @@ class Ctx:
         return (False, True) if self.has_optional else (False,)
 
     def accepted(self, spec: CallSpec) -> bool:
-        """The planner's verdict, short-cut through the conditions when no variant can be selected."""
-        scope = scope_of(self.planner, spec)
-        if scope is not None and self.analysis.selected(scope) is False:
+        """The planner's verdict, except that a call whose planning fails (taken, as ``calls.accepted`` counts it)
+        is refused where the conditions show that no variant can be selected. A call the planner plans never is:
+        wherever the predicates evaluate, the conditions' Kleene values are theirs, so its variant is selectable."""
+        try:
+            self._planned(spec)
+        except ContractError:
             return False
-        return accepted(self.planner, spec)   # no scope: a contract error (False) or a failing expression (True)
+        except ExpressionError:
+            scope = scope_of(self.planner, spec)
+            return scope is None or self.analysis.selected(scope) is not False
+        return True
 
     def plan(self, spec: CallSpec):
         try:
-            return self.planner.plan(make_call(self.m, spec.call_args(), profile_named(spec.profile),
-                                               dict(spec.tunables)))
+            return self._planned(spec)
         except (ContractError, ExpressionError):
             return None
+
+    def _planned(self, spec: CallSpec):
+        return self.planner.plan(make_call(self.m, spec.call_args(), profile_named(spec.profile), dict(spec.tunables)))
 
     def modulus(self) -> int:
         return max([k for _, k in self.analysis.moduli()] or [1])
