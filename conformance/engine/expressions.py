@@ -23,8 +23,10 @@ bias is absent, even when it sits in another rule.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from jinja2 import StrictUndefined, nodes
@@ -149,10 +151,14 @@ def _minmax(fn, name):
     return run
 
 
-def builtins(features: Iterable[str]) -> dict[str, Builtin]:
-    """The functions in scope, ``f16Ok`` bound to the device profile's features."""
-    has_f16 = "shader-f16" in set(features)
+def builtins(features: Iterable[str]) -> Mapping[str, Builtin]:
+    """The functions in scope, ``f16Ok`` bound to the device profile's features (read-only: shared by every
+    scope of a profile with or without shader-f16)."""
+    return _builtins("shader-f16" in set(features))
 
+
+@functools.lru_cache(maxsize=2)
+def _builtins(has_f16: bool) -> Mapping[str, Builtin]:
     def f16_ok(dtype):
         if not isinstance(dtype, str):
             raise ExpressionError(f"f16Ok() expects a dtype name, got {dtype!r}")
@@ -160,7 +166,7 @@ def builtins(features: Iterable[str]) -> dict[str, Builtin]:
 
     fns = {"numel": _numel, "dim": _dim, "dtypeBytes": _dtype_bytes, "f16Ok": f16_ok,
            "ceilDiv": _ceil_div, "min": _minmax(min, "min"), "max": _minmax(max, "max")}
-    return {name: Builtin(name, fn) for name, fn in fns.items()}
+    return MappingProxyType({name: Builtin(name, fn) for name, fn in fns.items()})
 
 
 def _check_number(value):

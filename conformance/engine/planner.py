@@ -68,12 +68,14 @@ _SCOPES: "weakref.WeakKeyDictionary[Manifest, dict]" = weakref.WeakKeyDictionary
 
 def call_key(call: Call) -> tuple:
     """Everything a plan depends on besides the manifest: each input's shape and dtype, the profile's name, limits
-    and features, the tunables, and the attributes by type and value (``1`` is not ``1.0``, nor ``-0.0`` ``0.0``)."""
+    and features, the tunables, and the attributes by type and value (``1`` is not ``1.0``, nor ``-0.0`` ``0.0``).
+
+    Mappings are taken in their own order, unsorted: equal mappings in another order only make another key (a
+    plan made again), never one key for two calls, and make_call and DeviceProfile write them in one order."""
     profile = call.profile
     return (tuple((role, None) if arg is None else (role, arg.shape, arg.dtype) for role, arg in call.inputs.items()),
-            profile.name, tuple(sorted(profile.limits.items())), tuple(sorted(profile.features)),
-            tuple(sorted(call.tunables.items())),
-            tuple(sorted((name, type(v).__name__, repr(v)) for name, v in call.attributes.items())))
+            profile.name, tuple(profile.limits.items()), frozenset(profile.features), tuple(call.tunables.items()),
+            tuple((name, type(v).__name__, repr(v)) for name, v in call.attributes.items()))
 
 
 @functools.lru_cache(maxsize=1024)
