@@ -11,6 +11,7 @@ evaluation whenever the result is known.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -33,9 +34,9 @@ class Atom:
     def constant(self) -> bool:
         return not names_used(self.tree)
 
-    @property
-    def roots(self) -> set[str]:
-        return {p[0] for p in attribute_paths(self.tree)}
+    @functools.cached_property
+    def roots(self) -> frozenset[str]:
+        return frozenset(p[0] for p in attribute_paths(self.tree))
 
 
 @dataclass
@@ -199,12 +200,16 @@ class Analysis:
 
     def moduli(self) -> list[tuple[nodes.Expr, int]]:
         """(operand, k) of every ``operand % k`` with a constant k, once per operand text."""
+        return list(self._moduli)
+
+    @functools.cached_property
+    def _moduli(self) -> tuple[tuple[nodes.Expr, int], ...]:
         found: dict[str, tuple[nodes.Expr, int]] = {}
         for a in self.atoms:
             for mod in a.tree.find_all(nodes.Mod):
                 if isinstance(mod.right, nodes.Const) and isinstance(mod.right.value, int) and mod.right.value > 1:
                     found.setdefault(f"{unparse(mod.left)} % {mod.right.value}", (mod.left, mod.right.value))
-        return list(found.values())
+        return tuple(found.values())
 
     def comparisons(self) -> list[tuple[int, nodes.Expr, nodes.Expr]]:
         """(atom index, one side, the other side) of every atom that is a single comparison, both ways round."""

@@ -548,6 +548,7 @@ class Evaluator:
         self.compilations = compilations if compilations is not None else Compilations()
         self._cache: dict[str, Compiled] = {}
         self._by_tree: dict[int, tuple[nodes.Expr, Compiled]] = {}  # the tree is kept so its id stays unique
+        self._texts: dict[int, tuple[nodes.Expr, str]] = {}         # unparsed, for explanations (same way)
 
     def compiled(self, tree: nodes.Expr, pointer: str = "") -> Compiled:
         known = self._by_tree.get(id(tree))
@@ -569,7 +570,14 @@ class Evaluator:
         """Why ``tree`` is false: the first false conjunct and the values of its operands."""
         if isinstance(tree, nodes.Name) and tree.name in self.table.rules:
             return f"{tree.name} is false: " + self._why(self.table.rules[tree.name].tree, scope)
-        return f"{unparse(tree)} is false: " + self._why(tree, scope)
+        return f"{self._text(tree)} is false: " + self._why(tree, scope)
+
+    def _text(self, tree: nodes.Expr) -> str:
+        """``unparse(tree)``, once per tree."""
+        known = self._texts.get(id(tree))
+        if known is None or known[0] is not tree:
+            known = self._texts[id(tree)] = (tree, unparse(tree))
+        return known[1]
 
     def _why(self, tree, scope) -> str:
         if isinstance(tree, nodes.Name) and tree.name in self.table.rules:
@@ -580,10 +588,10 @@ class Evaluator:
         if isinstance(tree, nodes.Or):
             return f"{self._why(tree.left, scope)}; and {self._why(tree.right, scope)}"
         operands = self._operands(tree)
-        shown = [f"{unparse(o)} = {format_value(self.evaluate(o, scope))}" for o in operands]
+        shown = [f"{self._text(o)} = {format_value(self.evaluate(o, scope))}" for o in operands]
         if isinstance(tree, nodes.Call):
-            shown.insert(0, f"{unparse(tree)} = {format_value(self.evaluate(tree, scope))}")
-        return ", ".join(shown) if shown else f"{unparse(tree)} = {format_value(self.evaluate(tree, scope))}"
+            shown.insert(0, f"{self._text(tree)} = {format_value(self.evaluate(tree, scope))}")
+        return ", ".join(shown) if shown else f"{self._text(tree)} = {format_value(self.evaluate(tree, scope))}"
 
     def _operands(self, tree) -> list[nodes.Expr]:
         if isinstance(tree, nodes.Not):
