@@ -93,13 +93,14 @@ def _fresh(exc: Exception) -> Exception:
 
 def _remembered(memory: dict, limit: int, key: tuple, make: Callable[[], Any]) -> Any:
     """``memory[key]``, made by ``make()`` when absent (the oldest entry goes past ``limit``); a refusal it raised
-    (ContractError, ExpressionError) is remembered too, and raised again as a fresh copy."""
+    (ContractError, ExpressionError) is remembered too, as a copy without the traceback (whose frames would keep
+    every local of the planning alive), and raised again as a fresh copy."""
     known = memory.get(key)
     if known is None:
         try:
             known = make()
         except (ContractError, ExpressionError) as exc:
-            known = exc
+            known = _fresh(exc)
         if len(memory) >= limit:
             del memory[next(iter(memory))]
         memory[key] = known
