@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.cli import batch_collections
 from conformance.cli.lazy import on_use
 from conformance.config import REPO_SPECS
 from conformance.errors import ConformanceError
@@ -51,6 +52,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    with batch_collections():
+        return _run(args)
+
+
+def _run(args) -> int:
     args.out = golden.CASES_DIR if args.out is None else args.out
     dirs = kernel_packages.find_package_dirs(args.specs)
     if not dirs:

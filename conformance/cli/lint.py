@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.cli import add_webgpu
+from conformance.cli import add_webgpu, batch_collections
 from conformance.cli.lazy import on_use
 from conformance.config import REPO_SPECS, default_backend
 from conformance.errors import DeviceError
@@ -39,7 +39,8 @@ def _lint(args) -> int:
                 print(f"lint: {js}", file=sys.stderr)
     notes: list[str] = []
     try:
-        findings += lint(Path(args.dir), device, engine, compared, notes)
+        with batch_collections():
+            findings += lint(Path(args.dir), device, engine, compared, notes)
     finally:
         if engine is not None:
             engine.close()
