@@ -147,7 +147,7 @@ def one_package(args, package, checked: list) -> int:
         if why:
             print(f"{'error: ' if record_changed else ''}{path}: {why} ({stale_hint(args, package, record_changed)})"
                   f": test runs do not load it", file=sys.stderr if record_changed else sys.stdout)
-        checked.append((package.name, path, golden.compare(path, generated), golden.diff(path, text), why))
+        checked.append((package.name, path, golden.compare(path, generated, text), golden.diff(path, text), why))
         return int(failing or record_changed)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import shutil
@@ -9,8 +10,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import cases
+from cases import golden
 from cases.data import make_inputs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -82,3 +85,24 @@ GENERATION_EVALUATIONS = 20_000
 def test_generation_of_each_package_is_bounded_in_planner_work(package, generation):
     evaluations = generation[1]   # counted while the session's one generation of the package ran (conftest.py)
     assert 0 < evaluations < GENERATION_EVALUATIONS, (package.name, evaluations)
+
+
+def test_compare_parses_no_file_that_holds_the_written_text(tmp_path, generated, monkeypatch):
+    path, text = tmp_path / "golden.yaml", cases.to_yaml(generated)
+    path.write_text(text, encoding="utf-8")
+    parsed = []
+    real = golden.read_golden
+    monkeypatch.setattr(golden, "read_golden", lambda p: parsed.append(p) or real(p))
+    assert not golden.compare(path, generated, text).differs and not parsed
+    assert not golden.compare(path, generated).differs and parsed     # no text given: parsed as before
+    path.write_text(text + "# edited\n", encoding="utf-8")
+    assert not golden.compare(path, generated, text).differs and len(parsed) == 2
+
+
+def test_compare_refuses_a_call_listed_twice_with_or_without_the_text(tmp_path, generated):
+    twice = generated + [dataclasses.replace(generated[0], id=generated[0].id + "#again")]
+    path, text = tmp_path / "golden.yaml", cases.to_yaml(twice)
+    path.write_text(text, encoding="utf-8")
+    for written in (text, None):
+        with pytest.raises(golden.GoldenError, match="same call"):
+            golden.compare(path, twice, written)
