@@ -70,8 +70,10 @@ echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejec
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
 echo "== the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
 python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
-echo "== planted loader bugs and broken loaders fail only their case, in Chromium and Firefox"
-python3 -m pytest tests/browsers/test_js_loader.py --run-browsers -q -p no:cacheprovider
+echo "== planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
+echo "   merge lines as written, with Chromium and Firefox opened at the served URL"
+python3 -m pytest tests/browsers/test_js_loader.py tests/browsers/test_readme_browser_path.py --run-browsers -q \
+  -p no:cacheprovider
 echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
 finish_beside jsep
 echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
