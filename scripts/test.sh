@@ -20,6 +20,7 @@ export PYTHONDONTWRITEBYTECODE=1
 # runs beside another such step. Its log is shown, and its exit status decides, where it stands in the order
 # below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
 # step is its own process on its own inputs; none writes what another reads).
+step() { echo "== [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }   # where the run's minutes go (the log only)
 logs=$(mktemp -d)
 declare -A beside=()
 start_beside() {  # start_beside NAME COMMAND...
@@ -41,9 +42,9 @@ trap stop_beside EXIT
 # Dawn, GL and Firefox run them; the Chromium columns leave them out.
 SWIFTSHADER_LIGHT="not (dispatch_overshoot and (LayerNormalization or Softmax))"
 start_beside cases python3 -m cases --check
-echo "== lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
+step "lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
 python3 -m conformance lint specs --device vulkan --require-js
-echo "== cases: golden files match the manifests (ran beside lint)"
+step "cases: golden files match the manifests (ran beside lint)"
 finish_beside cases
 start_beside firefox python3 -m pytest conformance/ --webgpu=firefox -q -p no:cacheprovider
 start_beside js-firefox python3 -m pytest conformance/ --impl js-loader --webgpu=firefox -q -p no:cacheprovider
@@ -51,36 +52,39 @@ if (( heavy )); then
   start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
     --expectations docs/findings/onnxruntime-web-chromium.yaml
 fi
-echo "== the plain-install promise, and the column of $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null) through wgpu:"
+step "the plain-install promise, and the column of $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null) through wgpu:"
 echo "   pip install . into a scratch venv, then every case by pytest --pyargs conformance from an empty directory"
 python3 -m pytest tests/certify/test_wheel.py --run-packaging -q -s -p no:cacheprovider
-echo "== the suite's own tests"
+step "the suite's own tests"
 # less the two tests that are the lint and cases steps above (the same commands, the same assertions)
 python3 -m pytest tests -q -p no:cacheprovider -n 2 --durations=15 \
   --deselect tests/gate/test_lint.py::test_real_specs_pass \
   --deselect tests/cases/test_golden.py::test_check_passes_on_committed_goldens
 start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
-echo "== conformance through Dawn (Tint), the same device"
+step "conformance through Dawn (Tint), the same device"
 python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
-echo "== conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside Dawn)"
+step "conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside Dawn)"
 finish_beside gl
 start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
-echo "== conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
+step "conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
-echo "== the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
+step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
 python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider -m "$SWIFTSHADER_LIGHT"
-echo "== planted loader bugs and broken loaders fail only their case, in Chromium and Firefox"
-python3 -m pytest tests/browsers/test_js_loader.py --run-browsers -q -p no:cacheprovider
-echo "== ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
+step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
+echo "   merge lines as written, with Chromium and Firefox opened at the served URL"
+python3 -m pytest tests/browsers/test_js_loader.py tests/browsers/test_readme_browser_path.py --run-browsers -q \
+  -p no:cacheprovider
+step "ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
 finish_beside jsep
-echo "== conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
+step "conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
 finish_beside firefox
-echo "== the reference JavaScript loader in headless Firefox ESR (f16 run; ran beside the steps above)"
+step "the reference JavaScript loader in headless Firefox ESR (f16 run; ran beside the steps above)"
 finish_beside js-firefox
 if (( heavy )); then
-  echo "== ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
+  step "ONNX Runtime Web's C++ WebGPU provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside)"
   finish_beside ort-web
 else
-  echo "== ONNX Runtime Web's C++ WebGPU provider: not in the default run (its 10 known hangs cost ~250 s); bash scripts/test.sh --heavy runs it"
+  step "ONNX Runtime Web's C++ WebGPU provider: not in the default run (its 10 known hangs cost ~250 s); bash scripts/test.sh --heavy runs it"
 fi
+step "every gate passed"

@@ -6,6 +6,8 @@ and once with each output bound together with a guard region after it, filled wi
 that run, so a kernel that writes past its output is caught (:attr:`Run.guards_intact`). The two runs' outputs
 must be bit-identical (:attr:`Run.identical`): a kernel that behaves differently when it can see the guard
 (``arrayLength``, the sentinel) gives itself away instead of being certified on a run production never makes.
+Where every pass uses its outputs only in plain stores (:mod:`conformance.gpu.kernel_view`), the kernel cannot
+see how they are bound, so the guarded run alone is made: its bytes are production's (:attr:`Run.runs` says 1).
 
 Guards against hostile or broken kernels (issue 10):
 
@@ -41,6 +43,7 @@ from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu import stress
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import Device, abandon
+from conformance.gpu.kernel_view import stores_only
 from conformance.gpu.render import render_with_sources
 
 #: The guard after each output: GUARD_RATIO times the output's size, at least GUARD_MIN_BYTES, at most
@@ -135,6 +138,8 @@ class Run:
     #: Per output (verified runs): whether the guarded run gave the same bytes as the run bound as in production.
     identical: dict[str, bool] = field(default_factory=dict)
     dispatched: list[tuple[str, tuple[int, int, int]]] = field(default_factory=list)
+    #: How many times the plan was run: 1 plain or stores-only verified (identical by construction), 2 compared.
+    runs: int = 1
 
 
 def first_difference(got: bytes, want: bytes) -> int:
@@ -396,11 +401,16 @@ class Runtime:
                 pass_name=passes, kind="host-memory")
 
     def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool) -> None:
-        """The run bound as in production fills ``result.outputs``; with ``verify`` the guarded run follows.
+        """The run bound as in production fills ``result.outputs``; with ``verify`` the guarded run follows, or
+        replaces it where the kernel cannot tell the two apart (:meth:`_stores_only`).
 
         Where both fit in :data:`OVERLAP_BYTES`, the two runs go in one submission and are read back together:
         one wait for the device instead of two (a browser resolves read-backs on a timer tick).
         """
+        if verify and self._stores_only(plan):
+            self._run_guarded_only(plan, inputs, result)
+            return
+        result.runs = 2 if verify else 1
         overlap = verify and 2 * self._bytes_in_flight(plan, inputs) <= OVERLAP_BYTES
         guarded_result = Run({})
         pending = [self._encode(plan, inputs, result, guard=False)]
@@ -425,14 +435,39 @@ class Runtime:
         result.identical = {role: guarded[role][:array.nbytes] == data[role][:array.nbytes]
                             for role, array in result.outputs.items()}
 
+    def _stores_only(self, plan: Plan) -> bool:
+        """Whether every pass, as compiled, uses each output it binds only in plain stores."""
+        for pass_plan in plan.passes:
+            if pass_plan.dispatch.empty:
+                continue
+            outputs = frozenset(b.index for b in pass_plan.bindings if b.arg in plan.outputs)
+            if outputs and not stores_only(self.pipeline(plan, pass_plan)[2], outputs):
+                return False
+        return True
+
+    def _run_guarded_only(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run) -> None:
+        """The guarded run alone: its outputs are the ones checked, and production's bytes (module docstring)."""
+        pending = self._encode(plan, inputs, result, guard=True, record=True)
+        try:
+            self._submit(plan, [pending])
+            data = self._collect(plan, inputs, result, pending)
+        finally:
+            pending.bound.release()
+        for role, array in result.outputs.items():
+            array.reshape(-1).view(np.uint8)[:] = np.frombuffer(data[role], np.uint8, count=array.nbytes)
+        result.identical = {role: True for role in result.outputs}
+
     @staticmethod
     def _bytes_in_flight(plan: Plan, inputs: dict[str, np.ndarray | None]) -> int:
         """Device bytes of one run: its inputs, and its outputs with their read-back copies."""
         in_bytes = sum(_padded(int(a.nbytes)) for a in inputs.values() if a is not None and a.size)
         return in_bytes + 2 * sum(_padded(_output_bytes(o)) for o in plan.outputs.values())
 
-    def _encode(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, *, guard: bool) -> "_Pending":
-        """Bind and record every pass and the copies to read back (guarded: the inputs too), not yet submitted."""
+    def _encode(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, *, guard: bool,
+                record: bool | None = None) -> "_Pending":
+        """Bind and record every pass and the copies to read back (guarded: the inputs too), not yet submitted;
+        ``record`` (by default: unguarded) lists the dispatches in ``result.dispatched``."""
+        record = not guard if record is None else record
         dev = self.device.device
         usage = wgpu.BufferUsage
         bound = self.bind(plan, inputs, guard=guard)
@@ -444,7 +479,7 @@ class Runtime:
                 bound.record_one(cpass, pipeline, group, pass_plan)
                 cpass.end()
                 self.device.dispatches += 1
-                if not guard:
+                if record:
                     result.dispatched.append((pass_plan.name, pass_plan.dispatch.counts))
             for role in plan.outputs:
                 size = bound.output_bytes[role] + bound.guarded[role]

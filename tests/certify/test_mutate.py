@@ -80,3 +80,18 @@ def test_worker_kills_a_template_mutant_in_process(tmp_path):
     assert status == "killed" and killer.startswith("test.json/Gelu/") and "differs from the reference" in detail
     mid, status, killer, _, _ = _worker_check("none", str(pkg.root), str(pkg.root), str(test_json))
     assert status == "survived" and killer is None
+
+
+@pytest.mark.slow
+def test_two_versions_of_an_op_keep_their_own_cases_and_results(tmp_path):
+    """The versions of an op share a template and its mutant ids: each version's mutants run against its own
+    stored cases and report their own result (a shared scratch name once ran version 1 against version 2's)."""
+    from conformance.config import REPO_SPECS
+    from conformance.tools.mutate.runner import mutate_packages
+    lines = []
+    result = mutate_packages([REPO_SPECS / "com.microsoft.Gelu", REPO_SPECS / "com.microsoft.Gelu@2"], jobs=1,
+                             only="erf-tanh/swap", log=lines.append)
+    killed = {m["package"]: m["killed_by"] for m in result["mutants"] if m["status"] == "killed"}
+    assert set(killed) == {"com.microsoft.Gelu", "com.microsoft.Gelu@2"}, lines
+    assert killed["com.microsoft.Gelu"].startswith(("Gelu/", "test.json/Gelu/")), killed
+    assert killed["com.microsoft.Gelu@2"].startswith(("Gelu@2/", "test.json/Gelu@2/")), killed

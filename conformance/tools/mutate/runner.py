@@ -59,7 +59,7 @@ def stress_runs(m: Mutant) -> int:
 
 
 def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, timeout: float) -> Mutant:
-    work = scratch / m.slug
+    work = scratch / package_dir.name / m.slug   # per package: the versions of an op share mutant ids
     pkg = m.materialize(package_dir, work / package_dir.name)
     shutil.copy(test_json, pkg / "test.json")
     start = time.monotonic()
@@ -137,7 +137,7 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
 def _progress(progress: Progress, m: Mutant) -> str:
     """One line per mutant (what happened to it), with done / total, survivors so far and the time left."""
     progress.step(m.id, failed=m.status == "survived")
-    return (f"[{progress.line()}] {m.status:8} {m.id}" + (f"  <- {m.killed_by}" if m.killed_by else "")
+    return (f"[{progress.line()}] {m.status:8} {m.package} {m.id}" + (f"  <- {m.killed_by}" if m.killed_by else "")
             + f" ({m.seconds:.1f}s)")
 
 
@@ -153,8 +153,8 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
     for directory in package_dirs:
         package = load_package(directory)
         root = package.root
-        short = package.manifest.name
-        test_json = scratch / f"{short}.test.json"
+        short = package.manifest.name   # the op's name: what the equivalence arguments are keyed by
+        test_json = scratch / f"{package.name}.test.json"   # one per package: versions of an op share its name
         # every non-heavy case of the original package, with its expected outcome and outputs
         test_json.write_text(json.dumps(without_overshoot(build_test(package, max_elements=1 << 20))))
         mutants = package_mutants(package)
@@ -165,7 +165,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         mark_unrendered(root, mutants)
         argue(short, mutants, arguments)
         # the unmutated package must pass, or no kill means anything
-        base = scratch / f"baseline-{short}"
+        base = scratch / f"baseline-{package.name}"
         copy_package(root, base / root.name)
         shutil.copy(test_json, base / root.name / "test.json")
         rc, data, tail = run_suite(base / root.name, base / "report.json", timeout=timeout, stop_first=False)
@@ -185,17 +185,18 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
             for fut in futures.as_completed(pending):
                 log(_progress(progress, fut.result()))
     else:
-        by_id, jobs_args = {}, []
-        for m, root, tj in tasks:
+        by_key, jobs_args = {}, []
+        for m, root, tj in tasks:   # keyed by package too: the versions of an op share a template's mutant ids
             mdir = m.materialize(root, scratch / "mutants" / m.slug / root.name)
-            by_id[m.id] = m
-            jobs_args.append((m.id, str(mdir), str(root), str(tj), stress_runs(m)))
+            key = f"{root.name}/{m.id}"
+            by_key[key] = m
+            jobs_args.append((key, str(mdir), str(root), str(tj), stress_runs(m)))
         ctx = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             pending = [pool.submit(_worker_check, *a) for a in jobs_args]
             for fut in futures.as_completed(pending):
-                mid, status, killer, detail, seconds = fut.result()
-                m = by_id[mid]
+                key, status, killer, detail, seconds = fut.result()
+                m = by_key[key]
                 m.status, m.killed_by, m.detail, m.seconds = status, killer, detail, round(seconds, 2)
                 log(_progress(progress, m))
     shutil.rmtree(scratch, ignore_errors=True)

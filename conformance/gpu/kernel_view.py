@@ -1,0 +1,152 @@
+"""Whether a shader can tell a guarded binding of its outputs from the production one: a lexical check of WGSL.
+
+A verified run (:mod:`conformance.gpu.runtime`) binds each output with a guard region after it. Inputs and
+uniforms are bound identically either way, so a kernel can tell the two bindings apart only through an output
+binding: its length (``arrayLength``), the sentinel past its end, or its own earlier stores, each of which needs
+the binding's name somewhere other than on the left of a plain store. Where every use of every output binding is
+``name[index] = value;`` at the start of a statement, the stores a run makes (which elements, which values) cannot
+depend on how its outputs are bound; with the guard intact all of them landed inside the output, so the guarded run
+gives production's bytes and production's run need not be made. Anything this check does not recognise (a load,
+``&name``, a member or compound store, a declaration it cannot read, a binding declared twice, an index that uses
+the output, a shadowing name) answers False, and both runs are made and compared.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: WGSL tokens as far as this check needs them: names, numbers, the two-character operators (so that ``==``,
+#: ``+=``, ``<=`` and friends are never read as ``=``), and any other single character.
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0[xX][0-9a-fA-F]+[iu]?|[0-9][0-9a-zA-Z_.]*|"
+                    r"<<=|>>=|->|&&|\|\||==|!=|<=|>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\+\+|--|<<|>>|\S")
+_STATEMENT_START = frozenset({";", "{", "}"})
+_INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+)[iu]?")
+
+
+def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
+    """Whether each of the ``@group(0) @binding(N)`` variables, N in ``bindings``, is declared once and used only
+    in plain stores ``name[index] = value`` (see the module's docstring)."""
+    return _stores_only(wgsl, bindings)
+
+
+@lru_cache(maxsize=1024)
+def _stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
+    tokens = _tokens(wgsl)
+    if tokens is None:
+        return False
+    names = _declared(tokens, bindings)
+    if names is None:
+        return False
+    for name, declared_at in names.items():
+        for i, token in enumerate(tokens):
+            if token == name and i != declared_at and tokens[i - 1] != "." and not _plain_store(tokens, i):
+                return False   # (after a dot the name is a member or a swizzle, never the variable)
+    return True
+
+
+def _tokens(wgsl: str) -> list[str] | None:
+    """The tokens of ``wgsl`` without its comments (block comments nest), or None for an unterminated one."""
+    code, i, n = [], 0, len(wgsl)
+    while i < n:
+        if wgsl.startswith("//", i):
+            end = wgsl.find("\n", i)
+            i = n if end < 0 else end
+        elif wgsl.startswith("/*", i):
+            depth, i = 1, i + 2
+            while depth and i < n:
+                if wgsl.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif wgsl.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            if depth:
+                return None
+            code.append(" ")
+        else:
+            nxt = min((p for p in (wgsl.find("//", i), wgsl.find("/*", i)) if p >= 0), default=n)
+            code.append(wgsl[i:nxt])
+            i = nxt
+    return _TOKEN.findall("".join(code))
+
+
+def _declared(tokens: list[str], bindings: frozenset[int]) -> dict[str, int] | None:
+    """Name -> token index of the declaration of each variable at ``@group(0) @binding(N)``, N in ``bindings``;
+    None if one is missing, declared twice, or has an attribute this check cannot read."""
+    found: dict[int, list[tuple[str, int]]] = {}
+    for i, token in enumerate(tokens):
+        if token != "var":
+            continue
+        attributes = _attributes_before(tokens, i)
+        if attributes is None:
+            return None
+        if "binding" not in attributes and "group" not in attributes:
+            continue
+        binding, group = attributes.get("binding"), attributes.get("group")
+        if binding is None or group is None:
+            return None
+        name_at = _name_after_var(tokens, i)
+        if name_at is None:
+            return None
+        if group == 0 and binding in bindings:
+            found.setdefault(binding, []).append((tokens[name_at], name_at))
+    if set(found) != set(bindings) or any(len(v) != 1 for v in found.values()):
+        return None
+    names = {v[0][0]: v[0][1] for v in found.values()}
+    return names if len(names) == len(bindings) else None
+
+
+def _attributes_before(tokens: list[str], var_at: int) -> dict[str, int | None] | None:
+    """The attributes written just before ``var``: name -> integer argument (None when not an integer literal);
+    None when ``group`` or ``binding`` has an argument that is not one."""
+    attributes: dict[str, int | None] = {}
+    j = var_at
+    while j >= 1 and tokens[j - 1] == ")":
+        depth, k = 0, j - 1
+        while k >= 0:
+            depth += {")": 1, "(": -1}.get(tokens[k], 0)
+            if depth == 0:
+                break
+            k -= 1
+        if k < 2 or tokens[k - 2] != "@":
+            break
+        argument = tokens[k + 1:j - 1]
+        value = int(_INTEGER.fullmatch(argument[0]).group(1), 0) if len(argument) == 1 and \
+            _INTEGER.fullmatch(argument[0]) else None
+        attributes[tokens[k - 1]] = value
+        j = k - 2
+    while j >= 2 and tokens[j - 2] == "@" and re.fullmatch(r"[A-Za-z_]\w*", tokens[j - 1]):
+        attributes[tokens[j - 1]] = None   # an attribute without arguments
+        j -= 2
+    if any(name in attributes and attributes[name] is None for name in ("group", "binding")):
+        return None
+    return attributes
+
+
+def _name_after_var(tokens: list[str], var_at: int) -> int | None:
+    """The token index of the name ``var<...> name`` declares."""
+    j = var_at + 1
+    if j < len(tokens) and tokens[j] == "<":
+        depth = 0
+        while j < len(tokens):
+            depth += {"<": 1, ">": -1}.get(tokens[j], 0)
+            j += 1
+            if depth == 0:
+                break
+    if j < len(tokens) and re.fullmatch(r"[A-Za-z_]\w*", tokens[j]):
+        return j
+    return None
+
+
+def _plain_store(tokens: list[str], at: int) -> bool:
+    """Whether the name at ``at`` begins a statement ``name[index] = value``."""
+    if at == 0 or tokens[at - 1] not in _STATEMENT_START or at + 1 >= len(tokens) or tokens[at + 1] != "[":
+        return False
+    depth, j = 0, at + 1
+    while j < len(tokens):
+        depth += {"[": 1, "]": -1}.get(tokens[j], 0)
+        if depth == 0:
+            break
+        j += 1
+    return j + 1 < len(tokens) and tokens[j + 1] == "="
