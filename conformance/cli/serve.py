@@ -49,6 +49,7 @@ def _serve(args) -> int:
     print(f"serving {len(packages)} package(s), {total} cases a column; open this URL in each browser to certify:\n"
           f"  {server.url}\n(requests without its token are refused; Ctrl-C stops)", flush=True)
     shown: dict[str, int] = {}
+    finished_at = None
     try:
         while True:
             with lock:
@@ -56,7 +57,11 @@ def _serve(args) -> int:
             for run in current:
                 _progress(run, shown)
             if _enough(current, args.columns) and all(r.done.is_set() for r in current):
-                break       # never while a column runs: one that ended early must not cut another off
+                # never while a column runs: one that ended early must not cut another off; and not before each
+                # page was sent its verdict, or had a batch's time to ask for it
+                finished_at = finished_at or time.monotonic()
+                if all(r.told for r in current) or time.monotonic() - finished_at > args.timeout:
+                    break
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("\ninterrupted: columns still running are not reported", file=sys.stderr)

@@ -86,6 +86,7 @@ class ColumnRun:
     device: str | None = None     # the adapter, once the page answered
     data: dict | None = None
     report_error: str | None = None   # why the column's report could not be written (its verdict still stands)
+    verdict_after: int | None = None   # the page's poll replies sent before its verdict was set
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -104,6 +105,14 @@ class ColumnRun:
     def _show(self, verdict: str | None = None) -> None:
         self.client.progress = {"column": self.slug, "done": len(self.verdicts), "total": self.total,
                                 "failed": self.failed, **({"verdict": verdict} if verdict else {})}
+        if verdict:
+            self.verdict_after = self.client.replies
+
+    @property
+    def told(self) -> bool:
+        """Whether the page was sent its verdict (a poll reply made after it was set), or is closed."""
+        return self.verdict_after is not None and self.client.replies > self.verdict_after \
+            or bool(self.client.closed)
 
     def run(self) -> dict:
         """Run every case on the page, write the report; the report's data. The column always finishes: an

@@ -80,6 +80,7 @@ class PageClient:
         self.user_agent = ""
         self.closed: str | None = None
         self.progress: dict = {}       # what the page shows: done, total, failed, verdict
+        self.replies = 0               # poll replies sent, each carrying the progress as it was then
         self.last_seen = 0.0
         self.polls = 0
         self._cond = threading.Condition()
@@ -191,10 +192,12 @@ class PageClient:
                     generation == self.generation and not self.closed:
                 self._batch[2] = generation
                 self._cond.notify_all()
+                self.replies += 1
                 return b'{"progress": ' + json.dumps(self.progress).encode() + b', "batch": ' + self._batch[1] + b"}"
             return self._reply({"idle": True, "closed": self.closed})
 
     def _reply(self, data: dict) -> bytes:
+        self.replies += 1
         return json.dumps({"progress": self.progress, **data}).encode()
 
     def store_download(self, name: str, body: bytes) -> str | None:
