@@ -53,8 +53,9 @@ if (( heavy )); then
     --expectations docs/findings/onnxruntime-web-chromium.yaml
 fi
 step "the plain-install promise, and the column of $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null) through wgpu:"
-echo "   pip install . into a scratch venv, then every case by pytest --pyargs conformance from an empty directory"
-python3 -m pytest tests/certify/test_wheel.py --run-packaging -q -s -p no:cacheprovider
+echo "   pip install . into a scratch venv, then every case by pytest --pyargs conformance from an empty directory;"
+echo "   a new kernel author's path, scaffold to CI gate, with the suite installed from a release tag of a clone"
+python3 -m pytest tests/certify/test_wheel.py tests/gate/test_new_user_path.py --run-packaging -q -s -p no:cacheprovider
 step "the suite's own tests"
 # less the two tests that are the lint and cases steps above (the same commands, the same assertions)
 python3 -m pytest tests -q -p no:cacheprovider -n 2 --durations=15 \
