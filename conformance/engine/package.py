@@ -24,6 +24,11 @@ PUBLISHED = Path("build") / "webgpu"
 RACY_NS = 2_000_000_000
 
 
+def template_digest(text: str) -> str:
+    """The sha256 a template's text is known by (render caches, stale checks, published metadata)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def manifest_path(directory: Path) -> Path | None:
     for candidate in (directory / "manifest.json", directory / PUBLISHED / "manifest.json"):
         if candidate.is_file():
@@ -74,9 +79,16 @@ class Package:
         known = self._template_digests.get(name)
         if status is not None and known is not None and known[0] == status:
             return known[1]
-        digest = hashlib.sha256(self.read_template(name).encode("utf-8")).hexdigest()
+        digest = template_digest(self.read_template(name))
         self._template_digests[name] = (status, digest)
         return digest
+
+    def templates_unchanged(self, digests: dict[str, str]) -> bool:
+        """Whether every template named in ``digests`` (name -> sha256) still has that content (unreadable: no)."""
+        try:
+            return all(self.template_sha256(name) == digest for name, digest in digests.items())
+        except TemplateError:
+            return False
 
     @cached_property
     def _template_digests(self) -> dict[str, tuple[tuple | None, str]]:

@@ -22,16 +22,13 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0[xX][0-9a-fA-F]+[iu]?|[0-9][0-9a-z
                     r"<<=|>>=|->|&&|\|\||==|!=|<=|>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\+\+|--|<<|>>|\S")
 _STATEMENT_START = frozenset({";", "{", "}"})
 _INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+)[iu]?")
-
-
-def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
-    """Whether each of the ``@group(0) @binding(N)`` variables, N in ``bindings``, is declared once and used only
-    in plain stores ``name[index] = value`` (see the module's docstring)."""
-    return _stores_only(wgsl, bindings)
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 @lru_cache(maxsize=1024)
-def _stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
+def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
+    """Whether each of the ``@group(0) @binding(N)`` variables, N in ``bindings``, is declared once and used only
+    in plain stores ``name[index] = value`` (see the module's docstring)."""
     tokens = _tokens(wgsl)
     if tokens is None:
         return False
@@ -112,16 +109,23 @@ def _attributes_before(tokens: list[str], var_at: int) -> dict[str, int | None] 
         if k < 2 or tokens[k - 2] != "@":
             break
         argument = tokens[k + 1:j - 1]
-        value = int(_INTEGER.fullmatch(argument[0]).group(1), 0) if len(argument) == 1 and \
-            _INTEGER.fullmatch(argument[0]) else None
-        attributes[tokens[k - 1]] = value
+        attributes[tokens[k - 1]] = _integer(argument[0]) if len(argument) == 1 else None
         j = k - 2
-    while j >= 2 and tokens[j - 2] == "@" and re.fullmatch(r"[A-Za-z_]\w*", tokens[j - 1]):
+    while j >= 2 and tokens[j - 2] == "@" and _NAME.fullmatch(tokens[j - 1]):
         attributes[tokens[j - 1]] = None   # an attribute without arguments
         j -= 2
     if any(name in attributes and attributes[name] is None for name in ("group", "binding")):
         return None
     return attributes
+
+
+def _integer(token: str) -> int | None:
+    """The value of an integer literal token (``1``, ``1u``, ``0x1i``), or None for anything else (``01``)."""
+    literal = _INTEGER.fullmatch(token)
+    try:
+        return int(literal.group(1), 0) if literal else None
+    except ValueError:   # a decimal with a leading zero: not a WGSL literal
+        return None
 
 
 def _name_after_var(tokens: list[str], var_at: int) -> int | None:
@@ -134,7 +138,7 @@ def _name_after_var(tokens: list[str], var_at: int) -> int | None:
             j += 1
             if depth == 0:
                 break
-    if j < len(tokens) and re.fullmatch(r"[A-Za-z_]\w*", tokens[j]):
+    if j < len(tokens) and _NAME.fullmatch(tokens[j]):
         return j
     return None
 

@@ -14,7 +14,6 @@ backstop against a hang that no counted operation sees (:data:`RENDER_TIME_BACKS
 
 from __future__ import annotations
 
-import hashlib
 import math
 import operator
 import re
@@ -32,7 +31,7 @@ from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from conformance.engine.call import make_call
-from conformance.engine.package import Package
+from conformance.engine.package import Package, template_digest
 from conformance.engine.planner import Planner
 from conformance.engine.plan import PassPlan, Plan
 from conformance.errors import ConformanceError, TemplateError
@@ -375,10 +374,6 @@ def _template_line(exc: BaseException, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
-def template_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def render(package: Package, plan: Plan, pass_plan: PassPlan, environment: _TemplateSandbox | None = None) -> str:
     """The WGSL; renders given the same ``template_environment(package)`` compile each template once."""
     return _render(environment or _TemplateSandbox(package), package, plan, pass_plan)
@@ -405,7 +400,7 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
     Renders of one package share an environment, so each template is compiled once, not once per render; an
     environment any of whose templates changed on disk since it compiled them is replaced by a fresh one."""
     env = _ENVIRONMENTS.get(package)
-    if env is None or not _current(env):
+    if env is None or not package.templates_unchanged(env.sources):
         env = _ENVIRONMENTS[package] = _TemplateSandbox(package)
     if not env.lock.acquire(blocking=False):
         env = _TemplateSandbox(package)   # another thread renders with it: this render gets its own
@@ -416,14 +411,6 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
     finally:
         env.used = None
         env.lock.release()
-
-
-def _current(env: _TemplateSandbox) -> bool:
-    """Whether every template ``env`` compiled still has the content it compiled."""
-    try:
-        return all(env.package.template_sha256(name) == digest for name, digest in env.sources.items())
-    except ConformanceError:
-        return False
 
 
 def _render(env: _TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:

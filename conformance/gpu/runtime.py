@@ -239,7 +239,7 @@ class Runtime:
         key = (str(self.package.root), self.package.manifest.sha256, plan.op, plan.variant, pass_plan.id,
                pass_plan.cache_key())
         rendered = self.device.pipelines.get(key)
-        if rendered is None or not self._unchanged(rendered[1]):
+        if rendered is None or not self.package.templates_unchanged(rendered[1]):
             rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
         wgsl = stress.apply(rendered[0], self.stress_seed)  # unchanged unless a --stress run is active
         wgsl = for_compiler(self.device.webgpu, wgsl)
@@ -270,13 +270,6 @@ class Runtime:
         self.device.compilations += 1
         self.device.pipelines[shader_key] = (pipeline, layout, wgsl)
         return self.device.pipelines[shader_key]
-
-    def _unchanged(self, sources: dict[str, str]) -> bool:
-        """Whether every template a cached render was made from still has the same content."""
-        try:
-            return all(self.package.template_sha256(n) == d for n, d in sources.items())
-        except ConformanceError:
-            return False
 
     # -- execution --------------------------------------------------------------------------
     def bind(self, plan: Plan, inputs: dict[str, np.ndarray | None], *, guard: bool = False) -> "Bound":

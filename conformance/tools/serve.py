@@ -123,6 +123,7 @@ class ColumnRun:
             self.error = f"the column stopped: {type(err).__name__}: {err}"
             self.data = {"column": self.slug, "device": None, "result": "does-not-conform", "conforms": False,
                          "error": self.error}
+            self._show(f"{self.data['result']}: {self.error}")   # the page is told too (serve waits for that)
             return self.data
         finally:
             self.done.set()

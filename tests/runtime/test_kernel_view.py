@@ -51,6 +51,7 @@ def test_anything_else_is_not(lines):
     HEAD.replace("@binding(1) var", "@binding(1 + 0) var") + "fn main() { y[0] = 1.0; }",   # not a literal
     HEAD + "@group(0) @binding(1) var<storage, read_write> z: array<f32>;\nfn main() { y[0] = 1.0; z[0] = 1.0; }",
     HEAD.replace("@binding(1)", "@binding(5)") + "fn main() { y[0] = 1.0; }",                # not declared
+    HEAD.replace("@binding(1) var", "@binding(01) var") + "fn main() { y[0] = 1.0; }",       # no WGSL literal
 ])
 def test_declarations_it_cannot_read_are_not(wgsl):
     assert not stores_only(wgsl, frozenset({1}))

@@ -1,0 +1,38 @@
+"""``serve --columns N`` exits only once each page was sent its column's verdict (or is closed): the server could
+otherwise close between a column's end and the page's next poll, and the page would never learn its verdict. A
+column that stops on an error tells its page too."""
+from __future__ import annotations
+
+from conformance.gpu.backends.served import PageClient
+from conformance.tools.serve import ColumnRun
+
+
+def test_a_verdict_counts_as_told_only_once_a_reply_carried_it():
+    client = PageClient("c1")
+    run = ColumnRun(client, [], None)
+    client._reply({"idle": True})                    # a reply before the verdict does not count
+    run._show("conforms (0 passed)")
+    assert not run.told
+    reply = client._reply({"idle": True})
+    assert b"conforms (0 passed)" in reply and run.told
+
+
+def test_a_closed_page_needs_no_telling():
+    client = PageClient("c1")
+    run = ColumnRun(client, [], None)
+    run._show("conforms (0 passed)")
+    client.closed = "gone"
+    assert run.told
+
+
+def test_a_column_that_stops_tells_its_page_why():
+    client = PageClient("c1")
+    run = ColumnRun(client, [], None)
+
+    def broken():
+        raise RuntimeError("boom")
+    run._run = broken
+    data = run.run()
+    assert data["result"] == "does-not-conform" and run.done.is_set()
+    assert client.progress["verdict"] == "does-not-conform: the column stopped: RuntimeError: boom"
+    assert not run.told and b"the column stopped" in client._reply({"idle": True}) and run.told
