@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cases.calls import CallSpec, scope_of
-from conformance.engine.dtypes import ITEM_BYTES
 from cases.conditions import Analysis, around, dotted
 from cases.data import MAX_CASE_ELEMENTS, NONFINITE, size_rows, special_values
 from cases.extremes import coverage, extreme_positions, layout_of, row_count, split_rows
@@ -225,13 +224,18 @@ def dispatch_limit(ctx: Ctx):
     return out
 
 
-#: The WORKGROUP_SIZE the overshoot search gives row ops' short rows besides the default (one row per workgroup);
-#: long rows and elementwise ops get 1 (65,536 rows or invocations split the dispatch).
+#: The profile the overshoot search plans on: 4 workgroups per dimension, so that a dispatch of a few workgroups
+#: already splits over a second dimension. The kernel's code past the split (the early return, the tail guards) is
+#: the same at any limit; only the plan's dispatch differs, and the checker plans it for the case's profile. At the
+#: baseline's 65,535 the same split needed 65,536 workgroups: seconds a case on a software device.
+OVERSHOOT_PROFILE = "small-dispatch"
+#: The WORKGROUP_SIZE values the overshoot search tries besides the default: row ops' short rows at 32, their long
+#: rows and elementwise ops at 1 (a workgroup size the default run does not otherwise dispatch past a split).
 OVERSHOOT_WORKGROUP = 32
 #: The suffix a rank-free companion (a broadcast input) has in the overshoot search's [n, 3] calls.
 BROADCAST_COLS = 3
-#: Overshoot calls stay below this many bytes of tensors (cheap on a software device; far below HEAVY_BYTES).
-OVERSHOOT_MAX_BYTES = 8 << 20
+#: Overshoot calls stay below this many bytes of tensors (on OVERSHOOT_PROFILE they need a few KB).
+OVERSHOOT_MAX_BYTES = 1 << 20
 
 
 def _overshoot(plan) -> bool:
@@ -243,34 +247,32 @@ def _overshoot(plan) -> bool:
 
 
 def dispatch_overshoot(ctx: Ctx):
-    """On the baseline profile, per variant (elementwise ones with the default and with a workgroup size of 1; row
-    ops at 32, their long rows at 1), the smallest light call whose dispatch splits over two dimensions with workgroups past the end: row ops with more
-    than 65,535 x rowsPerGroup short rows (and long rows, for the variants that take them), elementwise ones
-    through a small WORKGROUP_SIZE. The workgroups past the end must return and every tail guard hold past the
-    split, on each column's real dispatch limit (dispatch-limit's calls meet the planner's limit on the
-    small-dispatch profile, where the variants differ)."""
-    found: dict[tuple[str, bool], CallSpec] = {}
-    small = {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP} if "WORKGROUP_SIZE" in ctx.m.tunables else None
-    tiny = {"WORKGROUP_SIZE": 1} if small else None
-    narrow = min(ctx.dtypes, key=lambda t: ITEM_BYTES.get(t, 8))     # long rows: the fewest bytes
-    if ctx.rows:   # short rows by default and one per workgroup; long rows with one invocation per row
-        # short rows at the small workgroup size only where there is one: at the default size the split needs
-        # 65,536 workgroups of hundreds of lanes, minutes on a software device, and the same code runs past it
-        searches = [(shape, ctx.dtypes[0], small) for shape in _shapes_of(ctx)]
-        searches += [(shape, narrow, tiny) for shape in _long_rows(ctx, narrow, tiny)] if tiny else []
-    else:          # every dtype (a variant per dtype), by default and one invocation per workgroup; companions
-        # of any rank broadcast as a suffix [3] too
-        free = [s for s in ctx.others if s.rank is None]
-        shapes = _shapes_of(ctx) + ([lambda n: (n, BROADCAST_COLS)] if free else [])
-        searches = [(shape, d, t) for d in ctx.dtypes for t in (None, tiny) if t or t is None for shape in shapes]
+    """On OVERSHOOT_PROFILE, per variant and dtype (a device without shader-f16 still sees every variant overshoot),
+    with the default workgroup size and with a small one, the smallest call whose dispatch splits over two
+    dimensions with workgroups past the end: row ops' short rows (and long rows, for the variants that take them),
+    elementwise ops with companions of any rank broadcast as a suffix [3] too. The workgroups past the end must
+    return and every tail guard hold past the split; the guard after each output sees a workgroup that writes."""
+    found: dict[tuple[str, str, bool], CallSpec] = {}
+    sized = "WORKGROUP_SIZE" in ctx.m.tunables
+    small = {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP} if sized else None
+    tiny = {"WORKGROUP_SIZE": 1} if sized else None
+    searches = []
+    for d in ctx.dtypes:
+        if ctx.rows:   # short rows by default and at 32 lanes; long rows by default and with one invocation per row
+            searches += [(shape, d, t) for shape in _shapes_of(ctx) for t in (None, small) if t or t is None]
+            searches += [(shape, d, t) for t in (None, tiny) if t or t is None for shape in _long_rows(ctx, d, t)]
+        else:
+            free = [s for s in ctx.others if s.rank is None]
+            shapes = _shapes_of(ctx) + ([lambda n: (n, BROADCAST_COLS)] if free else [])
+            searches += [(shape, d, t) for t in (None, tiny) if t or t is None for shape in shapes]
     for shape, d, tunables in searches:
         for o in ctx.states():
             def spec_at(n, shape=shape, o=o, d=d, t=tunables):
                 lead = shape(n)
                 suffix = {s.role: (lead[1:], ctx.dtype_of(s, d)) for s in ctx.others
                           if s.rank is None and len(lead) > 1 and not ctx.rows}
-                return ctx.call(lead, d, optional=o, tunables=t, override=suffix)
-            _overshoot_calls(ctx, spec_at, tunables is None, found)
+                return ctx.call(lead, d, optional=o, profile=OVERSHOOT_PROFILE, tunables=t, override=suffix)
+            _overshoot_calls(ctx, spec_at, (d, tunables is None), found)
     return [Item("dispatch-overshoot", spec) for spec in found.values()]
 
 
@@ -289,8 +291,9 @@ def _long_rows(ctx: Ctx, d: str, tunables) -> list:
     return [lambda n, c=step * m + r: (n, c) for r, m in zip((0, 1), firsts) if m]
 
 
-def _overshoot_calls(ctx: Ctx, spec_at, default: bool, found: dict) -> None:
-    """Into ``found`` ((variant, default workgroup size) -> the lightest call): past the first size where
+def _overshoot_calls(ctx: Ctx, spec_at, kind: tuple, found: dict) -> None:
+    """Into ``found`` ((variant, *kind) -> the lightest call; kind: the dtype and whether the workgroup size is the
+    default): past the first size where
     ``spec_at(n)``'s dispatch splits over a second dimension (per residue of the modulus), the first size whose
     dispatch has workgroups past the end, when light."""
     def split(n):
@@ -299,15 +302,18 @@ def _overshoot_calls(ctx: Ctx, spec_at, default: bool, found: dict) -> None:
         return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
 
     step = ctx.modulus()
+    light = 1     # the searches stop where a call would not be light: its tensors' bytes grow with n
+    while spec_at(step * light * 2).nbytes <= OVERSHOOT_MAX_BYTES:
+        light *= 2
     for r in range(step):
-        m = _first_change(lambda k: split(step * k + r), (1 << 24) // step)
+        m = 1 if split(step + r) else _first_change(lambda k: split(step * k + r), 2 * light)
         for n in range(step * m + r, step * (m + 64) + r, step) if m else ():   # a spare workgroup: a few sizes on
             spec = spec_at(n)
-            if spec.nbytes > OVERSHOOT_MAX_BYTES:
+            plan = ctx.plan(spec) if spec.nbytes <= OVERSHOOT_MAX_BYTES else None
+            if plan is None:   # past the light sizes, or past the sizes the profile's dispatch limit accepts
                 break
-            plan = ctx.plan(spec)
-            if plan is not None and _overshoot(plan):
-                key = (plan.variant, default)
+            if _overshoot(plan):
+                key = (plan.variant, *kind)
                 if key not in found or spec.nbytes < found[key].nbytes:
                     found[key] = spec
                 break

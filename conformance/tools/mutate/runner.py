@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from cases.golden import CASES_DIR, load_matching_golden
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseSkipped, verdict_for
@@ -33,7 +32,6 @@ REPO = Path(__file__).resolve().parents[3]
 #: Mutant kinds run under --stress (conformance.gpu.stress).
 STRESSED_KINDS = ("race", "barrier")
 TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
-OVERSHOOT = "dispatch_overshoot"    # the family's marker
 
 
 # -- one pytest process per mutant ------------------------------------------------------------------
@@ -85,19 +83,6 @@ def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, tim
     return m
 
 
-def without_overshoot(test: dict) -> dict:
-    """A test.json without the dispatch-overshoot cases: a few MB of tensors each, they would take test.json past
-    its size limit; the runs check them from the golden file (:func:`overshoot_cases`)."""
-    return {**test, "cases": [c for c in test["cases"] if OVERSHOOT not in c["markers"]]}
-
-
-def overshoot_cases(package) -> list:
-    """The package's golden dispatch-overshoot cases (none when its golden file does not match it), run first:
-    the workgroups past the end of a split dispatch, where an early return or a tail guard shows."""
-    found, _ = load_matching_golden(CASES_DIR, package)
-    return [c for c in found or [] if OVERSHOOT in c.markers and not c.heavy]
-
-
 # -- in-process runs: the plugin's own Checker over the stored cases, one device per worker process ---------
 _WORKER: dict = {}
 
@@ -112,7 +97,7 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
     key = (original_dir, test_json)
     if key not in _WORKER:
         original = load_package(Path(original_dir))
-        _WORKER[key] = overshoot_cases(original) + load_test_cases(original, Path(test_json))
+        _WORKER[key] = load_test_cases(original, Path(test_json))
     try:
         package = load_package(Path(mutant_dir))
     except ConformanceError as err:
@@ -156,7 +141,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         short = package.manifest.name   # the op's name: what the equivalence arguments are keyed by
         test_json = scratch / f"{package.name}.test.json"   # one per package: versions of an op share its name
         # every non-heavy case of the original package, with its expected outcome and outputs
-        test_json.write_text(json.dumps(without_overshoot(build_test(package, max_elements=1 << 20))))
+        test_json.write_text(json.dumps(build_test(package, max_elements=1 << 20)))
         mutants = package_mutants(package)
         if only:
             mutants = [m for m in mutants if re.search(only, m.id)]
