@@ -91,7 +91,9 @@ def make_inputs(case) -> dict[str, np.ndarray | None]:
         shape, dtype = arg
         rng = np.random.default_rng([recipe.seed, index])
         size = math.prod(shape)
-        array = _draw(case, recipe, role, rng, shape, size, dtype).astype(dtype)
+        array = _generic(recipe, rng, size, dtype)
+        if array is None:
+            array = _draw(case, recipe, role, rng, shape, size, dtype).astype(dtype)
         if recipe.special and index == 0 and size:
             specials = np.array([float(v) for v in recipe.special], dtype=np.float64).astype(dtype)
             span = size if not recipe.special_rows or not shape else min(size, recipe.special_rows * shape[-1])
@@ -119,12 +121,29 @@ def size_rows(shape) -> int:
     return math.prod(shape[:-1]) if shape else 1
 
 
-def _draw(case, recipe: Recipe, role: str, rng, shape, size: int, dtype: str) -> np.ndarray:
-    """Flat float64 draws: the generic distributions, or the op record's (its roles; the others normal(0, 1))."""
+#: The generic distributions are drawn this many values at a time, straight into the input's dtype: a generator
+#: gives the same stream however many values are asked at once, and a heavy input needs no float64 copy of itself.
+DRAW_BLOCK = 1 << 18
+
+
+def _generic(recipe: Recipe, rng, size: int, dtype: str) -> np.ndarray | None:
+    """The flat array of a generic distribution (normal, uniform) in ``dtype``; None for an op record's own."""
     if recipe.dist == "normal":
-        return rng.standard_normal(size) * recipe.scale
-    if recipe.dist == "uniform":
-        return rng.uniform(-recipe.scale, recipe.scale, size)
+        def draw(n):
+            return rng.standard_normal(n) * recipe.scale
+    elif recipe.dist == "uniform":
+        def draw(n):
+            return rng.uniform(-recipe.scale, recipe.scale, n)
+    else:
+        return None
+    out = np.empty(size, dtype=dtype)
+    for start in range(0, size, DRAW_BLOCK):
+        out[start:start + DRAW_BLOCK] = draw(min(DRAW_BLOCK, size - start))
+    return out
+
+
+def _draw(case, recipe: Recipe, role: str, rng, shape, size: int, dtype: str) -> np.ndarray:
+    """Flat float64 draws of an op record's distribution (its roles; the others normal(0, 1))."""
     op = record_for(case.package)
     found = op.recipe(recipe.dist)
     if found is None:

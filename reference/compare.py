@@ -128,18 +128,8 @@ def _largest(flat: np.ndarray, k: int) -> np.ndarray:
 PROFILE_BUCKETS = 96
 
 
-def _profile(ratio: np.ndarray) -> tuple:
-    """The largest ratio of each of at most PROFILE_BUCKETS equal runs of the flattened output."""
-    flat = ratio.reshape(-1)
-    if flat.size == 0:
-        return ()
-    edges = np.linspace(0, flat.size, min(PROFILE_BUCKETS, flat.size) + 1).astype(np.int64)
-    peaks = np.maximum.reduceat(flat, edges[:-1])
-    return tuple(None if not np.isfinite(v) else float(v) for v in peaks)
-
-
 def _failing_share(bad: np.ndarray, constrained: np.ndarray) -> tuple:
-    """Per bucket of :func:`_profile`: the share of its constrained elements out of tolerance."""
+    """Per bucket of the profile (``Comparison.profile``): the share of its constrained elements out of tolerance."""
     flat_bad, flat_ok = bad.reshape(-1).astype(np.int64), constrained.reshape(-1).astype(np.int64)
     if flat_bad.size == 0:
         return ()
@@ -174,6 +164,12 @@ def _failed(tolerance: Tolerance, error: str) -> Comparison:
     return Comparison(False, 0, 0, 0.0, (), 0.0, tolerance, error=error)
 
 
+#: Outputs of more elements than this are compared a block at a time: every number of the comparison is per
+#: element, or a count, maximum or k largest over them, so the blocks give the same ones, without a dozen float64
+#: temporaries the size of the whole output (64 Mi elements: seconds in fresh memory alone).
+COMPARE_BLOCK = 1 << 18
+
+
 def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: int = 5,
             unconstrained_as: str = "non-finite inputs") -> Comparison:
     actual, expected = np.asarray(actual), np.asarray(expected, dtype=np.float64)
@@ -186,46 +182,78 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
         if inputs.shape != expected.shape:
             return _failed(tolerance, f"inputs shape {inputs.shape} differs from output shape {expected.shape}")
 
-    a = actual.astype(np.float64)
-    constrained = ~np.isnan(expected)
-    allowed = tolerance.allowed(expected)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        abs_err = np.abs(a - expected)  # NaN/Inf in actual -> NaN/Inf error
-        abs_err = np.where(np.isfinite(a), abs_err, np.inf)
-    ratio = np.where(constrained, _ratio(abs_err, allowed), -1.0)
-    bad = constrained & ~(abs_err <= allowed)
-
-    checked, mismatches = int(constrained.sum()), int(bad.sum())
-    order = _largest(ratio.reshape(-1), min(max_report, checked))
-    # the reported elements' relative and ULP errors only (elementwise: the same numbers as over the whole output)
-    e, err = expected.reshape(-1)[order], abs_err.reshape(-1)[order]
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        rel_err = np.where(e != 0, err / np.abs(e), np.where(err > 0, np.inf, 0.0))
-    ulps = ulp(e, actual.dtype)
-    worst = tuple(
-        WorstElement(
-            index=tuple(int(i) for i in np.unravel_index(k, expected.shape)),
-            input=None if inputs is None else float(inputs.flat[k]),
-            expected=float(expected.flat[k]),
-            actual=float(a.flat[k]),
-            abs_err=float(abs_err.flat[k]),
-            rel_err=float(rel_err[j]),
-            ulp_err=float(abs_err.flat[k] / ulps[j]),
-            allowed=float(allowed.flat[k]),
-        )
-        for j, k in enumerate(order)
-    )
+    allowed = tolerance.allowed(expected).reshape(-1)
+    flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
+    size = flat_expected.size
+    edges = np.linspace(0, size, min(PROFILE_BUCKETS, size) + 1).astype(np.int64)
+    peaks = np.full(edges.size - 1, -np.inf)
+    checked = mismatches = 0
+    found: list[np.ndarray] = []   # per block, its largest ratios' indices (of the whole output)
+    ratios: list[np.ndarray] = []
+    for start in range(0, size, COMPARE_BLOCK):
+        stop = min(size, start + COMPARE_BLOCK)
+        a, e = flat_actual[start:stop].astype(np.float64), flat_expected[start:stop]
+        _, ratio, bad, constrained = _errors(a, e, allowed[start:stop])
+        checked, mismatches = checked + int(constrained.sum()), mismatches + int(bad.sum())
+        order = _largest(ratio, min(max_report, ratio.size))
+        found.append(order + start)
+        ratios.append(ratio[order])
+        # the profile's buckets that overlap this block: the largest ratio of each overlap
+        first, last = np.searchsorted(edges, start, "right") - 1, np.searchsorted(edges, stop, "left")
+        cuts = np.clip(edges[first:last], start, stop) - start
+        np.maximum.at(peaks, np.arange(first, first + cuts.size), np.maximum.reduceat(ratio, cuts))
+    candidates = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
+    # equal ratios keep index order: the blocks are in index order, and each block's in index order among equals
+    order = candidates[_largest(np.concatenate(ratios), min(max_report, checked))] if checked else candidates[:0]
+    failing = by_input = None
+    if mismatches:   # a failed comparison's pictures, over the whole output
+        _, ratio, bad, constrained = _errors(flat_actual.astype(np.float64), flat_expected, allowed)
+        failing = _failing_share(bad, constrained)
+        by_input = _by_input(inputs, ratio, bad, constrained) if inputs is not None else None
     return Comparison(
         passed=mismatches == 0,
         checked=checked,
         mismatches=mismatches,
         mismatch_fraction=mismatches / checked if checked else 0.0,
-        worst=worst,
-        worst_ratio=float(ratio.max()) if checked else 0.0,
+        worst=_worst(order, flat_actual, flat_expected, allowed, inputs, expected.shape),
+        worst_ratio=float(peaks.max()) if checked else 0.0,
         tolerance=tolerance,
-        unconstrained=int(expected.size - checked),
+        unconstrained=int(size - checked),
         unconstrained_as=unconstrained_as,
-        profile=_profile(ratio),
-        profile_failing=_failing_share(bad, constrained) if mismatches else (),
-        by_input=_by_input(inputs, ratio, bad, constrained) if mismatches and inputs is not None else None,
+        profile=tuple(None if not np.isfinite(v) else float(v) for v in peaks) if size else (),
+        profile_failing=failing or (),
+        by_input=by_input,
+    )
+
+
+def _errors(a: np.ndarray, e: np.ndarray, allowed: np.ndarray):
+    """(absolute error, err/allowed with -1 where unconstrained, out of tolerance, constrained) per element."""
+    constrained = ~np.isnan(e)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        abs_err = np.abs(a - e)  # NaN/Inf in actual -> NaN/Inf error
+        abs_err = np.where(np.isfinite(a), abs_err, np.inf)
+    ratio = np.where(constrained, _ratio(abs_err, allowed), -1.0)
+    return abs_err, ratio, constrained & ~(abs_err <= allowed), constrained
+
+
+def _worst(order: np.ndarray, flat_actual, flat_expected, allowed, inputs, shape) -> tuple[WorstElement, ...]:
+    """The reported elements, with their relative and ULP errors (computed for these only)."""
+    a, e, bound = flat_actual[order].astype(np.float64), flat_expected[order], allowed[order]
+    err, _, _, _ = _errors(a, e, bound)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rel_err = np.where(e != 0, err / np.abs(e), np.where(err > 0, np.inf, 0.0))
+    ulps = ulp(e, flat_actual.dtype)
+    flat_inputs = None if inputs is None else inputs.reshape(-1)
+    return tuple(
+        WorstElement(
+            index=tuple(int(i) for i in np.unravel_index(k, shape)),
+            input=None if flat_inputs is None else float(flat_inputs[k]),
+            expected=float(e[j]),
+            actual=float(a[j]),
+            abs_err=float(err[j]),
+            rel_err=float(rel_err[j]),
+            ulp_err=float(err[j] / ulps[j]),
+            allowed=float(bound[j]),
+        )
+        for j, k in enumerate(order)
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reference.rows import row_all, row_max, row_mean, row_sum
 from reference.rowwise import (
     EPS32,
     FLT_MAX,
@@ -27,11 +28,11 @@ DEFAULT_EPSILON = 1e-5
 def _stats(x: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, deviations, sqrt(var + epsilon)) of each row, in float64; the mean refined by a second pass."""
     with np.errstate(invalid="ignore", over="ignore"):
-        mean = x.mean(axis=-1, keepdims=True)
+        mean = row_mean(x)
         d = x - mean
-        shift = d.mean(axis=-1, keepdims=True)
+        shift = row_mean(d)
         mean, d = mean + shift, d - shift
-        var = (d * d).mean(axis=-1, keepdims=True)
+        var = row_mean(d * d)
     return mean, d, np.sqrt(var + epsilon)
 
 
@@ -84,24 +85,24 @@ class LayerNormReference(RowReference):
         with np.errstate(invalid="ignore", over="ignore"):
             z = d / s
             y = z * g + b
-            A = np.abs(x64).mean(axis=-1, keepdims=True)
+            A = row_mean(np.abs(x64))
             # the computed mean is off by at most (h + 3) u A (sum h, 1/n and the product 2), plus what flushed
             # subnormal inputs take away; in units of s this shifts every normalized value alike
-            xflush = 2.0 * subnormal_part(x, x.dtype).max(axis=-1, keepdims=True)
+            xflush = 2.0 * row_max(subnormal_part(x, x.dtype))
             shift = ((h + 3) * u * A + xflush) / s
             # variance: d rounding (2u on d^2), square (u), sum (h u), 1/n and product (2u), + epsilon (u);
             # the mean's error adds shift^2 (the cross term sums to zero), flushed tiny squares their sum
             d2 = d * d
-            var_flush = np.where(d2 < TINY32, d2, 0.0).mean(axis=-1, keepdims=True)
+            var_flush = row_mean(np.where(d2 < TINY32, d2, 0.0))
             var_rel = (h + 7) * u + shift**2 + var_flush / s**2
             z_rel = var_rel / 2 + 4 * u          # inverseSqrt 2 ULP, d rounding and d * rstd
             flush_gb = np.abs(z) * subnormal_part(g, x.dtype) + subnormal_part(b, x.dtype) + 2 * TINY32
             err = np.abs(g) * (shift + z_rel * np.abs(z)) + u * (np.abs(z * g) + np.abs(y)) + flush_gb
             allowed = SAFETY * err + out_atol
             # rows whose f32 sums could overflow, or with a non-finite value, are unconstrained (WGSL: indeterminate)
-            row_ok = (np.isfinite(x64).all(axis=-1, keepdims=True)
-                      & (np.abs(x64).sum(axis=-1, keepdims=True) <= FLT_MAX / 2)
-                      & (((np.abs(d) + shift * s) ** 2).sum(axis=-1, keepdims=True) <= FLT_MAX / 2))
+            row_ok = (row_all(np.isfinite(x64))
+                      & (row_sum(np.abs(x64)) <= FLT_MAX / 2)
+                      & (row_sum((np.abs(d) + shift * s) ** 2) <= FLT_MAX / 2))
             col_ok = np.isfinite(g) & np.isfinite(b)
             out_max = float(np.finfo(dtype).max)
             ok = row_ok & col_ok & (np.abs(y) + allowed + out_rtol * np.abs(y) <= out_max)

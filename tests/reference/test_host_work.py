@@ -46,3 +46,30 @@ def test_compute_and_tolerance_of_the_same_inputs_share_one_analysis(monkeypatch
     inputs["X"][1, 1] = 7.0    # the same array, changed in place: not the bits the answer was made from
     ref.compute(inputs)
     assert len(calls) == 6
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_a_comparison_by_blocks_is_the_whole_comparison(monkeypatch, seed, block):
+    """Every field of the comparison (worst elements and their order, counts, the profile over the output, a
+    failure's pictures) is the same whether the output is taken in blocks or at once."""
+    from importlib import import_module
+
+    from reference.rowwise import ElementTolerance
+    from reference.tolerance import Tolerance
+
+    module = import_module("reference.compare")
+    rng = np.random.default_rng(seed)
+    shape = [(5, 40), (333,), (2, 3, 17), (1,)][seed % 4]
+    expected = rng.normal(size=shape)
+    expected[rng.random(shape) < 0.1] = np.nan                       # unconstrained elements
+    actual = (expected + rng.choice([0.0, 1e-4, 2e-3, 1e-3], size=shape)).astype(np.float32)
+    actual[rng.random(shape) < 0.05 * (seed % 3)] = np.inf           # failures, from none to some
+    tolerance = Tolerance(1e-3, 1e-3, "test", "float32") if seed % 2 else ElementTolerance(
+        1e-3, 0.0, "test", "float32", element_atol=rng.choice([0.0, 1e-3, 2e-3], size=shape))
+    inputs = rng.normal(size=shape).astype(np.float32)
+    monkeypatch.setattr(module, "COMPARE_BLOCK", 1 << 30)
+    whole = module.compare(actual, expected, tolerance, inputs=inputs)
+    monkeypatch.setattr(module, "COMPARE_BLOCK", block)
+    blocks = module.compare(actual, expected, tolerance, inputs=inputs)
+    assert repr(blocks) == repr(whole)
