@@ -117,6 +117,7 @@ class RunState:
         #: id, sent with its test report (so a worker that dies keeps its entries); the index, once written.
         self.repro_entries: dict[str, dict] = {}
         self.repro_index: dict | None = None
+        self._rerun_heads: dict[str, tuple[str, str]] = {}   # module -> (the command before the case, its file)
         self.verdicts: list[dict] = []
         self.ran: dict[str, int] = {}           # node id -> index of its verdict
         self.expected_ids: set[str] = set()
@@ -159,15 +160,16 @@ class RunState:
         prefix = self.config.getoption("rerun_as", None)
         if prefix:
             return f"{prefix} --case {shlex.quote(item.name)}"
-        params = self.config.invocation_params
-        options = _rerun_options(list(params.args), _option_actions(self.config))
-        if self.config.getoption("pyargs", False):
-            target = f"{item.module.__name__}::{item.name}"
-        else:
-            target = f"{_relative(Path(item.path), Path(params.dir))}::{item.name}"
-        env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
-        words = [sys.executable, "-m", "pytest", *options, target]
-        return " ".join([*(shlex.quote(e) for e in env), *(shlex.quote(w) for w in words)])
+        module = item.module.__name__ if self.config.getoption("pyargs", False) else str(item.path)
+        if module not in self._rerun_heads:   # the same for every case of a module: made once
+            params = self.config.invocation_params
+            options = _rerun_options(list(params.args), _option_actions(self.config))
+            where = module if self.config.getoption("pyargs", False) else _relative(item.path, Path(params.dir))
+            env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
+            self._rerun_heads[module] = (" ".join(shlex.quote(w) for w in [*env, sys.executable, "-m", "pytest",
+                                                                           *options]), where)
+        head, where = self._rerun_heads[module]
+        return f"{head} {shlex.quote(f'{where}::{item.name}')}"
 
     def merge_columns(self, columns: dict[str, dict]) -> None:
         for slug, col in columns.items():

@@ -5,6 +5,9 @@ import json
 import numpy as np
 import pytest
 
+import cases
+from conformance.gpu.render import case_plans
+
 from conformance.certify.testjson import TEST_FORMAT, decode_array, encode_array, load_test_cases
 from conformance.engine.package import load_package
 from conformance.tools.export import BENCH_FORMAT, METADATA_FILE, METADATA_FORMAT, export_package
@@ -89,7 +92,10 @@ def test_metadata_records_the_portable_subset_check_and_the_engine_version(publi
     assert meta["format"] == METADATA_FORMAT and meta["package"] == "com.microsoft.Gelu"
     check = meta["portableSubset"]
     assert check["engine"] == "@huggingface/jinja" and check["version"] == "0.5.11"
-    assert check["checked"] and check["passed"] and check["templateContexts"] == 12 and check["errors"] == []
+    assert check["checked"] and check["passed"] and check["errors"] == []
+    # one per distinct (template, context) the generated cases render: more than one, far fewer than the cases
+    package = load_package(root / "com.microsoft.Gelu")
+    assert 1 < check["templateContexts"] <= len(list(case_plans(package, cases.generate(package))))
     template = test.parent / "elementwise-bias-gelu.wgsl.jinja"
     template.write_text(template.read_text().replace("{{ declarations }}\n", "{{ declarations }}\n// {{ usesF16 }}\n"))
     export_package(root / "com.microsoft.Gelu")
