@@ -23,7 +23,7 @@ from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.branches import pooled, template_coverage
-from conformance.gpu.render import render
+from conformance.gpu.render import render, template_environment
 from conformance.gpu.runtime import Runtime
 from conformance.tools import portable
 from conformance.ops import missing_record_note
@@ -180,6 +180,7 @@ def shaders(package: Package, generated, device) -> list[Finding]:
     """Per variant and dtype: render, check bindings, compile on ``device`` (None: render only)."""
     m, planner, out = package.manifest, Planner(package.manifest), []
     runtime = Runtime(device, package) if device else None
+    env = template_environment(package)   # each template compiled once for all the renders below
     order = {v.id: i for i, v in enumerate(m.variants)}
     for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if device and "float16" in dtypes and "shader-f16" not in device.profile.features:
@@ -188,7 +189,7 @@ def shaders(package: Package, generated, device) -> list[Finding]:
         for pass_plan, spec in zip(plan.passes, m.variant(vid).passes):
             where = f"{'+'.join(WGSL_DTYPE[d] for d in dtypes)} (case {case.id}): pass {pass_plan.name}"
             try:
-                wgsl = render(package, plan, pass_plan)
+                wgsl = render(package, plan, pass_plan, env)
             except TemplateError as err:
                 out.append(Finding(m.file, spec.pointer, f"{where}: {err}"))
                 continue
