@@ -254,17 +254,17 @@ def dispatch_overshoot(ctx: Ctx):
     return and every tail guard hold past the split; the guard after each output sees a workgroup that writes."""
     found: dict[tuple[str, str, bool], CallSpec] = {}
     sized = "WORKGROUP_SIZE" in ctx.m.tunables
-    small = {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP} if sized else None
-    tiny = {"WORKGROUP_SIZE": 1} if sized else None
+    small = (None, {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP}) if sized else (None,)   # None: the default size
+    tiny = (None, {"WORKGROUP_SIZE": 1}) if sized else (None,)
     searches = []
     for d in ctx.dtypes:
         if ctx.rows:   # short rows by default and at 32 lanes; long rows by default and with one invocation per row
-            searches += [(shape, d, t) for shape in _shapes_of(ctx) for t in (None, small) if t or t is None]
-            searches += [(shape, d, t) for t in (None, tiny) if t or t is None for shape in _long_rows(ctx, d, t)]
+            searches += [(shape, d, t) for shape in _shapes_of(ctx) for t in small]
+            searches += [(shape, d, t) for t in tiny for shape in _long_rows(ctx, d, t)]
         else:
             free = [s for s in ctx.others if s.rank is None]
             shapes = _shapes_of(ctx) + ([lambda n: (n, BROADCAST_COLS)] if free else [])
-            searches += [(shape, d, t) for t in (None, tiny) if t or t is None for shape in shapes]
+            searches += [(shape, d, t) for t in tiny for shape in shapes]
     for shape, d, tunables in searches:
         for o in ctx.states():
             def spec_at(n, shape=shape, o=o, d=d, t=tunables):
@@ -302,8 +302,8 @@ def _overshoot_calls(ctx: Ctx, spec_at, kind: tuple, found: dict) -> None:
         return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
 
     step = ctx.modulus()
-    light = 1     # the searches stop where a call would not be light: its tensors' bytes grow with n
-    while spec_at(step * light * 2).nbytes <= OVERSHOOT_MAX_BYTES:
+    light, limit = 1, (1 << 24) // step   # the searches stop where a call would not be light (or at the limit)
+    while 2 * light < limit and spec_at(step * light * 2).nbytes <= OVERSHOOT_MAX_BYTES:
         light *= 2
     for r in range(step):
         m = 1 if split(step + r) else _first_change(lambda k: split(step * k + r), 2 * light)
