@@ -11,6 +11,7 @@ xdist controller writes the report without loading the engine.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -376,6 +377,19 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=heavy)
         items[:] = kept
         state.deselected_heavy = len(heavy)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """Collection builds every case of the golden files: tens of MB of objects that live for the whole run. The
+    cyclic collector would scan them again and again (full collections during collection, then during the run,
+    then five at pytest's exit), so it waits during collection and then leaves them out (``gc.freeze``)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 #: How the case runner's collection error for an --impl that cannot run here begins.
