@@ -1,13 +1,12 @@
 """``cases`` (also ``python -m cases``): write or check the golden case files, report coverage.
 
-``[--check] [--coverage] [--specs DIR] [--out DIR]``
+``[--check] [--coverage] [--specs DIR] [--out DIR] [--jobs N]``
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from conformance.cli import batch_collections
@@ -22,6 +21,7 @@ missing_record_note = on_use("conformance.ops", "missing_record_note")
 kernel_packages = on_use("conformance.engine.package")
 branches = on_use("conformance.gpu.branches")
 weakness = on_use("cases.weakness")
+workers = on_use("cases.workers")
 
 
 def add_arguments(ap) -> None:
@@ -29,6 +29,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, default=None, help="where golden files live (default: cases/)")
     ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
     ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
+    ap.add_argument("--jobs", "-j", type=int, default=None,
+                    help="packages generated at a time, each in a worker process (default: CONFORMANCE_JOBS, else "
+                         "the cores this process may use)")
     ap.add_argument("--without-record", action="store_true",
                     help="write the golden files of packages that have no op record in this Python (by default "
                          "refused: they would lack the cases the record adds)")
@@ -80,9 +83,10 @@ def _run(args) -> int:
     if args.coverage:
         return coverage_all(packages, failed)
     stale, checked = 0, []   # checked: (package, path, calls delta, text diff), summarized before the diffs
-    for package in packages:
+    generated = workers.generate_all(packages, args.jobs)
+    for package, cases_or_error in zip(packages, generated):
         try:
-            stale += one_package(args, package, checked)
+            stale += one_package(args, package, checked, cases_or_error)
         except Exception as exc:  # noqa: BLE001 -- this package's failure, located; the others still run
             print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
             failed += 1
@@ -133,12 +137,12 @@ def coverage_all(packages, failed: int) -> int:
     return 2 if failed else int(bool(incomplete))
 
 
-def one_package(args, package, checked: list) -> int:
-    """Write, or collect in ``checked`` for the check, one package's golden file; 1 when its planning fails."""
-    start = time.perf_counter()
-    generated = cases.generate(package)
+def one_package(args, package, checked: list, generated) -> int:
+    """Write, or collect in ``checked`` for the check, one package's golden file from its ``generated`` cases (or
+    the error generating them raised); 1 when its planning fails."""
+    if isinstance(generated, BaseException):
+        raise generated
     text = cases.to_yaml(generated)
-    elapsed = time.perf_counter() - start
     failing = report_planning_failures(package, generated)
     path = cases.golden_path(args.out, package.name)
     if args.check:
@@ -152,7 +156,7 @@ def one_package(args, package, checked: list) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_output(path, text)
     write_output(golden.digest_path(args.out, package.name), golden.digest_text(package))
-    print(f"{path}: {text.count(chr(10) + '- id: ')} cases ({elapsed:.2f}s)")
+    print(f"{path}: {text.count(chr(10) + '- id: ')} cases")
     return failing
 
 

@@ -19,13 +19,19 @@ jsjinja = on_use("conformance.tools.jsjinja")
 
 def _lint(args) -> int:
     start = time.perf_counter()
-    device, findings = None, []
-    if not args.no_compile:
+    findings, opened = [], []
+
+    def open_device():
+        """The device to compile on (None: not compiled), opened once the cases are generated."""
+        if args.no_compile:
+            return None
         backend, adapter, webgpu = default_backend()
         try:
-            device = get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu)
+            opened.append(get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu))
+            return opened[0]
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
+            return None
     engine, compared, js = None, {}, "JS check off (--no-js)"
     if not args.no_js:
         try:
@@ -40,7 +46,7 @@ def _lint(args) -> int:
     notes: list[str] = []
     try:
         with batch_collections():
-            findings += lint(Path(args.dir), device, engine, compared, notes)
+            findings += lint(Path(args.dir), open_device, engine, compared, notes)
     finally:
         if engine is not None:
             engine.close()
@@ -51,6 +57,7 @@ def _lint(args) -> int:
     for name, stats in compared.items():
         print(f"lint: {name}: {stats.contexts} template contexts and {stats.expressions} expression evaluations "
               f"compared with {engine.label}", file=sys.stderr)
+    device = opened[0] if opened else None
     where = f"{device.summary['adapter']} through {device.webgpu}" if device else "no device, not compiled"
     print(f"lint: {len(findings)} error(s) in {args.dir} ({where}; {js}; {time.perf_counter() - start:.1f}s)",
           file=sys.stderr)

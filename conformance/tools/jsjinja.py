@@ -74,13 +74,14 @@ class JsJinja:
         self._start()
 
     def _start(self) -> None:
+        self._owner = os.getpid()   # a forked worker (cases.workers) starts its own Node process: never shares one
         self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE)
 
     def request(self, payload: dict) -> list:
         """The answer's results; EngineFailed if the process dies or hangs (the next request starts a new one, so
         one package that breaks the engine costs only its own check)."""
-        if self._proc.poll() is not None:
+        if self._owner != os.getpid() or self._proc.poll() is not None:
             self._start()
         line = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
         try:
@@ -118,7 +119,7 @@ class JsJinja:
         return (self._proc.stderr.read() or b"").decode("utf-8", "replace").strip()[-2000:] or "no message"
 
     def close(self) -> None:
-        if self._proc.poll() is None:
+        if self._owner == os.getpid() and self._proc.poll() is None:
             self._proc.stdin.close()
             try:
                 self._proc.wait(timeout=5)

@@ -12,10 +12,12 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import cases
 from cases.weakness import dead_branch
+from cases import workers
 from conformance.engine.call import make_call
 from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, load_package
@@ -241,10 +243,11 @@ def shipped(package: Package) -> bool:
 
 
 def dead_branches(linted: list[tuple[Package, list]], notes: list[str] | None) -> list[Finding]:
-    """Template branches, loop bodies and macros no generated case renders (pooled over the packages linted
-    together that share a template): a finding for a shipped package, a ``dead-template-branch`` note (the flag
-    the conformance report carries) for another author's."""
-    coverages = pooled([t for package, generated in linted for t in template_coverage(package, generated)])
+    """Template branches, loop bodies and macros no generated case renders (``linted``: each package with its
+    templates' coverage by its generated cases, pooled here over the packages that share a template): a finding
+    for a shipped package, a ``dead-template-branch`` note (the flag the conformance report carries) for another
+    author's."""
+    coverages = pooled([t for _, coverage in linted for t in coverage])
     by_package = {package.name: package for package, _ in linted}
     out = []
     for cov in coverages:
@@ -260,42 +263,85 @@ def dead_branches(linted: list[tuple[Package, list]], notes: list[str] | None) -
 
 
 # -- all of it --------------------------------------------------------------------------------------
+@dataclass
+class _Offline:
+    """What lint finds in one package without a device: its generated cases (None: generation failed), findings,
+    template coverage, and the portable-subset check's counts (None: not checked)."""
+
+    generated: list | None
+    findings: list[Finding]
+    coverage: list
+    stats: object = None
+
+
+def _offline(package: Package, engine=None, render: bool = True) -> _Offline:
+    """Generate ``package``'s cases and check them: expressions, reachable variants, the renders and their
+    bindings (with ``render``), template coverage, the portable subset (with ``engine``)."""
+    findings, stats = [], None
+    try:
+        generated = cases.generate(package)
+        findings += failing_expressions(package, generated)
+        findings += unreachable(package, generated)
+        if render:
+            findings += shaders(package, generated, None)
+        coverage = template_coverage(package, generated)
+        if engine is not None:
+            problems, stats = portable.check(package, generated, engine)
+            findings += [Finding(*p) for p in problems]
+    except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
+        return _Offline(None, findings + [_finding(package, err)], [], stats)
+    return _Offline(generated, findings, coverage, stats)
+
+
+def _finding(package: Package, err: Exception) -> Finding:
+    if isinstance(err, ExpressionError):
+        return Finding(err.file or package.manifest.file, err.pointer, err.detail)
+    if isinstance(err, ConformanceError):
+        return Finding(package.manifest.file, "", str(err))
+    return Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}")
+
+
 def lint(directory: Path, device=None, engine=None, compared: dict | None = None,
          notes: list[str] | None = None) -> list[Finding]:
-    """Every finding for the packages at or under ``directory``; ``device`` None skips compilation, ``engine``
-    (a ``jsjinja.JsJinja``) None the portable-subset check, whose counts go into ``compared`` (package name ->
-    ``portable.Stats``). ``notes``, when given, receives what is not an error but weakens the package's
-    certification (a package without op record)."""
+    """Every finding for the packages at or under ``directory``; ``device`` (or a function that opens it, called
+    once the packages are checked without it) None skips compilation, ``engine`` (a ``jsjinja.JsJinja``) None the
+    portable-subset check, whose counts go into ``compared`` (package name -> ``portable.Stats``). ``notes``, when
+    given, receives what is not an error but weakens the package's certification (a package without op record).
+
+    What needs no device runs in worker processes, a package each (``cases.workers``); the device is opened
+    after them, in this process, and compiles each package's renders."""
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
-    findings, packages, linted = [], [], []
+    findings, packages = [], []
     for d in dirs:
         package, problems = load(d)
         findings += problems
-        if package is None:
-            continue
-        packages.append(package)
+        if package is not None:
+            packages.append(package)
+    opens = callable(device)
+    work = partial(_offline, engine=engine, render=device is None and not opens)
+    checked = workers.map_packages(work, packages)
+    device = device() if opens else device
+    linted = []
+    for package, result in zip(packages, checked):
         note = missing_record_note(package.name)
         if note and notes is not None:
             notes.append(note)
-        try:
-            generated = cases.generate(package)
-            findings += failing_expressions(package, generated)
-            findings += unreachable(package, generated)
-            findings += shaders(package, generated, device)
-            linted.append((package, generated))
-            if engine is not None:
-                problems, stats = portable.check(package, generated, engine)
-                findings += [Finding(*p) for p in problems]
-                if compared is not None:
-                    compared[package.name] = stats
-        except ExpressionError as err:
-            findings.append(Finding(err.file or package.manifest.file, err.pointer, err.detail))
-        except ConformanceError as err:
-            findings.append(Finding(package.manifest.file, "", str(err)))
-        except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
-            findings.append(Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}"))
+        if isinstance(result, Exception):   # only what _offline itself lets through
+            findings.append(_finding(package, result))
+            continue
+        findings += result.findings
+        if result.generated is None:
+            continue
+        if not work.keywords["render"]:
+            try:
+                findings += shaders(package, result.generated, device)
+            except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
+                findings.append(_finding(package, err))
+        linted.append((package, result.coverage))
+        if compared is not None and result.stats is not None:
+            compared[package.name] = result.stats
     for name, roots in duplicate_names(packages).items():
         findings += [Finding(str(r), "", f"op id {name!r} is also the op id of "
                                          f"{', '.join(str(o) for o in roots if o != r)}") for r in roots]
