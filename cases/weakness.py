@@ -10,7 +10,8 @@ the conformance report through :func:`of_package`).
 * a ``rows`` op without data recipes: rows far from zero mean (LayerNorm) or of large spread (Softmax) are where
   one-pass and cancelling formulas fail;
 * a template branch, loop body or macro that no case renders (``dead-template-branch``, from the template coverage
-  computed by rendering, ``conformance.gpu.branches``): code a consumer downloads that no case checks.
+  computed by rendering, ``conformance.gpu.branches``): code a consumer downloads that no case checks;
+* one that only plans dispatching nothing render (``idle-template-branch``: empty tensors): in the WGSL, never run.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MAX_RECOMPUTED_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True)
 class Weakness:
-    kind: str        # no-compare | empty-family | row-dispatch-elementwise | rows-without-data
+    kind: str        # no-compare | empty-family | row-dispatch-elementwise | rows-without-data | *-template-branch
     message: str     # what is weak and what to add
 
     def __str__(self) -> str:
@@ -83,8 +84,20 @@ def report_flags(package, cases: list[Case]) -> list[dict]:
 
 def dead_branches(coverages) -> list[Weakness]:
     """A ``dead-template-branch`` flag per branch, loop body or macro of ``coverages`` (``TemplateCoverage``s,
-    pooled over packages sharing a template) that no case renders."""
-    return [dead_branch(c, b) for c in coverages for b in c.dead]
+    pooled over packages sharing a template) that no case renders, and an ``idle-template-branch`` flag per one
+    rendered only into passes that dispatch nothing."""
+    return [dead_branch(c, b) for c in coverages for b in c.dead] + \
+        [idle_branch(c, b) for c in coverages for b in c.idle]
+
+
+def idle_branch(coverage, branch) -> Weakness:
+    """The flag of a ``branch`` of ``coverage`` that only plans dispatching nothing render (empty tensors): the
+    code is in the WGSL, but no invocation runs it, so a bug there fails no case."""
+    ids = coverage.hits.get(branch, [])
+    return Weakness("idle-template-branch", f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: "
+                                            f"rendered only into passes that dispatch nothing ({len(ids)} case(s), "
+                                            f"e.g. {ids[0] if ids else '-'}): no invocation runs it; add a case "
+                                            f"whose plan runs it, or make it unreachable")
 
 
 def dead_branch(coverage, branch) -> Weakness:

@@ -8,7 +8,9 @@ one :func:`conformance.gpu.render.render` gives, byte for byte (``tests/gpu/test
 distinct pass context once, the markers that ran say which branches the case's plan renders.
 
 A branch, loop body or macro that no case renders is *dead* for those cases (``cases.weakness.dead_branches``
-turns them into ``dead-template-branch`` flags); an ``if`` whose condition always held is only noted.
+turns them into ``dead-template-branch`` flags); one rendered only into passes that dispatch nothing (empty
+tensors) is *idle*: in the WGSL, but no invocation runs it, so no case checks it (``idle-template-branch``
+flags); an ``if`` whose condition always held is only noted.
 """
 
 from __future__ import annotations
@@ -57,10 +59,16 @@ class TemplateCoverage:
     hits: dict[Branch, list[str]] = field(default_factory=dict)
     error: str | None = None   # the template could not be parsed: no branch is known
     digest: str | None = None  # sha256 of its text: packages sharing a byte-identical template pool their cases
+    dispatched: set[Branch] = field(default_factory=set)   # rendered by a pass that runs (threads > 0)
 
     @property
     def dead(self) -> list[Branch]:
         return [b for b in self.branches if b.code and not self.hits.get(b)]
+
+    @property
+    def idle(self) -> list[Branch]:
+        """Branches rendered only by passes that dispatch nothing (empty tensors): in the WGSL, never run."""
+        return [b for b in self.branches if b.code and self.hits.get(b) and b not in self.dispatched]
 
     @property
     def always(self) -> list[Branch]:
@@ -72,7 +80,8 @@ class TemplateCoverage:
         """As the conformance report carries it."""
         return {"package": self.package, "template": self.template, "error": self.error,
                 "branches": [{"line": b.line, "kind": b.kind, "condition": b.condition,
-                              "cases": len(self.hits.get(b, [])), "example": (self.hits.get(b) or [None])[0]}
+                              "cases": len(self.hits.get(b, [])), "example": (self.hits.get(b) or [None])[0],
+                              "dispatched": b in self.dispatched}
                              for b in self.branches]}
 
     def report(self) -> str:
@@ -88,6 +97,8 @@ class TemplateCoverage:
                     lines.append(f"    {b.line}: {b.condition}: always held (never fell through)")
                 continue
             shown = f"{len(ids)} case(s), e.g. {ids[0]}" if ids else "DEAD: no case renders it"
+            if ids and b not in self.dispatched:
+                shown += "; IDLE: only in passes that dispatch nothing"
             lines.append(f"    {b.line}: {b.kind} {b.condition}: {shown}")
         return "\n".join(lines)
 
@@ -203,6 +214,7 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
             errors[name] = f"{type(err).__name__}: {err}"
     ran_by_context: dict[str, frozenset[Branch]] = {}
     hits: dict[Branch, list[str]] = {}
+    dispatched: set[Branch] = set()
     for case, plan in case_plans(package, cases):
         for pass_plan in plan.passes:
             key = _context_key(pass_plan.shader, context(plan, pass_plan))
@@ -213,6 +225,8 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
                 except ConformanceError as err:
                     errors.setdefault(pass_plan.shader, str(err))
                 ran_by_context[key] = frozenset(env.ran)
+            if not pass_plan.dispatch.empty:
+                dispatched |= ran_by_context[key]
             for branch in ran_by_context[key]:
                 ids = hits.setdefault(branch, [])
                 if not ids or ids[-1] != case.id:
@@ -220,7 +234,7 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
     names = sorted(set(env.branches) | set(errors))
     return [TemplateCoverage(package.name, str(package.root), name, env.branches.get(name, []),
                              {b: hits[b] for b in env.branches.get(name, []) if b in hits}, errors.get(name),
-                             env.sources.get(name))
+                             env.sources.get(name), dispatched & set(env.branches.get(name, [])))
             for name in names]
 
 
@@ -229,10 +243,13 @@ def pooled(coverages: list[TemplateCoverage]) -> list[TemplateCoverage]:
     shared by several packages, as lint requires) merged: a branch of a shared template is dead only when no
     case of any package given renders it."""
     union: dict[tuple[str, str | None], dict[Branch, list[str]]] = {}
+    ran: dict[tuple[str, str | None], set[Branch]] = {}
     for cov in coverages:
         merged = union.setdefault((cov.template, cov.digest), {})
         for branch, ids in cov.hits.items():
             merged.setdefault(branch, []).extend(ids)
+        ran.setdefault((cov.template, cov.digest), set()).update(cov.dispatched)
     return [TemplateCoverage(c.package, c.root, c.template, c.branches,
-                             dict(union[(c.template, c.digest)]) if c.digest else dict(c.hits), c.error, c.digest)
+                             dict(union[(c.template, c.digest)]) if c.digest else dict(c.hits), c.error, c.digest,
+                             set(ran[(c.template, c.digest)]) if c.digest else set(c.dispatched))
             for c in coverages]

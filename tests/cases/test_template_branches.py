@@ -122,3 +122,29 @@ def test_an_unknown_gelu_approximation_fails_the_render_naming_the_line(package_
     plan = Planner(package.manifest).plan(make_call(package.manifest, {"X": ((8,), "float32")}, BASELINE, None))
     with pytest.raises(TemplateError, match=r"elementwise-bias-gelu.wgsl.jinja:30: .*approximate_must_be_tanh_or_erf"):
         render(package, plan, plan.passes[0])
+
+
+def test_branches_rendered_only_into_passes_that_dispatch_nothing_are_idle():
+    """Empty tensors plan passes of 0 threads: what they render is in the WGSL but never runs."""
+    package, found = golden("ai.onnx.Add")
+    empty = [c for c in found if c.accepted and all(p["threads"] == 0 for p in c.expect["passes"])]
+    assert empty
+    (cov,) = branches.template_coverage(package, empty)
+    rendered = [b for b in cov.branches if b.code and cov.hits.get(b)]
+    assert rendered and cov.idle == rendered and not cov.dispatched
+    flags = [w for w in dead_branches([cov]) if w.kind == "idle-template-branch"]
+    assert len(flags) == len(rendered) and "rendered only into passes that dispatch nothing" in flags[0].message
+    (whole,) = branches.template_coverage(package, found)
+    assert not whole.idle
+
+
+def test_the_shipped_templates_only_idle_branch_is_the_seeds_scalar_bias_path():
+    """FastGelu's scalar_bias variant (the seed's, shared byte-identical by the four GELU packages) is selected only
+    for empty tensors: every non-empty call with a bias takes a vec4 or tail variant first. Said as a WEAK flag by
+    lint and ``cases --coverage``; the seed's package cannot change (docs/coverage.md)."""
+    coverages = []
+    for directory in find_package_dirs(REPO_SPECS):
+        package, found = golden(directory.name)
+        coverages += branches.template_coverage(package, found)
+    idle = {(c.template, b.line, b.kind, b.condition) for c in branches.pooled(coverages) for b in c.idle}
+    assert idle == {("elementwise-bias-gelu.wgsl.jinja", 168, "if", "hasBias")}
