@@ -40,7 +40,8 @@ def _mutate(args) -> int:
     result = mutate_packages(dirs, jobs=args.jobs, only=args.only, out=Path(args.out), timeout=args.timeout,
                              limit=args.limit, via_pytest=args.pytest, arguments=arguments)
     print(f"kill rate {100 * result['kill_rate']:.1f}%: {result['killed']} killed, {result['survived']} surviving, "
-          f"{result['equivalent']} equivalent; report {args.out} and {Path(args.out).with_suffix('.md')}")
+          f"{result['equivalent']} equivalent, {result['alternative']} alternative correct kernels; report {args.out} "
+          f"and {Path(args.out).with_suffix('.md')}")
     return 0 if result["survived"] == 0 else 1
 
 

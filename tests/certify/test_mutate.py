@@ -42,6 +42,19 @@ def test_unrendered_template_text_is_equivalent(tmp_path):
     assert next(m for m in ms if m.id.endswith("erf-tanh/swap")).status == "pending"  # this one is rendered
 
 
+def test_template_text_rendered_only_for_passes_that_dispatch_nothing_is_idle():
+    """Gelu@2 selects its scalar variant only for empty tensors: a mutant of the plain scalar path changes only
+    shaders no runtime compiles or runs; one of a path that dispatches stays to be run."""
+    pkg = load_package("com.microsoft.Gelu@2")
+    text = (pkg.root / TEMPLATE).read_text()
+    ms = {m.id: m for m in template_mutants("Gelu", pkg.name, TEMPLATE, text)}
+    idle = next(m for i, m in ms.items() if i.startswith("Gelu/tpl/early-return/L167:") and "negated" in m.description)
+    vec4 = next(m for i, m in ms.items() if i.startswith("Gelu/tpl/early-return/L124:"))
+    mark_unrendered(pkg.root, [idle, vec4])
+    assert idle.status == "equivalent" and idle.equivalence.startswith("idle for this package"), idle.equivalence
+    assert vec4.status == "pending"
+
+
 def test_equivalence_arguments_load_from_the_data_file_in_order():
     entries = yaml.safe_load(ARGUMENTS.read_text())
     assert list(ARGUED_EQUIVALENT) == [(e["package"], e["pattern"]) for e in entries] and len(entries) >= 15

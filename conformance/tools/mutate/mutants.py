@@ -27,7 +27,7 @@ class Mutant:
     description: str
     old: str = ""
     new: str = ""
-    status: str = "pending"    # killed | survived | equivalent | error
+    status: str = "pending"    # killed | survived | equivalent | alternative | error
     killed_by: str | None = None
     detail: str = ""
     seconds: float = 0.0
@@ -347,24 +347,40 @@ def _plans(package) -> list:
 
 
 def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
-    """Template mutants whose shaders render byte-identically for every call the cases make are equivalent."""
+    """Template mutants whose shaders render byte-identically for every call the cases make are equivalent; so are
+    those that render differently only into passes that dispatch nothing (empty tensors), which no runtime
+    compiles or runs (``conformance.gpu.runtime`` and the JavaScript loader skip a pass of 0 workgroups)."""
     package = load_package(package_dir)
     plans = _plans(package)
     original = [render(package, plan, p) for plan, p in plans]
+    running = [not p.dispatch.empty for _, p in plans]
     with tempfile.TemporaryDirectory(prefix="mutant-render-") as tmp:
         for m in mutants:
             if m.file == "manifest.json" or m.status != "pending":
                 continue
             root = m.materialize(package.root, Path(tmp) / m.slug)
-            mutated_pkg = Package(root, package.manifest)
             try:
-                same = all(render(mutated_pkg, plan, p) == want for (plan, p), want in zip(plans, original))
-            except Exception:
-                continue
+                same = [_renders_as(Package(root, package.manifest), plan, p, want)
+                        for (plan, p), want in zip(plans, original)]
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-            if same:
+            if all(same):
                 m.status = "equivalent"
                 m.equivalence = (f"never rendered for this package: the shaders of every accepted call of the cases "
                                  f"({len(plans)} distinct template contexts) render byte-identically (the mutated "
                                  f"text lies in a template branch this package's constants never select)")
+            elif all(s for s, runs in zip(same, running) if runs):
+                idle = sum(not runs for runs in running)
+                m.status = "equivalent"
+                m.equivalence = (f"idle for this package: it changes only the shaders of passes that dispatch nothing "
+                                 f"({sum(not s for s in same)} of the {idle} template contexts of empty tensors' "
+                                 f"plans), which no runtime compiles or runs; every context that dispatches renders "
+                                 f"byte-identically")
+
+
+def _renders_as(package: Package, plan, pass_plan, want: str) -> bool:
+    """Whether ``pass_plan`` renders to ``want`` from ``package`` (a render that raises does not)."""
+    try:
+        return render(package, plan, pass_plan) == want
+    except Exception:  # noqa: BLE001 -- a mutant's broken template: it does not render the same
+        return False

@@ -13,6 +13,7 @@ def _score(ms: list[Mutant]) -> dict:
     survived = sum(m.status == "survived" for m in ms)
     return {"mutants": len(ms), "killed": killed, "survived": survived,
             "equivalent": sum(m.status == "equivalent" for m in ms),
+            "alternative": sum(m.status == "alternative" for m in ms),
             "kill_rate": killed / (killed + survived) if killed + survived else 1.0}
 
 
@@ -26,6 +27,7 @@ def summarize(mutants: list[Mutant], baselines: dict, seconds: float, jobs: int)
     survived = sum(v["survived"] for v in per_pkg.values())
     return {"kill_rate": killed / (killed + survived) if killed + survived else 1.0,
             "killed": killed, "survived": survived, "equivalent": sum(v["equivalent"] for v in per_pkg.values()),
+            "alternative": sum(v["alternative"] for v in per_pkg.values()),
             "seconds": round(seconds, 1), "jobs": jobs, "packages": per_pkg, "templates": per_file,
             "baselines": baselines,
             "mutants": [m.as_dict() for m in mutants]}
@@ -34,22 +36,27 @@ def summarize(mutants: list[Mutant], baselines: dict, seconds: float, jobs: int)
 def markdown(result: dict) -> str:
     lines = ["# Mutation score", "",
              f"Kill rate **{100 * result['kill_rate']:.1f}%** over the non-equivalent mutants: {result['killed']} "
-             f"killed, {result['survived']} surviving, {result['equivalent']} equivalent (argued below); "
+             f"killed, {result['survived']} surviving, {result['equivalent']} equivalent and "
+             f"{result.get('alternative', 0)} alternative correct kernels (argued below); "
              f"{result['seconds']:.0f} s with {result['jobs']} runs at a time, each stopped at its first failing case.",
-             "", "| package | mutants | killed | surviving | equivalent | kill rate |", "| --- | --- | --- | --- | --- | --- |"]
+             "", "| package | mutants | killed | surviving | equivalent | alternative | kill rate |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for pkg, v in result["packages"].items():
         lines.append(f"| {pkg} | {v['mutants']} | {v['killed']} | {v['survived']} | {v['equivalent']} | "
-                     f"{100 * v['kill_rate']:.1f}% |")
-    lines += ["", "| package and file | mutants | killed | surviving | equivalent | kill rate |",
-              "| --- | --- | --- | --- | --- | --- |"]
+                     f"{v.get('alternative', 0)} | {100 * v['kill_rate']:.1f}% |")
+    lines += ["", "| package and file | mutants | killed | surviving | equivalent | alternative | kill rate |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {name} | {v['mutants']} | {v['killed']} | {v['survived']} | {v['equivalent']} | "
-              f"{100 * v['kill_rate']:.1f}% |" for name, v in result.get("templates", {}).items()]
+              f"{v.get('alternative', 0)} | {100 * v['kill_rate']:.1f}% |" for name, v in result.get("templates", {}).items()]
     survivors = [m for m in result["mutants"] if m["status"] == "survived"]
     lines += ["", "## Surviving mutants", ""]
     lines += [f"- `{m['id']}`: {m['description']}" for m in survivors] or ["None."]
     lines += ["", "## Equivalent mutants (argued)", ""]
     lines += [f"- `{m['id']}`: {m['description']}. **Why equivalent:** {m['equivalence']}"
               for m in result["mutants"] if m["status"] == "equivalent"] or ["None."]
+    lines += ["", "## Alternative correct kernels (argued)", ""]
+    lines += [f"- `{m['id']}`: {m['description']}. **Why another correct kernel:** {m['equivalence']}"
+              for m in result["mutants"] if m["status"] == "alternative"] or ["None."]
     lines += ["", "## Killed mutants", "", "| mutant | what | killed by |", "| --- | --- | --- |"]
     lines += [f"| `{m['id']}` | {m['description'].replace('|', '/')} | `{m['killed_by']}` |"
               for m in result["mutants"] if m["status"] == "killed"]
