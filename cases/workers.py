@@ -16,19 +16,20 @@ import threading
 from typing import Callable
 
 from cases.generate import generate
+from conformance.config import env_float
+from conformance.errors import ConformanceError
 
 #: The work of the pool being run and its packages: set before the workers fork, so that each inherits them.
 _WORK: list = []
 
 
 def default_jobs() -> int:
-    """The cores this process may run on (``CONFORMANCE_JOBS`` overrides)."""
-    raw = os.environ.get("CONFORMANCE_JOBS", "").strip()
-    if raw:
-        try:
-            return max(1, int(raw))
-        except ValueError:
-            raise ValueError(f"CONFORMANCE_JOBS={raw!r}: expected a whole number of worker processes") from None
+    """The cores this process may run on; ``CONFORMANCE_JOBS`` overrides (a bad value: ConformanceError)."""
+    wanted = env_float("CONFORMANCE_JOBS", 0, ConformanceError)
+    if wanted:
+        if not wanted.is_integer():
+            raise ConformanceError(f"CONFORMANCE_JOBS={wanted:g} must be a whole number of worker processes")
+        return int(wanted)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:   # not on Linux
