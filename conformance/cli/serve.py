@@ -99,6 +99,8 @@ def _progress(run: ColumnRun, shown: dict) -> None:
     """A line when a column connects, every 1/PROGRESS_STEPS of its cases, and when it ends."""
     done, step = len(run.verdicts), max(1, run.total // PROGRESS_STEPS)
     last = shown.get(run.client.id)
+    if last is None and not run.client.generation:   # made for a page whose hello is not through yet: no agent
+        return
     if last is None:
         print(f"{run.client.id}: connected: {one_line(run.client.user_agent)}", flush=True)
     if run.device and (run.client.id, "device") not in shown:

@@ -75,5 +75,5 @@ def test_the_report_scores_each_template():
                  killed_by="c")]
     result = summarize(ms, {}, 1.0, 1)
     assert result["templates"][f"com.microsoft.Softmax@2 {TEMPLATE}"] == {
-        "mutants": 3, "killed": 1, "survived": 1, "equivalent": 1, "kill_rate": 0.5}
-    assert f"| com.microsoft.Softmax@2 {TEMPLATE} | 3 | 1 | 1 | 1 | 50.0% |" in markdown(result)
+        "mutants": 3, "killed": 1, "survived": 1, "equivalent": 1, "alternative": 0, "kill_rate": 0.5}
+    assert f"| com.microsoft.Softmax@2 {TEMPLATE} | 3 | 1 | 1 | 1 | 0 | 50.0% |" in markdown(result)

@@ -174,3 +174,19 @@ def test_the_checkouts_own_onnxruntime_web_is_never_served(tmp_path, monkeypatch
         assert b"the pull request's" not in body and status in (200, 404), body[:200]
     finally:
         server.close()
+
+
+def test_a_page_is_announced_once_its_hello_has_set_its_agent(capsys):
+    """The server makes a page's column before the hello that made it has stored the user agent: the progress
+    line waits for the hello, so the agent is never shown empty (seen under load in scripts/test.sh)."""
+    from types import SimpleNamespace
+
+    from conformance.cli.serve import _progress
+    client = SimpleNamespace(id="page1", generation=0, user_agent="")
+    run = SimpleNamespace(client=client, verdicts=[], total=2, device=None, failed=0, slug="firefox-page1")
+    shown: dict = {}
+    _progress(run, shown)
+    assert capsys.readouterr().out == "" and shown == {}
+    client.generation, client.user_agent = 1, "Mozilla/5.0 Firefox/153.0"
+    _progress(run, shown)
+    assert capsys.readouterr().out == "page1: connected: Mozilla/5.0 Firefox/153.0\n"
