@@ -15,7 +15,7 @@ from conformance.engine.call import make_call
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.files import copy_package, read_confined
-from conformance.gpu.render import context, render
+from conformance.gpu.render import context, render, template_environment
 
 
 @dataclass
@@ -352,7 +352,8 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
     compiles or runs (``conformance.gpu.runtime`` and the JavaScript loader skip a pass of 0 workgroups)."""
     package = load_package(package_dir)
     plans = _plans(package)
-    original = [render(package, plan, p) for plan, p in plans]
+    env = template_environment(package)
+    original = [render(package, plan, p, env) for plan, p in plans]
     running = [not p.dispatch.empty for _, p in plans]
     with tempfile.TemporaryDirectory(prefix="mutant-render-") as tmp:
         for m in mutants:
@@ -360,8 +361,9 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
                 continue
             root = m.materialize(package.root, Path(tmp) / m.slug)
             try:
-                same = [_renders_as(Package(root, package.manifest), plan, p, want)
-                        for (plan, p), want in zip(plans, original)]
+                mutated = Package(root, package.manifest)
+                env = _environment(mutated)   # each template compiled once for the mutant's renders
+                same = [_renders_as(mutated, plan, p, want, env) for (plan, p), want in zip(plans, original)]
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             if all(same):
@@ -378,9 +380,17 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
                                  f"byte-identically")
 
 
-def _renders_as(package: Package, plan, pass_plan, want: str) -> bool:
+def _environment(package: Package):
+    """The template environment of a mutant's package, or None where even that fails (each render then fails)."""
+    try:
+        return template_environment(package)
+    except Exception:  # noqa: BLE001 -- a mutant's broken package: its renders say it
+        return None
+
+
+def _renders_as(package: Package, plan, pass_plan, want: str, env) -> bool:
     """Whether ``pass_plan`` renders to ``want`` from ``package`` (a render that raises does not)."""
     try:
-        return render(package, plan, pass_plan) == want
+        return render(package, plan, pass_plan, env) == want
     except Exception:  # noqa: BLE001 -- a mutant's broken template: it does not render the same
         return False
