@@ -103,12 +103,18 @@ def test_cases_coverage_prints_the_dead_branch_and_fails(package_copy):
     assert "WEAK: dead-template-branch: " in proc.stdout and "elementwise-add.wgsl.jinja:28:" in proc.stdout
 
 
-def test_every_branch_of_every_shipped_template_is_rendered():
+@pytest.fixture(scope="module")
+def shipped_coverage():
+    """Every shipped template's coverage by its golden cases, pooled over the packages sharing it."""
     coverages = []
     for directory in find_package_dirs(REPO_SPECS):
         package, found = golden(directory.name)
         coverages += branches.template_coverage(package, found)
-    dead = [f"{b.where(c.root)}: {b.kind} {b.condition}" for c in branches.pooled(coverages) for b in c.dead]
+    return branches.pooled(coverages)
+
+
+def test_every_branch_of_every_shipped_template_is_rendered(shipped_coverage):
+    dead = [f"{b.where(c.root)}: {b.kind} {b.condition}" for c in shipped_coverage for b in c.dead]
     assert not dead, "\n".join(dead)
 
 
@@ -138,13 +144,9 @@ def test_branches_rendered_only_into_passes_that_dispatch_nothing_are_idle():
     assert not whole.idle
 
 
-def test_the_shipped_templates_only_idle_branch_is_the_seeds_scalar_bias_path():
+def test_the_shipped_templates_only_idle_branch_is_the_seeds_scalar_bias_path(shipped_coverage):
     """FastGelu's scalar_bias variant (the seed's, shared byte-identical by the four GELU packages) is selected only
     for empty tensors: every non-empty call with a bias takes a vec4 or tail variant first. Said as a WEAK flag by
     lint and ``cases --coverage``; the seed's package cannot change (docs/coverage.md)."""
-    coverages = []
-    for directory in find_package_dirs(REPO_SPECS):
-        package, found = golden(directory.name)
-        coverages += branches.template_coverage(package, found)
-    idle = {(c.template, b.line, b.kind, b.condition) for c in branches.pooled(coverages) for b in c.idle}
+    idle = {(c.template, b.line, b.kind, b.condition) for c in shipped_coverage for b in c.idle}
     assert idle == {("elementwise-bias-gelu.wgsl.jinja", 168, "if", "hasBias")}
