@@ -351,10 +351,10 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
     those that render differently only into passes that dispatch nothing (empty tensors), which no runtime
     compiles or runs (``conformance.gpu.runtime`` and the JavaScript loader skip a pass of 0 workgroups)."""
     package = load_package(package_dir)
-    plans = _plans(package)
     env = template_environment(package)
-    original = [render(package, plan, p, env) for plan, p in plans]
-    running = [not p.dispatch.empty for _, p in plans]
+    plans = _plans(package)
+    running = [(plan, p, render(package, plan, p, env)) for plan, p in plans if not p.dispatch.empty]
+    idle = [(plan, p, render(package, plan, p, env)) for plan, p in plans if p.dispatch.empty]
     with tempfile.TemporaryDirectory(prefix="mutant-render-") as tmp:
         for m in mutants:
             if m.file == "manifest.json" or m.status != "pending":
@@ -363,20 +363,20 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
             try:
                 mutated = Package(root, package.manifest)
                 env = _environment(mutated)   # each template compiled once for the mutant's renders
-                same = [_renders_as(mutated, plan, p, want, env) for (plan, p), want in zip(plans, original)]
+                if not all(_renders_as(mutated, plan, p, want, env) for plan, p, want in running):
+                    continue                  # a pass that runs sees the change: the mutant is run
+                changed = sum(not _renders_as(mutated, plan, p, want, env) for plan, p, want in idle)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
-            if all(same):
-                m.status = "equivalent"
+            m.status = "equivalent"
+            if not changed:
                 m.equivalence = (f"never rendered for this package: the shaders of every accepted call of the cases "
                                  f"({len(plans)} distinct template contexts) render byte-identically (the mutated "
                                  f"text lies in a template branch this package's constants never select)")
-            elif all(s for s, runs in zip(same, running) if runs):
-                idle = sum(not runs for runs in running)
-                m.status = "equivalent"
+            else:
                 m.equivalence = (f"idle for this package: it changes only the shaders of passes that dispatch nothing "
-                                 f"({sum(not s for s in same)} of the {idle} template contexts of empty tensors' "
-                                 f"plans), which no runtime compiles or runs; every context that dispatches renders "
+                                 f"({changed} of the {len(idle)} template contexts of empty tensors' plans), which "
+                                 f"no runtime compiles or runs; every context that dispatches renders "
                                  f"byte-identically")
 
 
