@@ -37,6 +37,8 @@ def _mutate(args) -> int:
         return 2
     if args.webgpu:
         os.environ["CONFORMANCE_WEBGPU"] = args.webgpu  # the worker processes and pytest runs inherit it
+    if args.device:
+        os.environ["CONFORMANCE_DEVICE"] = args.device
     result = mutate_packages(dirs, jobs=args.jobs, only=args.only, out=Path(args.out), timeout=args.timeout,
                              limit=args.limit, via_pytest=args.pytest, arguments=arguments)
     print(f"kill rate {100 * result['kill_rate']:.1f}%: {result['killed']} killed, {result['survived']} surviving, "
@@ -54,6 +56,8 @@ def register(sub) -> None:
                                    "and Markdown.")
     p.add_argument("packages", nargs="*", help="package directories, or directories of packages (default: specs/)")
     add_webgpu(p, default=None)
+    p.add_argument("--device", default=None, help="backend the mutants run on (default: CONFORMANCE_DEVICE, else "
+                                                  "vulkan); gl reaches llvmpipe without shader-f16 here")
     p.add_argument("--jobs", "-j", type=int, default=2, help="mutants run at a time (default 2)")
     p.add_argument("--only", default=None, help="only mutants whose id matches this regular expression")
     p.add_argument("--limit", type=int, default=None, help="at most this many mutants per package")

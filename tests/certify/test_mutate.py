@@ -108,3 +108,13 @@ def test_two_versions_of_an_op_keep_their_own_cases_and_results(tmp_path):
     assert set(killed) == {"com.microsoft.Gelu", "com.microsoft.Gelu@2"}, lines
     assert killed["com.microsoft.Gelu"].startswith(("Gelu/", "test.json/Gelu/")), killed
     assert killed["com.microsoft.Gelu@2"].startswith(("Gelu@2/", "test.json/Gelu@2/")), killed
+
+
+def test_the_mutants_run_on_the_device_asked_for(monkeypatch):
+    """``mutate --device gl`` (CONFORMANCE_DEVICE for the workers) reaches llvmpipe without shader-f16, where the
+    `usesF16` forced-true mutants fail to compile; without it, Vulkan as before."""
+    from conformance.tools.mutate.runner import mutation_device
+    monkeypatch.delenv("CONFORMANCE_DEVICE", raising=False)
+    assert mutation_device() == "vulkan"
+    monkeypatch.setenv("CONFORMANCE_DEVICE", "gl")
+    assert mutation_device() == "gl"

@@ -34,10 +34,17 @@ STRESSED_KINDS = ("race", "barrier")
 TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
 
 
+def mutation_device() -> str:
+    """The backend the mutants run on: ``CONFORMANCE_DEVICE`` (``mutate --device`` sets it for the workers), else
+    Vulkan."""
+    backend = default_backend()[0]
+    return "vulkan" if backend == "auto" else backend
+
+
 # -- one pytest process per mutant ------------------------------------------------------------------
 def run_suite(specs: Path, report: Path, *, stop_first: bool = True, timeout: float = 600,
               extra: list[str] | None = None) -> tuple[int, dict | None, str]:
-    cmd = [sys.executable, "-m", "pytest", str(TEST_KERNELS), f"--specs={specs}", "--device=vulkan",
+    cmd = [sys.executable, "-m", "pytest", str(TEST_KERNELS), f"--specs={specs}", f"--device={mutation_device()}",
            f"--webgpu={default_backend()[2]}", "-q",
            "-p", "no:cacheprovider", f"--conformance-report={report}", *(["-x"] if stop_first else []),
            *(extra or [])]
@@ -92,7 +99,7 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
     """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure;
     each accepted case ``stress`` times under --stress where that is not 0."""
     start = time.monotonic()
-    impl = ManifestImplementation(device="vulkan", webgpu=default_backend()[2])  # CONFORMANCE_WEBGPU
+    impl = ManifestImplementation(device=mutation_device(), webgpu=default_backend()[2])  # CONFORMANCE_WEBGPU
     checker = Checker(impl, stress_runs=stress)  # per mutant: nothing of one mutant's package is kept for the next
     key = (original_dir, test_json)
     if key not in _WORKER:
