@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -22,6 +23,23 @@ def test_real_specs_pass():
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == "" and result.stderr.splitlines()[-1].startswith("lint: 0 error(s) in ")
     assert "checked against @huggingface/jinja 0.5.11" in result.stderr   # the portable-subset check ran
+
+
+def test_findings_and_counts_come_back_from_the_worker_processes(specs):
+    """Run as a command (no other thread), lint works on each package in a forked worker: a finding made there (a
+    render), and each package's portable-subset counts, reach the output as they do in-process."""
+    template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
+    text = template.read_text()
+    template.write_text(text.replace("{{ declarations }}", "{{ declarations }}\n// {{ noSuchName }}", 1))
+    result = subprocess.run([sys.executable, "-m", "conformance", "lint", str(specs), "--no-compile"], cwd=ROOT,
+                            capture_output=True, text=True, env={**os.environ, "CONFORMANCE_JOBS": "2"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    rendered = [line for line in result.stdout.splitlines() if "'noSuchName' is undefined" in line]
+    assert rendered and all(line.startswith(f"{specs / GELU}/manifest.json:/variants/") for line in rendered), \
+        result.stdout
+    counted = re.findall(r"^lint: (\S+): \d+ template contexts and \d+ expression evaluations compared",
+                         result.stderr, re.M)
+    assert sorted(counted) == ["com.microsoft.FastGelu", "com.microsoft.Gelu"], result.stderr
 
 
 def test_every_engine_problem_is_a_line_with_file_and_pointer(specs, capsys):

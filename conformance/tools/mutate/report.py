@@ -47,7 +47,8 @@ def markdown(result: dict) -> str:
     lines += ["", "| package and file | mutants | killed | surviving | equivalent | alternative | kill rate |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {name} | {v['mutants']} | {v['killed']} | {v['survived']} | {v['equivalent']} | "
-              f"{v.get('alternative', 0)} | {100 * v['kill_rate']:.1f}% |" for name, v in result.get("templates", {}).items()]
+              f"{v.get('alternative', 0)} | {100 * v['kill_rate']:.1f}% |"
+              for name, v in result.get("templates", {}).items()]
     survivors = [m for m in result["mutants"] if m["status"] == "survived"]
     lines += ["", "## Surviving mutants", ""]
     lines += [f"- `{m['id']}`: {m['description']}" for m in survivors] or ["None."]
