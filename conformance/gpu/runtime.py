@@ -132,7 +132,8 @@ class Run:
 
     outputs: dict[str, np.ndarray]
     guards_intact: dict[str, bool] = field(default_factory=dict)
-    #: Per output whose guard was overwritten: the first written byte past the output's end, counted from its end.
+    #: Per output whose guard was overwritten: where the first element written past the output's end starts, in
+    #: bytes from its end (the element of the first byte that differs from the guard).
     guard_breach: dict[str, int] = field(default_factory=dict)
     inputs_intact: dict[str, bool] = field(default_factory=dict)
     #: Per output (verified runs): whether the guarded run gave the same bytes as the run bound as in production.
@@ -514,8 +515,9 @@ class Runtime:
                     padding = bound.sentinel[4 - (padded - end):] if padded > end else b""
                     expected_tail = padding + guard_pattern(bound.guarded[role], bound.sentinel)
                     result.guards_intact[role] = not bound.guarded[role] or data[end:] == expected_tail
-                    if not result.guards_intact[role]:
-                        result.guard_breach[role] = first_difference(data[end:], expected_tail)
+                    if not result.guards_intact[role]:   # the element the first changed byte belongs to: a
+                        at = first_difference(data[end:], expected_tail)   # written byte may equal the guard's
+                        result.guard_breach[role] = at - at % np.dtype(out.dtype).itemsize
             if guard:
                 for role, array in inputs.items():
                     if array is not None:

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 
 from conformance import load_kernel
+from conformance.gpu import runtime
 from conformance.gpu.device import get_device
 from conformance.certify.checker import _breach
 from conformance.certify.implementations import ImplResult
@@ -16,7 +17,9 @@ from tests.hostile.conftest import ROOT, TEMPLATE, edit
 FASTGELU = "com.microsoft.FastGelu"
 
 
-def test_the_first_write_past_the_end_is_located(tmp_path):
+def test_the_first_write_past_the_end_is_located(tmp_path, monkeypatch, sentinel=None):
+    if sentinel is not None:
+        monkeypatch.setattr(runtime, "draw_sentinel", lambda: sentinel)
     package = tmp_path / FASTGELU
     shutil.copytree(ROOT / "specs" / FASTGELU, package)
     # the scalar tail also writes 3 elements past the end of y
@@ -31,3 +34,9 @@ def test_the_first_write_past_the_end_is_located(tmp_path):
     assert message == ": first at element 9 (flat index; the output has 7 elements, so 3 past its last one; " \
                       "byte 8 after its end)"
     assert _breach(ImplResult(run.outputs), "Y", ((7,), "float32")) == " (guard overwritten)"
+
+
+def test_the_breach_is_the_written_elements_start_when_its_first_byte_equals_the_guards(tmp_path, monkeypatch):
+    """12345.0f is the bytes 00 e4 40 46: against a guard word whose first byte is 00 as well, the first byte that
+    differs is the second of the element, and the breach is still located at the element (1 run in 256 before)."""
+    test_the_first_write_past_the_end_is_located(tmp_path, monkeypatch, sentinel=bytes([0x00, 0x11, 0x22, 0x33]))
