@@ -22,9 +22,7 @@ def _lint(args) -> int:
     findings, opened = [], []
 
     def open_device():
-        """The device to compile on (None: not compiled), opened once the cases are generated."""
-        if args.no_compile:
-            return None
+        """The device to compile on (None: it cannot open), opened once the cases are generated."""
         backend, adapter, webgpu = default_backend()
         try:
             opened.append(get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu))
@@ -46,7 +44,7 @@ def _lint(args) -> int:
     notes: list[str] = []
     try:
         with batch_collections():
-            findings += lint(Path(args.dir), open_device, engine, compared, notes)
+            findings += lint(Path(args.dir), None if args.no_compile else open_device, engine, compared, notes)
     finally:
         if engine is not None:
             engine.close()

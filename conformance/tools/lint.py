@@ -321,10 +321,9 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
         findings += problems
         if package is not None:
             packages.append(package)
-    opens = callable(device)
-    work = partial(_offline, engine=engine, render=device is None and not opens)
-    checked = workers.map_packages(work, packages)
-    device = device() if opens else device
+    render_here = device is not None   # with a device, this process renders what it compiles
+    checked = workers.map_packages(partial(_offline, engine=engine, render=not render_here), packages)
+    device = device() if callable(device) else device
     linted = []
     for package, result in zip(packages, checked):
         note = missing_record_note(package.name)
@@ -336,7 +335,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
         findings += result.findings
         if result.generated is None:
             continue
-        if not work.keywords["render"]:
+        if render_here:
             try:
                 findings += shaders(package, result.generated, device)
             except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted

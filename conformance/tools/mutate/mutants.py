@@ -362,10 +362,10 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
             root = m.materialize(package.root, Path(tmp) / m.slug)
             try:
                 mutated = Package(root, package.manifest)
-                env = _environment(mutated)   # each template compiled once for the mutant's renders
-                if not all(_renders_as(mutated, plan, p, want, env) for plan, p, want in running):
+                mutant_env = template_environment(mutated)   # each template compiled once for its renders
+                if not all(_renders_as(mutated, plan, p, want, mutant_env) for plan, p, want in running):
                     continue                  # a pass that runs sees the change: the mutant is run
-                changed = sum(not _renders_as(mutated, plan, p, want, env) for plan, p, want in idle)
+                changed = sum(not _renders_as(mutated, plan, p, want, mutant_env) for plan, p, want in idle)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             m.status = "equivalent"
@@ -378,14 +378,6 @@ def mark_unrendered(package_dir: Path, mutants: list[Mutant]) -> None:
                                  f"({changed} of the {len(idle)} template contexts of empty tensors' plans), which "
                                  f"no runtime compiles or runs; every context that dispatches renders "
                                  f"byte-identically")
-
-
-def _environment(package: Package):
-    """The template environment of a mutant's package, or None where even that fails (each render then fails)."""
-    try:
-        return template_environment(package)
-    except Exception:  # noqa: BLE001 -- a mutant's broken package: its renders say it
-        return None
 
 
 def _renders_as(package: Package, plan, pass_plan, want: str, env) -> bool:
