@@ -103,10 +103,10 @@ class ColumnRun:
         return sum(1 for v in self.verdicts if v["status"] == "failed")
 
     def _show(self, verdict: str | None = None) -> None:
-        self.client.progress = {"column": self.slug, "done": len(self.verdicts), "total": self.total,
-                                "failed": self.failed, **({"verdict": verdict} if verdict else {})}
+        replies = self.client.show({"column": self.slug, "done": len(self.verdicts), "total": self.total,
+                                    "failed": self.failed, **({"verdict": verdict} if verdict else {})})
         if verdict:
-            self.verdict_after = self.client.replies
+            self.verdict_after = replies
 
     @property
     def told(self) -> bool:

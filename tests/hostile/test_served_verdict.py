@@ -3,6 +3,9 @@ otherwise close between a column's end and the page's next poll, and the page wo
 column that stops on an error tells its page too."""
 from __future__ import annotations
 
+import threading
+import time
+
 from conformance.gpu.backends.served import PageClient
 from conformance.tools.serve import ColumnRun
 
@@ -36,3 +39,21 @@ def test_a_column_that_stops_tells_its_page_why():
     assert data["result"] == "does-not-conform" and run.done.is_set()
     assert client.progress["verdict"] == "does-not-conform: the column stopped: RuntimeError: boom"
     assert not run.told and b"the column stopped" in client._reply({"idle": True}) and run.told
+
+
+def test_a_verdict_ends_the_poll_waiting_for_a_batch():
+    """The page learns its verdict at once, not a poll period later (``serve`` exits only once it has)."""
+    client = PageClient("c1", poll_seconds=600)
+    run = ColumnRun(client, [], None)
+    hello = client.hello("x")
+    replies = []
+    poller = threading.Thread(target=lambda: replies.append(client.poll(hello["generation"], None, None)))
+    poller.start()
+    for _ in range(6000):                           # until the poll waits for a batch
+        if client.polls:
+            break
+        time.sleep(0.01)
+    run._show("conforms (1 passed)")
+    poller.join(60)
+    assert not poller.is_alive(), "the poll waited on past the verdict"
+    assert b"conforms (1 passed)" in replies[0] and run.told

@@ -159,6 +159,15 @@ class PageClient:
             self.closed = why
             self._cond.notify_all()
 
+    def show(self, progress: dict) -> int:
+        """Set what the page shows; the poll replies sent before it. A verdict ends the poll waiting for a batch,
+        so the page learns it at once."""
+        with self._cond:
+            self.progress = progress
+            if "verdict" in progress:
+                self._cond.notify_all()
+            return self.replies
+
     # -- the page's side (the request handler) -----------------------------------------------------
     def hello(self, user_agent: str) -> dict:
         with self._cond:
@@ -182,9 +191,11 @@ class PageClient:
                 self._answers[seq] = answer
             self._cond.notify_all()
             deadline = time.monotonic() + self.poll_seconds
+            shown = self.progress
             while (self._batch is None or self._batch[0] in self._answers) and not self.closed:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or generation != self.generation:
+                if remaining <= 0 or generation != self.generation or \
+                        self.progress is not shown and "verdict" in self.progress:
                     break
                 self._cond.wait(remaining)
                 self.last_seen = time.monotonic()
