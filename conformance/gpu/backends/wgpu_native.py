@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import wgpu
 
+from conformance.gpu.backends.cffi_types import install
+
+install()
+
 
 def enumerate_adapters() -> list:
     return list(wgpu.gpu.enumerate_adapters_sync())
