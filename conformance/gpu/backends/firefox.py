@@ -38,6 +38,24 @@ def user_js(prefs: dict = PREFS) -> str:
     return "".join(f'user_pref("{k}", {value(v)});\n' for k, v in prefs.items())
 
 
+_RUNNING: set = set()   # the Browsers whose Firefox runs, stopped on SIGTERM too
+
+
+def _stop_all_then_die(signum, frame) -> None:
+    """SIGTERM (a CI step cancelled, ``timeout``, a script's cleanup) ends Python without its atexit hooks, and
+    Firefox runs in a session of its own: stop each Firefox, then die of the signal as before."""
+    for browser in list(_RUNNING):
+        browser.stop()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _stop_on_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _stop_all_then_die)
+
+
 class Browser:
     """One headless Firefox process (and its profile directory) showing one URL; ``restart()``, ``close()``."""
 
@@ -60,6 +78,8 @@ class Browser:
         self.proc = subprocess.Popen([self.executable, "--headless", "--no-remote", "--profile", self.profile,
                                       self.url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
+        _RUNNING.add(self)
+        _stop_on_sigterm()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -68,6 +88,7 @@ class Browser:
             except ProcessLookupError:
                 pass
             self.proc.wait(10)
+        _RUNNING.discard(self)
         if self.profile:
             shutil.rmtree(self.profile, ignore_errors=True)
             self.profile = None
