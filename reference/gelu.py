@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit, ndtr
 
 #: Exact constants of the tanh approximation used by the reference. Kernels may
 #: use the manifests' printed roundings (0.797885, 0.035677); the tolerance
@@ -24,6 +23,12 @@ TANH_CUBIC = 0.044715
 _U_CLIP = 1.0e6
 
 
+def _special():
+    """scipy.special, imported at the first GELU value: its import is about 0.5 s of every process otherwise."""
+    from scipy import special
+    return special
+
+
 def _finite_only(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(x), y, np.nan)
 
@@ -32,7 +37,7 @@ def gelu_erf(x) -> np.ndarray:
     """Exact GELU x * Phi(x); ndtr has no 1 + erf(...) cancellation for x << 0."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(invalid="ignore", under="ignore"):  # -inf * 0 is masked below
-        y = x * ndtr(x)
+        y = x * _special().ndtr(x)
     return _finite_only(x, y)
 
 
@@ -46,5 +51,5 @@ def gelu_tanh(x) -> np.ndarray:
     with np.errstate(invalid="ignore", under="ignore"):  # underflow of tiny x is harmless
         xc = np.clip(np.nan_to_num(x), -_U_CLIP, _U_CLIP)
         u = SQRT_2_OVER_PI * xc * (1.0 + TANH_CUBIC * xc * xc)
-        y = x * expit(2.0 * u)
+        y = x * _special().expit(2.0 * u)
     return _finite_only(x, y)

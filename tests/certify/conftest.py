@@ -25,7 +25,7 @@ def published(tmp_path):
 
 def run_conformance(*args, timeout=300):
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "--device=vulkan", "-q",
-           "-p", "no:cacheprovider", *map(str, args)]
+           "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *map(str, args)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 

@@ -87,6 +87,7 @@ def run_cli(*args, env=None, timeout=240, cwd=ROOT) -> subprocess.CompletedProce
 
 
 def run_conformance(specs_dir, *args, env=None, timeout=240) -> subprocess.CompletedProcess:
-    """``pytest conformance/ --specs DIR --device=vulkan ARGS`` in a subprocess."""
+    """``pytest conformance/ --specs DIR --device=vulkan ARGS`` in a subprocess (without Hypothesis's plugin, which
+    imports all of Hypothesis at the end of every session: 0.5 s a run)."""
     return run_cli("-m", "pytest", "conformance/", f"--specs={specs_dir}", "--device=vulkan", "-p",
-                   "no:cacheprovider", "-q", "-rf", *args, env=env, timeout=timeout)
+                   "no:cacheprovider", "-p", "no:hypothesispytest", "-q", "-rf", *args, env=env, timeout=timeout)
