@@ -25,7 +25,7 @@ _U_CLIP = 1.0e6
 
 def _special():
     """scipy.special, imported at the first GELU value: its import is about 0.5 s of every process otherwise."""
-    from scipy import special
+    from scipy import special  # heavy: loaded on use
     return special
 
 

@@ -29,8 +29,8 @@ LAYERS = [
     ("conformance.cli", 6, "cli"), ("conformance.__main__", 6, "cli"), ("cases.__main__", 6, "cli"),
     ("conformance.test_kernels", 6, "cli"),
 ]
-#: Imports allowed inside functions: heavy optional dependencies, loaded on use only.
-LAZY_ALLOWED = {"onnxruntime", "onnx", "torch", "matplotlib"}
+#: Imports allowed inside functions: heavy optional dependencies, and scipy (0.5 s of import), loaded on use only.
+LAZY_ALLOWED = {"onnxruntime", "onnx", "torch", "matplotlib", "scipy"}
 
 
 def module_name(path: pathlib.Path) -> str:

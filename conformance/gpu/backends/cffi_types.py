@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 
+from cffi import cparser
+
 _TYPE_STRING = "void __dummy("     # how cffi's parse_type_and_quals wraps the type string it parses
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def install() -> bool:
     """Narrow cffi's per-type-string parse (once per process); whether it is narrowed."""
-    try:
-        from cffi import cparser
-    except ImportError:
-        return False
     parser = cparser.Parser
     full_parse = getattr(parser, "_parse", None)
     if full_parse is None or getattr(full_parse, "narrowed", False):
