@@ -21,8 +21,8 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="$logs/pycache"
 # A column that mostly waits on its browser (Firefox maps read-backs on a 100 ms tick; ONNX Runtime Web's C++
 # provider never answers some cases, each then waits out its 25 s backstop) runs beside the steps that keep the
-# cores busy, and a step of one process that leaves a core idle (the case check, the GL column, the JSEP column)
-# runs beside another such step. Its log is shown, and its exit status decides, where it stands in the order
+# cores busy, and a step of one process that leaves a core idle (the case check, the GL column, the JSEP column,
+# the browser tests with their loaders' 20 s hangs) runs beside another such step. Its log is shown, and its exit status decides, where it stands in the order
 # below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
 # step is its own process on its own inputs; none writes what another reads).
 step() { echo "== [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }   # where the run's minutes go (the log only)
@@ -70,12 +70,13 @@ start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --w
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 step "conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+start_beside browser-tests python3 -m pytest tests/browsers/test_js_loader.py tests/browsers/test_readme_browser_path.py \
+  --run-browsers -q -p no:cacheprovider
 step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
 python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
 step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
-echo "   merge lines as written, with Chromium and Firefox opened at the served URL"
-python3 -m pytest tests/browsers/test_js_loader.py tests/browsers/test_readme_browser_path.py --run-browsers -q \
-  -p no:cacheprovider
+echo "   merge lines as written, with Chromium and Firefox opened at the served URL (ran beside the loader's column)"
+finish_beside browser-tests
 step "ONNX Runtime Web's JSEP provider in headless Chromium (known findings: docs/findings/onnxruntime-web.md; ran beside Chromium)"
 finish_beside jsep
 step "conformance in headless Firefox ESR at the served page (Gecko's WebGPU on lavapipe: f16 run; ran beside the steps above)"
