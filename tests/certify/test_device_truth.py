@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-import cases
 from conformance.certify import matrix, report
 from conformance.certify.device_truth import plan_for_device
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE, DeviceProfile
 from tests.certify.conftest import REPO
+from tests.conftest import golden_cases
 
 NO_F16 = DeviceProfile("a device without shader-f16", features=frozenset())
 
@@ -32,14 +32,14 @@ def test_a_profile_within_a_device_keeps_the_stricter_limit_and_the_shared_featu
 def test_an_f16_call_is_planned_for_a_device_without_shader_f16_as_the_manifest_says():
     package = load_package("com.microsoft.Gelu")
     planner = Planner(package.manifest)
-    f16 = [c for c in cases.generate(package) if c.accepted and c.profile == BASELINE
+    f16 = [c for c in golden_cases(package.name) if c.accepted and c.profile == BASELINE
            and c.inputs["X"][1] == "float16"]
     assert f16
     moved, change = plan_for_device(f16[0], planner, NO_F16)
     assert moved.expect["outcome"] == "rejected" and moved.expect["reason"] == "no-variant"
     assert all("f16Ok(dtypes.T) is false" in why for why in moved.expect["detail"].values()), moved.expect
     assert "device lacks feature shader-f16" in change and "rejected" in change
-    f32 = next(c for c in cases.generate(package) if c.accepted and c.inputs["X"][1] == "float32")
+    f32 = next(c for c in golden_cases(package.name) if c.accepted and c.inputs["X"][1] == "float32")
     assert plan_for_device(f32, planner, BASELINE) == (f32, None)
 
 

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-import cases
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import Implementation, ImplResult, Rejected, load_implementation, registered
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.errors import ConformanceError
 from reference import reference_for
+from tests.conftest import golden_cases
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def packages():
 
 @pytest.fixture(scope="module")
 def generated(packages):
-    return {name: {c.id: c for c in cases.generate(pkg)} for name, pkg in packages.items()}
+    return {name: {c.id: c for c in golden_cases(name)} for name in packages}
 
 
 def test_builtins_are_registered_and_follow_the_protocol():

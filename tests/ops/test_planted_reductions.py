@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import cases
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, CaseSkipped, verdict_for
@@ -12,6 +11,7 @@ from conformance.engine.package import load_package
 from conformance.tools.mutate.mutants import package_mutants
 
 from .conftest import LAYERNORM, SOFTMAX
+from tests.conftest import golden_cases
 
 #: (package, mutant kind, text of its description, line of the template it changes)
 PLANTED = [
@@ -26,7 +26,7 @@ PLANTED = [
 
 @pytest.fixture(scope="module")
 def generated():
-    return {name: [c for c in cases.generate(load_package(name)) if c.accepted and not c.heavy]
+    return {name: [c for c in golden_cases(name) if c.accepted and not c.heavy]
             for name in (SOFTMAX, LAYERNORM)}
 
 

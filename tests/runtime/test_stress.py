@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 
-import cases
 from conformance import load_kernel
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ImplResult, ManifestImplementation
@@ -16,6 +15,7 @@ from conformance.certify.outcomes import CaseFailed, verdict_for
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.gpu import stress
 from conformance.tools.mutate.mutants import package_mutants
+from tests.conftest import golden_cases
 
 SOFTMAX = "com.microsoft.Softmax"
 SHADER = """
@@ -112,7 +112,7 @@ def test_a_missing_barrier_that_passes_a_plain_run_fails_under_stress(device, tm
     package = load_package(SOFTMAX)
     planted = next(m for m in package_mutants(package) if m.kind == "race" and "s != 4 " in m.new)
     copy = load_package(planted.materialize(package.root, tmp_path / package.root.name))
-    case = next(c for c in cases.generate(package) if c.id == "Softmax/f32/X[8,512]/vec4#extremes0")
+    case = next(c for c in golden_cases(SOFTMAX) if c.id == "Softmax/f32/X[8,512]/vec4#extremes0")
     impl = ManifestImplementation(device.backend, device.adapter_filter, device.webgpu)
     Checker(impl).check(case, copy, verdict_for(case))                 # passes without --stress
     with pytest.raises(CaseFailed, match=r"under --stress seed \d: .*differs from the reference"):
@@ -149,7 +149,7 @@ class NumpySoftmax:
 
 def test_outputs_that_differ_between_stressed_runs_fail_a_deterministic_op():
     package = load_package(SOFTMAX)
-    case = next(c for c in cases.generate(package) if c.id == "Softmax/f32/X[64,36]/vec4#normal1")
+    case = next(c for c in golden_cases(SOFTMAX) if c.id == "Softmax/f32/X[64,36]/vec4#normal1")
     impl = NumpySoftmax()
     Checker(impl).check(case, package, verdict_for(case))                    # one run: within tolerance
     with pytest.raises(CaseFailed, match=r"outputs of seed 2 differ from seed 1's \(Y\)"):
