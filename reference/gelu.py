@@ -24,7 +24,7 @@ _U_CLIP = 1.0e6
 
 
 def _special():
-    """scipy.special, imported at the first GELU value: its import is about 0.5 s of every process otherwise."""
+    """scipy.special, imported at the first GELU value: not by every process that imports the op records."""
     from scipy import special  # heavy: loaded on use
     return special
 

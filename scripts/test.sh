@@ -22,8 +22,8 @@ export PYTHONPYCACHEPREFIX="$logs/pycache"
 # A column that mostly waits on its browser (Firefox maps read-backs on a 100 ms tick; ONNX Runtime Web's C++
 # provider never answers some cases, each then waits out its 25 s backstop) runs beside the steps that keep the
 # cores busy, and a step of one process that leaves a core idle (the case check, the GL column, the JSEP column,
-# the browser tests with their loaders' 20 s hangs) runs beside another such step. Its log is shown, and its exit status decides, where it stands in the order
-# below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
+# the browser tests with their loaders' 20 s hangs) runs beside another such step. Its log is shown, and its exit
+# status decides, where it stands in the order below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
 # step is its own process on its own inputs; none writes what another reads).
 step() { echo "== [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }   # where the run's minutes go (the log only)
 declare -A beside=()
@@ -70,8 +70,8 @@ start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --w
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 step "conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
-start_beside browser-tests python3 -m pytest tests/browsers/test_js_loader.py tests/browsers/test_readme_browser_path.py \
-  --run-browsers -q -p no:cacheprovider
+start_beside browser-tests python3 -m pytest tests/browsers/test_js_loader.py \
+  tests/browsers/test_readme_browser_path.py --run-browsers -q -p no:cacheprovider
 step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page"
 python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
 step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"

@@ -1,8 +1,8 @@
-"""C type strings parsed against only the typedef names they contain: 1.7 s less of every process that runs a case.
+"""C type strings parsed against only the typedef names they contain.
 
 wgpu-py binds wgpu-native in cffi's ABI mode and names a C type by a string at each ``ffi.new``. cffi parses each
 distinct string once per process, and each parse first declares every typedef of the header (432 for wgpu.h) as
-a ``typedef int`` line, about 60 ms a string, some 30 strings by a process's first case. Only the names a string
+a ``typedef int`` line: most of a short process's start-up (docs/bench/suite-speed.md). Only the names a string
 contains can change how it parses, so here the declared lines are those names: the same parse tree, the same
 type (tests/runtime/test_cffi_types.py: every typedef of wgpu.h, and strings of the shapes wgpu-py passes). Where
 cffi's parser is not shaped as this expects, nothing is changed.
