@@ -5,10 +5,8 @@ import shutil
 
 import pytest
 
-from cases.golden import load_golden
+from cases.golden import CASES_DIR, golden_path, load_golden
 from conformance.engine.package import REPO_SPECS
-
-CASES_DIR = REPO_SPECS.parent / "cases"
 
 
 @functools.cache
@@ -16,7 +14,7 @@ def golden_cases(name: str) -> tuple:
     """A shipped package's cases as its golden file holds them: what generating them gives (tests/cases/
     test_golden.py and the `cases --check` gate hold the two equal), read in a fraction of the time. For tests
     of what the cases do, not of how they are generated."""
-    return tuple(load_golden(CASES_DIR / f"{name}.yaml"))
+    return tuple(load_golden(golden_path(CASES_DIR, name)))
 
 
 @pytest.fixture

@@ -18,14 +18,14 @@ STRINGS = ["WGPUBufferDescriptor *", "WGPUBindGroupEntry[]", "WGPUFeatureName *"
 
 def test_the_narrowed_parse_is_installed():
     from cffi import cparser
-    assert install() and cparser.Parser._parse.narrowed      # cffi as pinned has the shape it expects
+    assert install() and cparser.Parser._parse.full_parse    # cffi as pinned has the shape it expects
 
 
 @pytest.mark.parametrize("cdecl", STRINGS)
 def test_a_type_string_parses_as_with_every_typedef_declared(cdecl):
     parser = ffi._parser
     narrowed = parser.parse_type(cdecl)
-    full = type(parser)._parse.__closure__[0].cell_contents      # cffi's own _parse, every typedef declared
+    full = type(parser)._parse.full_parse      # cffi's own _parse, every typedef declared
     ast = full(parser, "void __dummy(\n%s\n);" % cdecl)[0]
     assert narrowed == parser._get_type_and_quals(ast.ext[-1].type.args.params[0].type)[0]
 

@@ -22,7 +22,7 @@ def install() -> bool:
     """Narrow cffi's per-type-string parse (once per process); whether it is narrowed."""
     parser = cparser.Parser
     full_parse = getattr(parser, "_parse", None)
-    if full_parse is None or getattr(full_parse, "narrowed", False):
+    if full_parse is None or hasattr(full_parse, "full_parse"):
         return full_parse is not None
     if not hasattr(parser(), "_declarations"):
         return False
@@ -39,6 +39,6 @@ def install() -> bool:
         finally:
             self._declarations = declarations
 
-    narrowed.narrowed = True
+    narrowed.full_parse = full_parse     # cffi's own: installed once, and the tests compare with it
     parser._parse = narrowed
     return True
