@@ -22,10 +22,11 @@ export PYTHONPYCACHEPREFIX="$logs/pycache"
 # A column that mostly waits on its browser (Firefox maps read-backs on a 100 ms tick; ONNX Runtime Web's C++
 # provider never answers some cases, each then waits out its 25 s backstop) runs beside the steps that keep the
 # cores busy, and a step of one process that leaves a core idle runs beside other such steps: the case check beside
-# lint, the Dawn and GL columns beside the plain-install step (pip and one pytest process), and the JS loader's
-# Chromium column, the JSEP column and the browser tests (their loaders' 20 s hangs) beside the Chromium column. Its log is shown, and its exit
-# status decides, where it stands in the order below. Only the wall time changes: every verdict is the same as when the steps run one after the other (each
-# step is its own process on its own inputs; none writes what another reads).
+# lint; after the suite's own tests, the Dawn and GL columns, the JS loader's Chromium column, the JSEP column and
+# the browser tests (their loaders' 20 s hangs) beside the Chromium column (the two Chromium columns of one package
+# took 35 s together against 60 s one after the other, for the same CPU). Its log is shown, and its exit status
+# decides, where it stands in the order below. Only the wall time changes: every verdict is the same as when the
+# steps run one after the other (each step is its own process on its own inputs; none writes what another reads).
 step() { echo "== [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }   # where the run's minutes go (the log only)
 declare -A beside=()
 start_beside() {  # start_beside NAME COMMAND...
@@ -53,21 +54,17 @@ if (( heavy )); then
   start_beside ort-web python3 -m pytest conformance/ --impl onnxruntime-web --webgpu=chromium -q -p no:cacheprovider \
     --expectations docs/findings/onnxruntime-web-chromium.yaml
 fi
-start_beside dawn python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
-start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
 step "the plain-install promise, and the column of $(python3 -c 'from conformance.gpu.device import get_device; print(get_device("vulkan").summary["adapter"])' 2>/dev/null) through wgpu:"
 echo "   pip install . into a scratch venv, then every case by pytest --pyargs conformance from an empty directory;"
 echo "   a new kernel author's path, scaffold to CI gate, with the suite installed from a release tag of a clone"
 python3 -m pytest tests/certify/test_wheel.py tests/gate/test_new_user_path.py --run-packaging -q -s -p no:cacheprovider
-step "conformance through Dawn (Tint), the same device (ran beside the plain-install step)"
-finish_beside dawn
-step "conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside the plain-install step)"
-finish_beside gl
 step "the suite's own tests"
 # less the two tests that are the lint and cases steps above (the same commands, the same assertions)
 python3 -m pytest tests -q -p no:cacheprovider -n 2 --durations=15 \
   --deselect tests/gate/test_lint.py::test_real_specs_pass \
   --deselect tests/cases/test_golden.py::test_check_passes_on_committed_goldens
+start_beside dawn python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
+start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
 start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 start_beside js-chromium python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
@@ -75,6 +72,10 @@ start_beside browser-tests python3 -m pytest tests/browsers/test_js_loader.py \
   tests/browsers/test_readme_browser_path.py --run-browsers -q -p no:cacheprovider
 step "conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
 python3 -m pytest conformance/ --webgpu=chromium -q -p no:cacheprovider
+step "conformance through Dawn (Tint), the same device (ran beside the Chromium column)"
+finish_beside dawn
+step "conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside the Chromium column)"
+finish_beside gl
 step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page (ran beside)"
 finish_beside js-chromium
 step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
