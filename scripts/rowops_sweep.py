@@ -5,7 +5,9 @@ names) with the manifest's sizing constants or tunables replaced (spreadOne / sp
 (elements for scalar rows) up to which an invocation holds 1, then 2, elements, else up to maxPerThread;
 groupThreads: the invocations a workgroup of short rows aims at, rows per workgroup = groupThreads // rowThreads;
 WORKGROUP_SIZE), plus version 1 as it ships. The ``floor`` configurations take the per-element work out of the
-templates (is_floor) to measure what the layout alone costs. Every configuration is benched on the model shapes
+templates (is_floor) to measure what the layout alone costs; the ``const`` ones render each shape's row count and
+length into the shader (is_const), the ``len`` ones take LayerNorm's from ``arrayLength`` (is_len), so that no load
+of the params uniform stands before a row's first load. Every configuration is benched on the model shapes
 (``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
 
     python scripts/rowops_sweep.py OUT.json [--configs v2,floor] [--ops com.microsoft.Gelu] [--min-elements N]
@@ -41,7 +43,34 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "floor_wg1024": {"WORKGROUP_SIZE": 1024},
     "floor_sync1": {},                                       # the floor and one barrier (after the loads)
     "floor_sync2": {},                                       # the floor and a barrier in each reduction's place
+    "const": {},             # the row count and length rendered as constants, not read from params (is_const)
+    "floor_const": {},
+    "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (is_len)
+    "floor_len": {},
 }
+
+
+def is_const(name: str) -> bool:
+    """Whether configuration ``name`` renders the row count and length into the shader instead of reading them
+    from the params uniform: no load of it stands before a row's first load of x (one shader per shape, so not a
+    shippable kernel: it measures what that dependent load costs)."""
+    return name.endswith("const")
+
+
+def is_len(name: str) -> bool:
+    """Whether configuration ``name`` (LayerNorm only) takes the row length from arrayLength(&scale) and the row
+    count from x's, as the copy shaders take their length: the shippable form of is_const."""
+    return name.endswith("len")
+
+
+def shape_edits(name: str, op: str) -> list[tuple[str, str]]:
+    """(text, replacement) edits of configuration ``name``'s templates for op ``op``."""
+    if is_const(name):
+        return [("params.rows", "{{ rowsConst }}u"),
+                ("params.items", "{{ (itemsConst // 4) if vec4 else itemsConst }}u")]
+    if is_len(name) and op == "com.microsoft.LayerNormalization":
+        return [("params.rows", "(arrayLength(&x) / arrayLength(&scale))"), ("params.items", "arrayLength(&scale)")]
+    return []
 
 
 def is_floor(name: str) -> bool:
@@ -82,7 +111,7 @@ def floor_template(text: str, macros: dict[str, str]) -> str:
 ROW_OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
 
 
-def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
+def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS, name: str = ""):
     if config is None:
         return [load_package(REPO_SPECS / op) for op in ops]
     out = []
@@ -92,7 +121,16 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS):
         manifest = json.loads((dst / "manifest.json").read_text())
         manifest["constants"].update({k: v for k, v in config.items() if not k.isupper()})
         manifest["tunables"].update({k: v for k, v in config.items() if k.isupper()})
+        edits = shape_edits(name, op)
+        if edits:
+            for variant in manifest["variants"]:
+                variant["constants"].update({"rowsConst": "rows", "itemsConst": "cols"})
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        for template in dst.glob("*.jinja") if edits else ():
+            text = template.read_text()
+            for old, new in edits:
+                text = text.replace(old, new)
+            template.write_text(text)
         if floor:
             macros = floor_macros(floor, FIRST_REDUCTION.get(op, ""))
             for template in dst.glob("*.jinja"):
@@ -121,7 +159,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             # untuned: the device's tuning table (for the shipped packages) must not replace a configuration's
             # WORKGROUP_SIZE
-            copies = packages(config, Path(scratch), name if is_floor(name) else None, args.ops.split(","))
+            copies = packages(config, Path(scratch), name if is_floor(name) else None, args.ops.split(","), name)
             kernels = [Kernel(p, device, tuned=False) for p in copies]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,

@@ -1,5 +1,6 @@
 """scripts/rowops_sweep.py's configurations: a floor takes out exactly the per-element work it names, the
-barrier-only floors keep exactly their barriers, and a tunables configuration reaches the plan."""
+barrier-only floors keep exactly their barriers, the shape-constant configurations read no shape from the params
+uniform and compute what the kernel computes, and a tunables configuration reaches the plan."""
 
 import runpy
 from pathlib import Path
@@ -20,7 +21,7 @@ GELU = ("com.microsoft.Gelu",)
 
 def _kernel(device, tmp_path: Path, name: str, ops, index: int = 0) -> Kernel:
     floor = name if SWEEP["is_floor"](name) else None
-    return Kernel(SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops)[index], device, tuned=False)
+    return Kernel(SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops, name)[index], device, tuned=False)
 
 
 def _barriers(kernel: Kernel, **args) -> int:
@@ -36,6 +37,28 @@ def test_each_row_op_floor_keeps_only_its_barriers(device, tmp_path, name, barri
         if kernel.manifest.name == "LayerNormalization":
             args["scale"] = ((64,), "float32")
         assert _barriers(kernel, **args) == barriers, kernel.manifest.name
+
+
+def _wgsl(kernel: Kernel, **args) -> str:
+    plan = kernel.plan(profile=BASELINE, **args)
+    return "".join(render(kernel.package, plan, p) for p in plan.passes)
+
+
+@pytest.mark.parametrize("shape", [(5, 768), (3, 1023), (7, 4096)])
+def test_shape_constant_configurations_read_no_shape_from_params_and_compute_the_same_bits(device, tmp_path, shape):
+    rng = np.random.default_rng(2)
+    x, scale = rng.normal(size=shape).astype(np.float32), rng.normal(size=shape[-1]).astype(np.float32)
+    shipped = [_kernel(device, tmp_path / "v2", "v2", ROW_OPS, i) for i in (0, 1)]
+    expected = [shipped[0](X=x, scale=scale)["Y"], shipped[1](X=x)["Y"]]
+    for name, ops in (("const", ROW_OPS), ("len", ROW_OPS[:1])):
+        for index, op in enumerate(ops):
+            kernel = _kernel(device, tmp_path / name / op, name, ops, index)
+            args = {"X": (shape, "float32")} | ({"scale": ((shape[-1],), "float32")} if index == 0 else {})
+            wgsl = _wgsl(kernel, **args)
+            assert "params.rows" not in wgsl and "params.items" not in wgsl, (name, op)
+            assert ("arrayLength(&scale)" in wgsl) == (name == "len"), (name, op)
+            got = kernel(X=x, scale=scale)["Y"] if index == 0 else kernel(X=x)["Y"]
+            np.testing.assert_array_equal(got, expected[index], err_msg=f"{name} {op}")
 
 
 def test_the_softmax_floor_normalises_each_lane_alone_and_the_kernel_the_row(device, tmp_path):
