@@ -47,7 +47,50 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "floor_const": {},
     "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (is_len)
     "floor_len": {},
+    "finish": {},            # each row's last G partials combined once, by its lane 0, behind a third barrier
 }
+
+#: The ``finish`` configuration's reduce: the shipped tree's two stages, then lane 0 of each row segment combines the
+#: G partials (the same pairwise expression every lane evaluates in the shipped kernel, so the same bits) into
+#: ``row_total[seg]`` behind a third barrier, and every lane reads that one value instead of all G.
+#: ``row_total`` is safe to reuse: the next reduction writes it only after its own first two barriers, which every
+#: lane reaches only after reading this one's.
+FINISH_REDUCE = """{% macro reduce(name, value, size, op="add") %}
+{% set G = 32 if size > 512 else (16 if size > 16 else size) %}
+{% set n1 = (size + G - 1) // G %}
+{% set identity = "LOWEST" if op == "max" else "0.0" %}
+  partial[lid] = {{ value }};
+  workgroupBarrier();
+  if (t < {{ G }}u) {
+{% for i in range(n1) %}
+{% if (i + 1) * G <= size %}
+    let q{{ i }} = partial[seg + t + {{ i * G }}u];
+{% else %}
+    var q{{ i }} = f32({{ identity }});
+    if (t + {{ i * G }}u < {{ size }}u) { q{{ i }} = partial[seg + t + {{ i * G }}u]; }
+{% endif %}
+{% endfor %}
+    partial_next[seg + t] = {{ pairwise("q#", range(n1) | list, op) if op == "max" else pairwise("q#", range(n1) | list) }};
+  }
+  workgroupBarrier();
+  if (t == 0u) {
+{% for g in range(G) %}
+    let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];
+{% endfor %}
+    row_total[seg] = {{ pairwise(name ~ "_#", range(G) | list, op) if op == "max" else pairwise(name ~ "_#", range(G) | list) }};
+  }
+  workgroupBarrier();
+  let {{ name }} = row_total[seg];
+{% endmacro %}"""
+
+
+def finish_template(text: str) -> str:
+    """A row op's template with FINISH_REDUCE in place of its reduce and the ``row_total`` array declared."""
+    start = text.index("{% macro reduce(")
+    end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
+    declared = "var<workgroup> partial_next: array<f32, WG>;"
+    return (text[:start] + FINISH_REDUCE + text[end:]).replace(
+        declared, declared + "\nvar<workgroup> row_total: array<f32, WG>;", 1)
 
 
 def is_const(name: str) -> bool:
@@ -126,6 +169,9 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS, name:
             for variant in manifest["variants"]:
                 variant["constants"].update({"rowsConst": "rows", "itemsConst": "cols"})
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        if name == "finish":
+            for template in dst.glob("*.jinja"):
+                template.write_text(finish_template(template.read_text()))
         for template in dst.glob("*.jinja") if edits else ():
             text = template.read_text()
             for old, new in edits:

@@ -1,6 +1,7 @@
 """scripts/rowops_sweep.py's configurations: a floor takes out exactly the per-element work it names, the
 barrier-only floors keep exactly their barriers, the shape-constant configurations read no shape from the params
-uniform and compute what the kernel computes, and a tunables configuration reaches the plan."""
+uniform, they and the one-lane finish of each reduction compute the shipped kernels' bits, and a tunables
+configuration reaches the plan."""
 
 import runpy
 from pathlib import Path
@@ -29,7 +30,8 @@ def _barriers(kernel: Kernel, **args) -> int:
     return sum(render(kernel.package, plan, p).count("workgroupBarrier()") for p in plan.passes)
 
 
-@pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2)])
+@pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2),
+                                           ("finish", 6)])
 def test_each_row_op_floor_keeps_only_its_barriers(device, tmp_path, name, barriers):
     for index, _ in enumerate(ROW_OPS):   # LayerNormalization, Softmax: two reductions of two barriers each
         kernel = _kernel(device, tmp_path / str(index), name, ROW_OPS, index)
@@ -44,18 +46,18 @@ def _wgsl(kernel: Kernel, **args) -> str:
     return "".join(render(kernel.package, plan, p) for p in plan.passes)
 
 
-@pytest.mark.parametrize("shape", [(5, 768), (3, 1023), (7, 4096)])
-def test_shape_constant_configurations_read_no_shape_from_params_and_compute_the_same_bits(device, tmp_path, shape):
+@pytest.mark.parametrize("shape", [(5, 768), (3, 1023), (7, 4096), (64, 64)])
+def test_shape_constant_and_finish_configurations_compute_the_shipped_bits(device, tmp_path, shape):
     rng = np.random.default_rng(2)
     x, scale = rng.normal(size=shape).astype(np.float32), rng.normal(size=shape[-1]).astype(np.float32)
     shipped = [_kernel(device, tmp_path / "v2", "v2", ROW_OPS, i) for i in (0, 1)]
     expected = [shipped[0](X=x, scale=scale)["Y"], shipped[1](X=x)["Y"]]
-    for name, ops in (("const", ROW_OPS), ("len", ROW_OPS[:1])):
+    for name, ops in (("const", ROW_OPS), ("len", ROW_OPS[:1]), ("finish", ROW_OPS)):
         for index, op in enumerate(ops):
             kernel = _kernel(device, tmp_path / name / op, name, ops, index)
             args = {"X": (shape, "float32")} | ({"scale": ((shape[-1],), "float32")} if index == 0 else {})
             wgsl = _wgsl(kernel, **args)
-            assert "params.rows" not in wgsl and "params.items" not in wgsl, (name, op)
+            assert ("params.rows" in wgsl) == (name == "finish") and ("row_total" in wgsl) == (name == "finish")
             assert ("arrayLength(&scale)" in wgsl) == (name == "len"), (name, op)
             got = kernel(X=x, scale=scale)["Y"] if index == 0 else kernel(X=x)["Y"]
             np.testing.assert_array_equal(got, expected[index], err_msg=f"{name} {op}")
