@@ -48,6 +48,7 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (is_len)
     "floor_len": {},
     "finish": {},            # each row's last G partials combined once, by its lane 0, behind a third barrier
+    "shift": {},             # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
 }
 
 #: The ``finish`` configuration's reduce: the shipped tree's two stages, then lane 0 of each row segment combines the
@@ -82,6 +83,60 @@ FINISH_REDUCE = """{% macro reduce(name, value, size, op="add") %}
   workgroupBarrier();
   let {{ name }} = row_total[seg];
 {% endmacro %}"""
+
+
+#: The ``shift`` configuration (LayerNorm, cached rows): both statistics from one tree of vec2 sums of the values
+#: shifted by the row's first element, e = x - x0: mean = x0 + S1 / n, var = S2 / n - (S1 / n)^2. One reduction
+#: instead of two, no divisions in the tree (version 3's Chan merges had one per level); the variance cancels
+#: when |mean - x0| is large against the spread, so its accuracy is to be checked, not assumed.
+SHIFT_REDUCE = """{% macro reduce2(name, value, size) %}
+{% set G = 32 if size > 512 else (16 if size > 16 else size) %}
+{% set n1 = (size + G - 1) // G %}
+  partial2[lid] = {{ value }};
+  workgroupBarrier();
+  if (t < {{ G }}u) {
+{% for i in range(n1) %}
+{% if (i + 1) * G <= size %}
+    let q{{ i }} = partial2[seg + t + {{ i * G }}u];
+{% else %}
+    var q{{ i }} = vec2<f32>(0.0);
+    if (t + {{ i * G }}u < {{ size }}u) { q{{ i }} = partial2[seg + t + {{ i * G }}u]; }
+{% endif %}
+{% endfor %}
+    partial2_next[seg + t] = {{ pairwise("q#", range(n1) | list) }};
+  }
+  workgroupBarrier();
+{% for g in range(G) %}
+  let {{ name }}_{{ g }} = partial2_next[seg + {{ g }}u];
+{% endfor %}
+  let {{ name }} = {{ pairwise(name ~ "_#", range(G) | list) }};
+{% endmacro %}
+"""
+SHIFT_STATS = """  var shift = 0.0;
+  if (live) { shift = {{ "load(base).x" if vec4 else "load(base)" }}; }
+{% for k in ks %}
+  let e{{ k }} = select({{ V }}(0.0), v{{ k }} - {{ V }}(shift), in{{ k }});
+{% endfor %}
+{{ reduce2("stats", "vec2<f32>(lanes(" ~ pairwise("e#", ks) ~ "), lanes(" ~ pairwise("e# * e#", ks) ~ "))", T) }}
+  let m1 = stats.x * params.invCols;
+  let mean = shift + m1;
+  let rstd = inverseSqrt(max(stats.y * params.invCols - m1 * m1, 0.0) + params.epsilon);
+{% for k in ks %}
+  let d{{ k }} = select({{ V }}(0.0), v{{ k }} - {{ V }}(mean), in{{ k }});
+{% endfor %}
+"""
+
+
+def shift_template(text: str) -> str:
+    """LayerNorm's template with its cached rows' two reductions replaced by SHIFT_STATS (looped rows unchanged)."""
+    start = text.index('{{ reduce("total", "lanes(" ~ pairwise("v#", ks) ~ ")", T) }}')
+    end = text.index("  let rstd = inverseSqrt(squares * params.invCols + params.epsilon);\n", start)
+    end += len("  let rstd = inverseSqrt(squares * params.invCols + params.epsilon);\n")
+    text = text[:start] + SHIFT_STATS + text[end:]
+    macro = text.index("{% macro reduce(")
+    declared = "var<workgroup> partial_next: array<f32, WG>;"
+    return (text[:macro] + SHIFT_REDUCE + text[macro:]).replace(declared, declared + (
+        "\nvar<workgroup> partial2: array<vec2<f32>, WG>;\nvar<workgroup> partial2_next: array<vec2<f32>, WG>;"), 1)
 
 
 def finish_template(text: str) -> str:
@@ -172,6 +227,9 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS, name:
         if name == "finish":
             for template in dst.glob("*.jinja"):
                 template.write_text(finish_template(template.read_text()))
+        if name == "shift" and op == "com.microsoft.LayerNormalization":
+            for template in dst.glob("*.jinja"):
+                template.write_text(shift_template(template.read_text()))
         for template in dst.glob("*.jinja") if edits else ():
             text = template.read_text()
             for old, new in edits:

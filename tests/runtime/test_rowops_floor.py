@@ -87,3 +87,17 @@ def test_a_tunables_configuration_sizes_the_plan_whatever_the_devices_tuning_tab
         .passes[0].dispatch.workgroup_size == 256
     plan = wide.plan(X=((2, 4096), "float32"), scale=((4096,), "float32"))   # the device's limits: 1024 lanes
     assert plan.passes[0].dispatch.workgroup_size == 1024    # 1024 vec4 a row, one each
+
+
+def test_the_shift_configuration_takes_both_statistics_from_one_tree(device, tmp_path):
+    """LayerNorm's cached rows reduce once (two barriers) and still normalise: within 1e-4 of float64 on rows of
+    unit spread around an offset of 100 (the shifted sums cancel only where the row's first element is far out)."""
+    kernel = _kernel(device, tmp_path, "shift", ROW_OPS[:1])
+    assert _barriers(kernel, X=((4, 64), "float32"), scale=((64,), "float32")) == 2
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(6, 768)) + 100).astype(np.float32)
+    scale = rng.normal(size=768).astype(np.float32)
+    x64 = x.astype(np.float64)
+    centred = x64 - x64.mean(axis=-1, keepdims=True)
+    expected = centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + 1e-5) * scale
+    np.testing.assert_allclose(kernel(X=x, scale=scale)["Y"], expected, atol=1e-4)
