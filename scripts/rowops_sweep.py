@@ -6,9 +6,11 @@ names) with the manifest's sizing constants or tunables replaced (spreadOne / sp
 groupThreads: the invocations a workgroup of short rows aims at, rows per workgroup = groupThreads // rowThreads;
 WORKGROUP_SIZE), plus version 1 as it ships. The ``floor`` configurations take the per-element work out of the
 templates (is_floor) to measure what the layout alone costs; the ``const`` ones render each shape's row count and
-length into the shader (is_const), the ``len`` ones take LayerNorm's from ``arrayLength`` (is_len), so that no load
-of the params uniform stands before a row's first load. Every configuration is benched on the model shapes
-(``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
+length into the shader, the ``len`` ones take LayerNorm's from ``arrayLength``, so that no load of the params
+uniform stands before a row's first load; ``finish`` and ``shift`` change how a row reduces (FINISH_REDUCE,
+SHIFT_STATS). A configuration that does not apply to an op (``len`` and ``shift`` to Softmax) runs it as ``v2``
+(or ``floor``) unchanged: a same-kernel rerun, which shows the run's noise. Every configuration is benched on the
+model shapes (``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
 
     python scripts/rowops_sweep.py OUT.json [--configs v2,floor] [--ops com.microsoft.Gelu] [--min-elements N]
         [--max-elements N] [--webgpu wgpu]
@@ -56,7 +58,10 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
 #: ``row_total[seg]`` behind a third barrier, and every lane reads that one value instead of all G.
 #: ``row_total`` is safe to reuse: the next reduction writes it only after its own first two barriers, which every
 #: lane reaches only after reading this one's.
-FINISH_REDUCE = """{% macro reduce(name, value, size, op="add") %}
+FINISH_REDUCE = """{% macro combined(pattern, indices, op) %}
+{%- if op == "max" %}{{ pairwise(pattern, indices, op) }}{% else %}{{ pairwise(pattern, indices) }}{% endif -%}
+{% endmacro %}
+{% macro reduce(name, value, size, op="add") %}
 {% set G = 32 if size > 512 else (16 if size > 16 else size) %}
 {% set n1 = (size + G - 1) // G %}
 {% set identity = "LOWEST" if op == "max" else "0.0" %}
@@ -71,14 +76,14 @@ FINISH_REDUCE = """{% macro reduce(name, value, size, op="add") %}
     if (t + {{ i * G }}u < {{ size }}u) { q{{ i }} = partial[seg + t + {{ i * G }}u]; }
 {% endif %}
 {% endfor %}
-    partial_next[seg + t] = {{ pairwise("q#", range(n1) | list, op) if op == "max" else pairwise("q#", range(n1) | list) }};
+    partial_next[seg + t] = {{ combined("q#", range(n1) | list, op) }};
   }
   workgroupBarrier();
   if (t == 0u) {
 {% for g in range(G) %}
     let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];
 {% endfor %}
-    row_total[seg] = {{ pairwise(name ~ "_#", range(G) | list, op) if op == "max" else pairwise(name ~ "_#", range(G) | list) }};
+    row_total[seg] = {{ combined(name ~ "_#", range(G) | list, op) }};
   }
   workgroupBarrier();
   let {{ name }} = row_total[seg];
@@ -134,40 +139,44 @@ def shift_template(text: str) -> str:
     end += len("  let rstd = inverseSqrt(squares * params.invCols + params.epsilon);\n")
     text = text[:start] + SHIFT_STATS + text[end:]
     macro = text.index("{% macro reduce(")
-    declared = "var<workgroup> partial_next: array<f32, WG>;"
-    return (text[:macro] + SHIFT_REDUCE + text[macro:]).replace(declared, declared + (
-        "\nvar<workgroup> partial2: array<vec2<f32>, WG>;\nvar<workgroup> partial2_next: array<vec2<f32>, WG>;"), 1)
+    return _declare(text[:macro] + SHIFT_REDUCE + text[macro:], "var<workgroup> partial2: array<vec2<f32>, WG>;\n"
+                    "var<workgroup> partial2_next: array<vec2<f32>, WG>;")
 
 
 def finish_template(text: str) -> str:
     """A row op's template with FINISH_REDUCE in place of its reduce and the ``row_total`` array declared."""
     start = text.index("{% macro reduce(")
     end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
-    declared = "var<workgroup> partial_next: array<f32, WG>;"
-    return (text[:start] + FINISH_REDUCE + text[end:]).replace(
-        declared, declared + "\nvar<workgroup> row_total: array<f32, WG>;", 1)
+    return _declare(text[:start] + FINISH_REDUCE + text[end:], "var<workgroup> row_total: array<f32, WG>;")
 
 
-def is_const(name: str) -> bool:
-    """Whether configuration ``name`` renders the row count and length into the shader instead of reading them
-    from the params uniform: no load of it stands before a row's first load of x (one shader per shape, so not a
-    shippable kernel: it measures what that dependent load costs)."""
-    return name.endswith("const")
+def _declare(text: str, declaration: str) -> str:
+    """``text`` with ``declaration`` on its own line after the tree's second workgroup array (and its comment)."""
+    at = text.index("var<workgroup> partial_next: array<f32, WG>;")
+    at = text.index("\n", at) + 1
+    return text[:at] + declaration + "\n" + text[at:]
 
 
-def is_len(name: str) -> bool:
-    """Whether configuration ``name`` (LayerNorm only) takes the row length from arrayLength(&scale) and the row
-    count from x's, as the copy shaders take their length: the shippable form of is_const."""
-    return name.endswith("len")
+#: Configurations that render each shape's row count and length into the shader instead of reading them from the
+#: params uniform, so no load of it stands before a row's first load of x (one shader per shape: not a shippable
+#: kernel; it measures what that dependent load costs).
+CONST_CONFIGS = {"const", "floor_const"}
+#: Configurations in which LayerNorm takes its row length from arrayLength(&scale) and its row count from x's, as the
+#: copy shaders take their length (Softmax binds no tensor of the row's length). Buffers are bound padded to 4
+#: bytes, so f16 scalar rows keep the params uniform: arrayLength would count an odd row's padding.
+LEN_CONFIGS = {"len", "floor_len"}
 
 
 def shape_edits(name: str, op: str) -> list[tuple[str, str]]:
-    """(text, replacement) edits of configuration ``name``'s templates for op ``op``."""
-    if is_const(name):
+    """(text, replacement) edits of configuration ``name``'s templates for op ``op`` (each text must occur)."""
+    if name in CONST_CONFIGS:
         return [("params.rows", "{{ rowsConst }}u"),
                 ("params.items", "{{ (itemsConst // 4) if vec4 else itemsConst }}u")]
-    if is_len(name) and op == "com.microsoft.LayerNormalization":
-        return [("params.rows", "(arrayLength(&x) / arrayLength(&scale))"), ("params.items", "arrayLength(&scale)")]
+    if name in LEN_CONFIGS and op == "com.microsoft.LayerNormalization":
+        exact = "not usesF16 or vec4"   # the bindings' arrayLength is the tensor's (see LEN_CONFIGS)
+        return [("params.rows", "{% if " + exact + " %}(arrayLength(&x) / arrayLength(&scale)){% else %}params.rows"
+                                "{% endif %}"),
+                ("params.items", "{% if " + exact + " %}arrayLength(&scale){% else %}params.items{% endif %}")]
     return []
 
 
@@ -178,8 +187,8 @@ def is_floor(name: str) -> bool:
     return name.startswith("floor")
 
 
-#: The barriers the floor's reduce keeps in each floor configuration: none, one in the first reduction's place, or one in
-#: each reduction's place.
+#: The barriers the floor's reduce keeps in each floor configuration: none, one in the first reduction's place, or
+#: one in each reduction's place.
 FLOOR_BARRIERS = {"": "never", "_sync1": "first", "_sync2": "always"}
 #: The name each row op's template gives its first reduction.
 FIRST_REDUCTION = {"com.microsoft.LayerNormalization": "total", "com.microsoft.Softmax": "top"}
@@ -209,7 +218,25 @@ def floor_template(text: str, macros: dict[str, str]) -> str:
 ROW_OPS = ("com.microsoft.LayerNormalization", "com.microsoft.Softmax")
 
 
-def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS, name: str = ""):
+def configured_template(name: str, op: str, text: str) -> str:
+    """Op ``op``'s version-2 template ``text`` as configuration ``name`` runs it."""
+    if name == "finish":
+        text = finish_template(text)
+    if name == "shift" and op == "com.microsoft.LayerNormalization":
+        text = shift_template(text)
+    for old, new in shape_edits(name, op):
+        if old not in text:
+            raise ValueError(f"configuration {name}: {old!r} is not in {op}'s template")
+        text = text.replace(old, new)
+    if is_floor(name):
+        text = floor_template(text, floor_macros(name, FIRST_REDUCTION.get(op, "")))
+    return text
+
+
+def packages(name: str, scratch: Path, ops=ROW_OPS) -> list:
+    """The packages configuration ``name`` benches: version 1 as it ships (``v1``), else copies of the ops' version
+    2 under ``scratch`` with CONFIGS[name]'s constants and tunables and configured_template's templates."""
+    config = CONFIGS[name]
     if config is None:
         return [load_package(REPO_SPECS / op) for op in ops]
     out = []
@@ -219,26 +246,12 @@ def packages(config, scratch: Path, floor: str | None = None, ops=ROW_OPS, name:
         manifest = json.loads((dst / "manifest.json").read_text())
         manifest["constants"].update({k: v for k, v in config.items() if not k.isupper()})
         manifest["tunables"].update({k: v for k, v in config.items() if k.isupper()})
-        edits = shape_edits(name, op)
-        if edits:
+        if name in CONST_CONFIGS:
             for variant in manifest["variants"]:
                 variant["constants"].update({"rowsConst": "rows", "itemsConst": "cols"})
         (dst / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        if name == "finish":
-            for template in dst.glob("*.jinja"):
-                template.write_text(finish_template(template.read_text()))
-        if name == "shift" and op == "com.microsoft.LayerNormalization":
-            for template in dst.glob("*.jinja"):
-                template.write_text(shift_template(template.read_text()))
-        for template in dst.glob("*.jinja") if edits else ():
-            text = template.read_text()
-            for old, new in edits:
-                text = text.replace(old, new)
-            template.write_text(text)
-        if floor:
-            macros = floor_macros(floor, FIRST_REDUCTION.get(op, ""))
-            for template in dst.glob("*.jinja"):
-                template.write_text(floor_template(template.read_text(), macros))
+        for template in dst.glob("*.jinja"):
+            template.write_text(configured_template(name, op, template.read_text()))
         out.append(load_package(dst))
     return out
 
@@ -259,21 +272,20 @@ def main() -> None:
                    warmup_seconds=args.warmup_seconds, cuda_copy=False)
     result = {"device": device.summary, "webgpu": args.webgpu, "configs": {}, "rows": []}
     for name in args.configs.split(","):
-        config = CONFIGS[name]
         with tempfile.TemporaryDirectory() as scratch:
             # untuned: the device's tuning table (for the shipped packages) must not replace a configuration's
             # WORKGROUP_SIZE
-            copies = packages(config, Path(scratch), name if is_floor(name) else None, args.ops.split(","), name)
+            copies = packages(name, Path(scratch), args.ops.split(","))
             kernels = [Kernel(p, device, tuned=False) for p in copies]
             for shapes in ("models", None):
                 run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
                                       shapes=shapes, **options)
                 result["rows"] += [r | {"config": name} for r in run["rows"]]
-        result["configs"][name] = config
+        result["configs"][name] = CONFIGS[name]
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
         print(f"{name}: done, {len(result['rows'])} rows", flush=True)
     for r in result["rows"]:
-        print(f"{r['config']:<9}{r['package'][14:]:<20}{r['variant']:<18}{r['dtype']:<8}{str(r['shape']):<20}"
+        print(f"{r['config']:<13}{r['package'][14:]:<20}{r['variant']:<18}{r['dtype']:<8}{str(r['shape']):<20}"
               f"{r['workgroup_size']:>5}{r['best_copy_ratio']:>7.3f}")
 
 

@@ -25,8 +25,9 @@ export PYTHONPYCACHEPREFIX="$logs/pycache"
 # lint; after the suite's own tests, the Dawn and GL columns, the JS loader's Chromium column, the JSEP column and
 # the browser tests (their loaders' 20 s hangs) beside the Chromium column (the two Chromium columns of one package
 # took 35 s together against 60 s one after the other, for the same CPU). Its log is shown, and its exit status
-# decides, where it stands in the order below. Only the wall time changes: every verdict is the same as when the
-# steps run one after the other (each step is its own process on its own inputs; none writes what another reads).
+# decides, where it stands in the order below. Each step is its own process on its own inputs and none writes what
+# another reads, so only the wall time changes; the one shared thing is the machine, and the waits that decide a
+# hang (20 s for a loader, 25 s for ONNX Runtime Web) stay far above a case's time with six processes on two cores.
 step() { echo "== [$(( SECONDS / 60 ))m$(( SECONDS % 60 ))s] $*"; }   # where the run's minutes go (the log only)
 declare -A beside=()
 start_beside() {  # start_beside NAME COMMAND...
@@ -76,7 +77,7 @@ step "conformance through Dawn (Tint), the same device (ran beside the Chromium 
 finish_beside dawn
 step "conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside the Chromium column)"
 finish_beside gl
-step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page (ran beside)"
+step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page (ran beside the Chromium column)"
 finish_beside js-chromium
 step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
 echo "   merge lines as written, with Chromium and Firefox opened at the served URL (ran beside the Chromium columns)"

@@ -21,8 +21,7 @@ GELU = ("com.microsoft.Gelu",)
 
 
 def _kernel(device, tmp_path: Path, name: str, ops, index: int = 0) -> Kernel:
-    floor = name if SWEEP["is_floor"](name) else None
-    return Kernel(SWEEP["packages"](SWEEP["CONFIGS"][name], tmp_path, floor, ops, name)[index], device, tuned=False)
+    return Kernel(SWEEP["packages"](name, tmp_path, ops)[index], device, tuned=False)
 
 
 def _barriers(kernel: Kernel, **args) -> int:
@@ -32,8 +31,8 @@ def _barriers(kernel: Kernel, **args) -> int:
 
 @pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2),
                                            ("finish", 6)])
-def test_each_row_op_floor_keeps_only_its_barriers(device, tmp_path, name, barriers):
-    for index, _ in enumerate(ROW_OPS):   # LayerNormalization, Softmax: two reductions of two barriers each
+def test_each_row_op_configuration_keeps_only_its_barriers(device, tmp_path, name, barriers):
+    for index, _ in enumerate(ROW_OPS):   # LayerNormalization, Softmax: two reductions (finish: three barriers each)
         kernel = _kernel(device, tmp_path / str(index), name, ROW_OPS, index)
         args = {"X": ((4, 64), "float32")}
         if kernel.manifest.name == "LayerNormalization":
@@ -46,19 +45,28 @@ def _wgsl(kernel: Kernel, **args) -> str:
     return "".join(render(kernel.package, plan, p) for p in plan.passes)
 
 
-@pytest.mark.parametrize("shape", [(5, 768), (3, 1023), (7, 4096), (64, 64)])
-def test_shape_constant_and_finish_configurations_compute_the_shipped_bits(device, tmp_path, shape):
+#: cached rows of one vec4 a lane (5 x 768), of scalars (3 x 1023), of several rows a workgroup (64 x 64), of four
+#: vec4 a lane (7 x 4096), looped rows (2 x 8192), and f16 rows of odd length, where LEN_CONFIGS keep the uniform
+SHAPES = [((5, 768), "float32"), ((3, 1023), "float32"), ((64, 64), "float32"), ((7, 4096), "float32"),
+          ((2, 8192), "float32"), ((3, 1023), "float16")]
+
+
+@pytest.mark.parametrize("shape,dtype", SHAPES)
+def test_shape_constant_and_finish_configurations_compute_the_shipped_bits(device, tmp_path, shape, dtype):
     rng = np.random.default_rng(2)
-    x, scale = rng.normal(size=shape).astype(np.float32), rng.normal(size=shape[-1]).astype(np.float32)
+    x, scale = rng.normal(size=shape).astype(dtype), rng.normal(size=shape[-1]).astype(dtype)
     shipped = [_kernel(device, tmp_path / "v2", "v2", ROW_OPS, i) for i in (0, 1)]
     expected = [shipped[0](X=x, scale=scale)["Y"], shipped[1](X=x)["Y"]]
+    uniform_kept = dtype == "float16"   # a scalar f16 row of odd length: arrayLength would count its padding
     for name, ops in (("const", ROW_OPS), ("len", ROW_OPS[:1]), ("finish", ROW_OPS)):
         for index, op in enumerate(ops):
             kernel = _kernel(device, tmp_path / name / op, name, ops, index)
-            args = {"X": (shape, "float32")} | ({"scale": ((shape[-1],), "float32")} if index == 0 else {})
+            args = {"X": (shape, dtype)} | ({"scale": ((shape[-1],), dtype)} if index == 0 else {})
             wgsl = _wgsl(kernel, **args)
-            assert ("params.rows" in wgsl) == (name == "finish") and ("row_total" in wgsl) == (name == "finish")
-            assert ("arrayLength(&scale)" in wgsl) == (name == "len"), (name, op)
+            reads_params = name == "finish" or (name == "len" and uniform_kept)
+            assert ("params.rows" in wgsl) == reads_params and ("params.items" in wgsl) == reads_params, (name, op)
+            assert ("arrayLength(&scale)" in wgsl) == (name == "len" and not uniform_kept), (name, op)
+            assert ("row_total" in wgsl) == (name == "finish"), (name, op)
             got = kernel(X=x, scale=scale)["Y"] if index == 0 else kernel(X=x)["Y"]
             np.testing.assert_array_equal(got, expected[index], err_msg=f"{name} {op}")
 
