@@ -7,8 +7,8 @@ groupThreads: the invocations a workgroup of short rows aims at, rows per workgr
 WORKGROUP_SIZE), plus version 1 as it ships. The ``floor`` configurations take the per-element work out of the
 templates (is_floor) to measure what the layout alone costs; the ``const`` ones render each shape's row count and
 length into the shader, the ``len`` ones take LayerNorm's from ``arrayLength``, so that no load of the params
-uniform stands before a row's first load; ``finish`` and ``shift`` change how a row reduces (FINISH_REDUCE,
-SHIFT_STATS). A configuration that does not apply to an op (``len`` and ``shift`` to Softmax) runs it as ``v2``
+uniform stands before a row's first load; ``finish`` and ``shift`` change how a row reduces (finish_template,
+shift_template). A configuration that does not apply to an op (``len`` and ``shift`` to Softmax) runs it as ``v2``
 (or ``floor``) unchanged: a same-kernel rerun, which shows the run's noise. Every configuration is benched on the
 model shapes (``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -53,70 +54,12 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "shift": {},             # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
 }
 
-#: The ``finish`` configuration's reduce: the shipped tree's two stages, then lane 0 of each row segment combines the
-#: G partials (the same pairwise expression every lane evaluates in the shipped kernel, so the same bits) into
-#: ``row_total[seg]`` behind a third barrier, and every lane reads that one value instead of all G.
-#: ``row_total`` is safe to reuse: the next reduction writes it only after its own first two barriers, which every
-#: lane reaches only after reading this one's.
-FINISH_REDUCE = """{% macro combined(pattern, indices, op) %}
-{%- if op == "max" %}{{ pairwise(pattern, indices, op) }}{% else %}{{ pairwise(pattern, indices) }}{% endif -%}
-{% endmacro %}
-{% macro reduce(name, value, size, op="add") %}
-{% set G = 32 if size > 512 else (16 if size > 16 else size) %}
-{% set n1 = (size + G - 1) // G %}
-{% set identity = "LOWEST" if op == "max" else "0.0" %}
-  partial[lid] = {{ value }};
-  workgroupBarrier();
-  if (t < {{ G }}u) {
-{% for i in range(n1) %}
-{% if (i + 1) * G <= size %}
-    let q{{ i }} = partial[seg + t + {{ i * G }}u];
-{% else %}
-    var q{{ i }} = f32({{ identity }});
-    if (t + {{ i * G }}u < {{ size }}u) { q{{ i }} = partial[seg + t + {{ i * G }}u]; }
-{% endif %}
-{% endfor %}
-    partial_next[seg + t] = {{ combined("q#", range(n1) | list, op) }};
-  }
-  workgroupBarrier();
-  if (t == 0u) {
-{% for g in range(G) %}
-    let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];
-{% endfor %}
-    row_total[seg] = {{ combined(name ~ "_#", range(G) | list, op) }};
-  }
-  workgroupBarrier();
-  let {{ name }} = row_total[seg];
-{% endmacro %}"""
 
 
 #: The ``shift`` configuration (LayerNorm, cached rows): both statistics from one tree of vec2 sums of the values
 #: shifted by the row's first element, e = x - x0: mean = x0 + S1 / n, var = S2 / n - (S1 / n)^2. One reduction
 #: instead of two, no divisions in the tree (version 3's Chan merges had one per level); the variance cancels
 #: when |mean - x0| is large against the spread, so its accuracy is to be checked, not assumed.
-SHIFT_REDUCE = """{% macro reduce2(name, value, size) %}
-{% set G = 32 if size > 512 else (16 if size > 16 else size) %}
-{% set n1 = (size + G - 1) // G %}
-  partial2[lid] = {{ value }};
-  workgroupBarrier();
-  if (t < {{ G }}u) {
-{% for i in range(n1) %}
-{% if (i + 1) * G <= size %}
-    let q{{ i }} = partial2[seg + t + {{ i * G }}u];
-{% else %}
-    var q{{ i }} = vec2<f32>(0.0);
-    if (t + {{ i * G }}u < {{ size }}u) { q{{ i }} = partial2[seg + t + {{ i * G }}u]; }
-{% endif %}
-{% endfor %}
-    partial2_next[seg + t] = {{ pairwise("q#", range(n1) | list) }};
-  }
-  workgroupBarrier();
-{% for g in range(G) %}
-  let {{ name }}_{{ g }} = partial2_next[seg + {{ g }}u];
-{% endfor %}
-  let {{ name }} = {{ pairwise(name ~ "_#", range(G) | list) }};
-{% endmacro %}
-"""
 SHIFT_STATS = """  var shift = 0.0;
   if (live) { shift = {{ "load(base).x" if vec4 else "load(base)" }}; }
 {% for k in ks %}
@@ -139,15 +82,27 @@ def shift_template(text: str) -> str:
     end += len("  let rstd = inverseSqrt(squares * params.invCols + params.epsilon);\n")
     text = text[:start] + SHIFT_STATS + text[end:]
     macro = text.index("{% macro reduce(")
-    return _declare(text[:macro] + SHIFT_REDUCE + text[macro:], "var<workgroup> partial2: array<vec2<f32>, WG>;\n"
+    shipped = text[macro:text.index("{% endmacro %}", macro) + len("{% endmacro %}\n")]
+    reduce2 = shipped.replace("{% macro reduce(", "{% macro reduce2(").replace("partial", "partial2").replace(
+        "f32(0.0)", "vec2<f32>(0.0)")   # the shipped tree on vec2 arrays
+    return _declare(text[:macro] + reduce2 + text[macro:], "var<workgroup> partial2: array<vec2<f32>, WG>;\n"
                     "var<workgroup> partial2_next: array<vec2<f32>, WG>;")
 
 
 def finish_template(text: str) -> str:
-    """A row op's template with FINISH_REDUCE in place of its reduce and the ``row_total`` array declared."""
+    """A row op's template whose reduce ends differently (the ``finish`` configuration): after the shipped tree's
+    two stages, lane 0 of each row segment combines the G partials (the expression every lane evaluates in the
+    shipped kernel, so the same bits) into ``row_total[seg]`` behind a third barrier, and every lane reads that one
+    value instead of all G. ``row_total`` is safe to reuse: the next reduction writes it only after its own first
+    two barriers, which every lane reaches only after reading this one's."""
     start = text.index("{% macro reduce(")
-    end = text.index("{% endmacro %}", start) + len("{% endmacro %}")
-    return _declare(text[:start] + FINISH_REDUCE + text[end:], "var<workgroup> row_total: array<f32, WG>;")
+    end = text.index("{% endmacro %}", start)
+    last = text.index("{% for g in range(G) %}", start)
+    combine = re.search(r"  let \{\{ name \}\} = (.*);\n", text[last:end]).group(1)
+    finish = ("  if (t == 0u) {\n{% for g in range(G) %}\n    let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];\n"
+              "{% endfor %}\n    row_total[seg] = " + combine + ";\n  }\n  workgroupBarrier();\n"
+              "  let {{ name }} = row_total[seg];\n")
+    return _declare(text[:last] + finish + text[end:], "var<workgroup> row_total: array<f32, WG>;")
 
 
 def _declare(text: str, declaration: str) -> str:
