@@ -46,14 +46,13 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "floor_wg1024": {"WORKGROUP_SIZE": 1024},
     "floor_sync1": {},                                       # the floor and one barrier (after the loads)
     "floor_sync2": {},                                       # the floor and a barrier in each reduction's place
-    "const": {},             # the row count and length rendered as constants, not read from params (is_const)
+    "const": {},             # the row count and length rendered as constants, not read from params (CONST_CONFIGS)
     "floor_const": {},
-    "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (is_len)
+    "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (LEN_CONFIGS)
     "floor_len": {},
     "finish": {},            # each row's last G partials combined once, by its lane 0, behind a third barrier
     "shift": {},             # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
 }
-
 
 
 #: The ``shift`` configuration (LayerNorm, cached rows): both statistics from one tree of vec2 sums of the values

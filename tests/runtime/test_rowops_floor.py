@@ -24,9 +24,13 @@ def _kernel(device, tmp_path: Path, name: str, ops, index: int = 0) -> Kernel:
     return Kernel(SWEEP["packages"](name, tmp_path, ops)[index], device, tuned=False)
 
 
-def _barriers(kernel: Kernel, **args) -> int:
+def _wgsl(kernel: Kernel, **args) -> str:
     plan = kernel.plan(profile=BASELINE, **args)
-    return sum(render(kernel.package, plan, p).count("workgroupBarrier()") for p in plan.passes)
+    return "".join(render(kernel.package, plan, p) for p in plan.passes)
+
+
+def _barriers(kernel: Kernel, **args) -> int:
+    return _wgsl(kernel, **args).count("workgroupBarrier()")
 
 
 @pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2),
@@ -38,11 +42,6 @@ def test_each_row_op_configuration_keeps_only_its_barriers(device, tmp_path, nam
         if kernel.manifest.name == "LayerNormalization":
             args["scale"] = ((64,), "float32")
         assert _barriers(kernel, **args) == barriers, kernel.manifest.name
-
-
-def _wgsl(kernel: Kernel, **args) -> str:
-    plan = kernel.plan(profile=BASELINE, **args)
-    return "".join(render(kernel.package, plan, p) for p in plan.passes)
 
 
 #: cached rows of one vec4 a lane (5 x 768), of scalars (3 x 1023), of several rows a workgroup (64 x 64), of four
