@@ -42,8 +42,7 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "wg512": {"WORKGROUP_SIZE": 512},                        # upper-case keys: the manifest's tunables
     "wg1024": {"WORKGROUP_SIZE": 1024},
     "floor": {},                                             # no reductions at all (is_floor): not a kernel
-    "floor_wg512": {"WORKGROUP_SIZE": 512},
-    "floor_wg1024": {"WORKGROUP_SIZE": 1024},
+                                                             # (and floor_<sizing>: FLOOR_SIZINGS)
     "floor_sync1": {},                                       # the floor and one barrier (after the loads)
     "floor_sync2": {},                                       # the floor and a barrier in each reduction's place
     "const": {},             # the row count and length rendered as constants, not read from params (CONST_CONFIGS)
@@ -53,6 +52,9 @@ CONFIGS = {  # name: constants replaced in the version-2 manifests (None: versio
     "finish": {},            # each row's last G partials combined once, by its lane 0, behind a third barrier
     "shift": {},             # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
 }
+#: The floor of each sizing configuration, sized as that configuration is.
+FLOOR_SIZINGS = {f"floor_{name}": name for name in ("pt4", "pt2", "pt1", "rows1", "group256", "wg512", "wg1024")}
+CONFIGS.update({floor: CONFIGS[name] for floor, name in FLOOR_SIZINGS.items()})
 
 
 #: The ``shift`` configuration (LayerNorm, cached rows): both statistics from one tree of vec2 sums of the values

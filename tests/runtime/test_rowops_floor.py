@@ -108,3 +108,15 @@ def test_the_shift_configuration_takes_both_statistics_from_one_tree(device, tmp
     centred = x64 - x64.mean(axis=-1, keepdims=True)
     expected = centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + 1e-5) * scale
     np.testing.assert_allclose(kernel(X=x, scale=scale)["Y"], expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("floor,sizing", sorted(SWEEP["FLOOR_SIZINGS"].items()))
+def test_a_sizing_floor_plans_as_its_sizing_with_no_barrier(device, tmp_path, floor, sizing):
+    for index, _ in enumerate(ROW_OPS):
+        kernels = [_kernel(device, tmp_path / name / str(index), name, ROW_OPS, index) for name in (floor, sizing)]
+        for shape in ((128, 768), (64, 64), (4, 4096)):
+            args = {"X": (shape, "float32")} | ({"scale": ((shape[-1],), "float32")} if index == 0 else {})
+            plans = [kernel.plan(**args) for kernel in kernels]
+            assert [(p.constants, p.dispatch) for p in plans[0].passes] == \
+                [(p.constants, p.dispatch) for p in plans[1].passes], (floor, shape)
+        assert _barriers(kernels[0], **args) == 0
