@@ -8,6 +8,12 @@ import pytest
 from cases.golden import CASES_DIR, golden_path, load_golden
 from conformance.engine.package import REPO_SPECS
 
+#: For the pytest runs these tests start in a fresh process (never a user's run): the installed plugins that a
+#: conformance run does not use, left out. Hypothesis's imports Hypothesis at every session's end; pytest-benchmark's
+#: and platformdirs' fixture plugins cost every start-up (docs/bench/suite-speed.md). ``-p no:NAME`` of a plugin
+#: that is not installed does nothing.
+UNUSED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:platformdirs")
+
 
 @functools.cache
 def golden_cases(name: str) -> tuple:

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from conformance.engine.package import REPO_SPECS
+from tests.conftest import UNUSED_PLUGINS
 
 REPO = REPO_SPECS.parent
 
@@ -25,7 +26,7 @@ def published(tmp_path):
 
 def run_conformance(*args, timeout=300):
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "--device=vulkan", "-q",
-           "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *map(str, args)]
+           "-p", "no:cacheprovider", *UNUSED_PLUGINS, *map(str, args)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 

@@ -13,7 +13,7 @@ from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE, DeviceProfile
 from tests.certify.conftest import REPO
-from tests.conftest import golden_cases
+from tests.conftest import UNUSED_PLUGINS, golden_cases
 
 NO_F16 = DeviceProfile("a device without shader-f16", features=frozenset())
 
@@ -59,7 +59,7 @@ def specs(tmp_path_factory):
 def _run(tmp_path, name, specs, *args):
     report = tmp_path / f"{name}.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", f"--specs={specs}", f"--conformance-report={report}", *args]
+           "no:cacheprovider", *UNUSED_PLUGINS, f"--specs={specs}", f"--conformance-report={report}", *args]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return report, json.loads(report.read_text()), proc.stdout
@@ -120,7 +120,7 @@ def test_reports_of_three_implementations_merge_into_a_matrix_and_other_packages
 def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path, specs):
     report = tmp_path / "all.json"
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", f"--specs={specs}", "--device=all", "--webgpu=all", "-k",
+           "no:cacheprovider", *UNUSED_PLUGINS, f"--specs={specs}", "--device=all", "--webgpu=all", "-k",
            "Gelu/f16/X[5] or Gelu/f32/X[5]", f"--conformance-report={report}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -137,7 +137,8 @@ def test_every_device_and_implementation_is_a_column_of_one_report(tmp_path, spe
 @pytest.mark.slow
 def test_a_column_that_cannot_certify_is_one_clear_error_not_a_failure_per_case(tmp_path, specs):
     cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "-q", "-p",
-           "no:cacheprovider", f"--specs={specs}", "--device=metal", "--webgpu=all", "-k", "Gelu/f32/X[5]"]
+           "no:cacheprovider", *UNUSED_PLUGINS, f"--specs={specs}", "--device=metal", "--webgpu=all", "-k",
+           "Gelu/f32/X[5]"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and " failed" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
     for webgpu in ("wgpu", "dawn", "chromium", "firefox"):

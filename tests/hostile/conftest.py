@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from conformance.engine.package import REPO_SPECS  # noqa: E402
+from tests.conftest import UNUSED_PLUGINS  # noqa: E402
 from tests.gate.conftest import device  # noqa: E402,F401  (the session's Vulkan device, or a skip)
 
 SEEDS = {name: json.loads((REPO_SPECS / name / "manifest.json").read_text(encoding="utf-8"))
@@ -87,7 +88,7 @@ def run_cli(*args, env=None, timeout=240, cwd=ROOT) -> subprocess.CompletedProce
 
 
 def run_conformance(specs_dir, *args, env=None, timeout=240) -> subprocess.CompletedProcess:
-    """``pytest conformance/ --specs DIR --device=vulkan ARGS`` in a subprocess (without Hypothesis's plugin, which
-    imports all of Hypothesis at the end of every session: 0.5 s a run)."""
+    """``pytest conformance/ --specs DIR --device=vulkan ARGS`` in a subprocess (without the plugins a conformance
+    run does not use: UNUSED_PLUGINS)."""
     return run_cli("-m", "pytest", "conformance/", f"--specs={specs_dir}", "--device=vulkan", "-p",
-                   "no:cacheprovider", "-p", "no:hypothesispytest", "-q", "-rf", *args, env=env, timeout=timeout)
+                   "no:cacheprovider", *UNUSED_PLUGINS, "-q", "-rf", *args, env=env, timeout=timeout)

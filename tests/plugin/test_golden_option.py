@@ -13,6 +13,7 @@ import yaml
 
 from cases.golden import digest_text
 from conformance.engine.package import load_package
+from tests.conftest import UNUSED_PLUGINS
 from tests.gate.conftest import FASTGELU, ROOT
 
 #: Light accepted cases the trimmed golden file keeps: what runs must be exactly these.
@@ -38,7 +39,8 @@ def repo(tmp_path):
 def conformance(cwd, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--device=vulkan", "-q",
-                           "-p", "no:cacheprovider", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                           "-p", "no:cacheprovider", *UNUSED_PLUGINS, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True,
                           timeout=600)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from conformance.engine.package import REPO_SPECS
 from conformance.plugin import _option_actions, _rerun_options
+from tests.conftest import UNUSED_PLUGINS
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 
@@ -194,7 +195,8 @@ def test_rerun_line_under_pyargs_reruns_exactly_that_case(specs, tmp_path):
     empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO_SPECS.parent)}
     first = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
-                            "--device=vulkan", "--specs", str(root), "-k", "f32 and X[5]/vec4_tail_no_bias", "-x"],
+                            *UNUSED_PLUGINS, "--device=vulkan", "--specs", str(root), "-k",
+                            "f32 and X[5]/vec4_tail_no_bias", "-x"],
                            cwd=empty, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 1, first.stdout[-3000:]
     lines = re.findall(r"^E?\s*rerun: (.*)$", first.stdout, re.M)

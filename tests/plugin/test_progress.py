@@ -11,6 +11,7 @@ import sys
 from conformance.engine.package import REPO_SPECS
 from conformance.plugin.progress import column_of
 from conformance.progress import Progress
+from tests.conftest import UNUSED_PLUGINS
 
 ROOT = REPO_SPECS.parent
 
@@ -65,7 +66,7 @@ def test_a_conformance_run_prints_progress_lines_in_a_log(tmp_path):
     # one package (Gelu) under --specs: the run loads and flags one package, not every package of specs/
     select = ["--specs", str(REPO_SPECS / "com.microsoft.Gelu"), "-k", "Gelu/f32 and X["]
     proc = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--device=vulkan", "-q", "-p",
-                           "no:cacheprovider", *select, "--conformance-progress=on"],
+                           "no:cacheprovider", *UNUSED_PLUGINS, *select, "--conformance-progress=on"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:]
     passed = int(re.search(r"(\d+) passed", proc.stdout.splitlines()[-1]).group(1))
@@ -73,5 +74,6 @@ def test_a_conformance_run_prints_progress_lines_in_a_log(tmp_path):
     lines = [line for line in proc.stdout.splitlines() if line.startswith("progress wgpu: ")]
     assert len(lines) == 10 and lines[-1].startswith(f"progress wgpu: {passed}/{passed} (100%)"), proc.stdout[-3000:]
     quiet = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--device=vulkan", "-q", "-p",
-                            "no:cacheprovider", *select], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                            "no:cacheprovider", *UNUSED_PLUGINS, *select], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
     assert quiet.returncode == 0 and "progress wgpu" not in quiet.stdout   # auto: off for a short native run

@@ -15,7 +15,7 @@ from conformance.certify.outcomes import CaseFailed, verdict_for
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.gpu import stress
 from conformance.tools.mutate.mutants import package_mutants
-from tests.conftest import golden_cases
+from tests.conftest import UNUSED_PLUGINS, golden_cases
 
 SOFTMAX = "com.microsoft.Softmax"
 SHADER = """
@@ -162,6 +162,6 @@ def test_outputs_that_differ_between_stressed_runs_fail_a_deterministic_op():
     (["--stress=-2"], "--stress -2: expected the number of runs per case (1 or more)")])
 def test_stress_options_that_cannot_apply_are_refused_by_name(args, message):
     proc = subprocess.run([sys.executable, "-m", "pytest", str(REPO_SPECS.parent / "conformance" / "test_kernels.py"),
-                           "-q", "-p", "no:cacheprovider", "--device=vulkan", *args], capture_output=True, text=True,
-                          timeout=300, cwd=REPO_SPECS.parent)
+                           "-q", "-p", "no:cacheprovider", *UNUSED_PLUGINS, "--device=vulkan", *args],
+                          capture_output=True, text=True, timeout=300, cwd=REPO_SPECS.parent)
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr
