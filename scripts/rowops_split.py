@@ -224,10 +224,9 @@ def main() -> None:
     ap.add_argument("--chunks", default="2,4,8")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup-seconds", type=float, default=0.2)
-    ap.add_argument("--busy-ms", type=float, default=0.0, help="as bench's --busy-ms")
     args = ap.parse_args()
     device = get_device("vulkan", None, args.webgpu)
-    timer = Timer(device, reps=args.reps, warmup_seconds=args.warmup_seconds, busy_seconds=args.busy_ms / 1000)
+    timer = Timer(device, reps=args.reps, warmup_seconds=args.warmup_seconds)
     baselines = bench.Baselines(device, timer)
     v2 = Kernel(load_package(REPO_SPECS / "com.microsoft.LayerNormalization@2"), device)
     result = {"device": device.summary, "webgpu": args.webgpu, "rows": []}

@@ -222,11 +222,10 @@ def main() -> None:
     ap.add_argument("--webgpu", default="wgpu")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup-seconds", type=float, default=0.2)
-    ap.add_argument("--busy-ms", type=float, default=0.0, help="as bench's --busy-ms")
     args = ap.parse_args()
     device = get_device("vulkan", None, args.webgpu)
     options = dict(reps=args.reps, sweep=False, write_tuning=False, out=None, plot=None,
-                   warmup_seconds=args.warmup_seconds, cuda_copy=False, busy_seconds=args.busy_ms / 1000)
+                   warmup_seconds=args.warmup_seconds, cuda_copy=False)
     result = {"device": device.summary, "webgpu": args.webgpu, "configs": {}, "rows": []}
     for name in args.configs.split(","):
         with tempfile.TemporaryDirectory() as scratch:

@@ -63,7 +63,6 @@ def _bench(args) -> int:
     packages = [load_package(d) for d in dirs]
     options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
                    sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
-                   busy_seconds=args.busy_ms / 1000,
                    peers=args.peers, cuda_copy=not args.no_cuda_copy, max_calls=args.max_calls,
                    shapes=_shapes(args))
     out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
@@ -140,10 +139,6 @@ def register(sub) -> None:
     b.add_argument("--reps", type=int, default=20)
     b.add_argument("--warmup-seconds", type=float, default=1.0,
                    help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")
-    b.add_argument("--busy-ms", type=float, default=0.0,
-                   help="pad each submission of the warm-up and of the timing with untimed repetitions up to this "
-                        "much GPU time, so that short kernels keep the GPU busy between the host's waits and its "
-                        "clocks up (default 0: off)")
     b.add_argument("--sweep", action="store_true", help="sweep WORKGROUP_SIZE 32..1024 at the largest size")
     b.add_argument("--write-tuning", nargs="?", const=True, default=False, metavar="DIR",
                    help="write the sweep's best values as this device's table, in DIR or else the user's cache "

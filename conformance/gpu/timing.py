@@ -7,7 +7,6 @@ pair of queries, so the spread over repetitions is real.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from dataclasses import dataclass, replace
@@ -61,20 +60,12 @@ class Timer:
     stays low looks settled too: the sustained warm-up is what prevents that.) ``clock`` reads seconds (tests give
     one that advances by a fixed step, so what they check does not depend on the machine's speed);
     ``warmup_runs`` holds how many warm-up runs the last measurement made.
-
-    A sustained warm-up of short work is not sustained load when the host's round trip per submission outlasts
-    the work: the GPU then idles most of the time and keeps its clocks low. With ``busy_seconds`` each warm-up
-    submission, and each timed repetition, is padded with untimed repetitions up to that much GPU time (measured by
-    one probe batch; at most ``max_fill`` repetitions), so the GPU stays busy between the host's waits; ``fill``
-    holds the repetitions per timed one of the last measurement.
     """
 
     def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 1.0,
                  settle_seconds: float = 3.0, settle_tolerance: float = 0.03, probe_reps: int = 5,
-                 busy_seconds: float = 0.0, max_fill: int = 1024,
                  force_wall: bool = False, clock: Callable[[], float] = time.perf_counter):
-        self.device, self.clock, self.warmup_runs, self.fill = device, clock, 0, 1
-        self.busy_seconds, self.max_fill = busy_seconds, max_fill
+        self.device, self.clock, self.warmup_runs = device, clock, 0
         self.reps, self.warmup, self.warmup_seconds = reps, warmup, warmup_seconds
         self.settle_seconds, self.settle_tolerance, self.probe_reps = settle_seconds, settle_tolerance, probe_reps
         features = device.profile.features
@@ -131,13 +122,11 @@ class Timer:
     def _time(self, encode, *, timed: bool, per_rep: int = 1, warm: bool = False) -> list[Timing]:
         """``per_rep`` Timings: ``encode`` writes that many timed spans per repetition."""
         dev = self.device.device
-        self.fill = self._fill(encode, per_rep) if timed and not warm and self.busy_seconds > 0 else 1
         start, runs = self.clock(), 0
         min_seconds = 0.0 if warm else self.warmup_seconds
         while runs < self.warmup or self.clock() - start < min_seconds:
             encoder = dev.create_command_encoder()
-            for _ in range(self.fill):
-                encode(encoder, None, 0)
+            encode(encoder, None, 0)
             dev.queue.submit([encoder.finish()])
             runs += 1
             if runs % self.warmup == 0:
@@ -156,14 +145,6 @@ class Timer:
             return [Timing(tuple(samples), "wall")]
         settled = self._settle(encode, per_rep)
         return [replace(t, settled=settled) for t in self._timestamps(encode, self.reps, per_rep)]
-
-    def _fill(self, encode, per_rep: int) -> int:
-        """Repetitions per submission that keep the GPU busy ``busy_seconds``, from one probe batch's timestamps."""
-        self.fill = 1
-        rep_seconds = sum(t.median for t in self._timestamps(encode, self.probe_reps, per_rep))
-        if rep_seconds <= 0:
-            return self.max_fill
-        return max(1, min(self.max_fill, math.ceil(self.busy_seconds / rep_seconds)))
 
     def _settle(self, encode, per_rep: int) -> bool:
         """Probe batches back to back until the GPU's speed stops changing (clocks up); False if it never did."""
@@ -185,8 +166,6 @@ class Timer:
         encoder = dev.create_command_encoder()
         for i in range(reps):
             encode(encoder, query_set, i)
-            for _ in range(self.fill - 1):   # untimed: the GPU busy until the next timed repetition
-                encode(encoder, None, 0)
         encoder.resolve_query_set(query_set, 0, count, resolve, 0)
         dev.queue.submit([encoder.finish()])
         ticks = np.frombuffer(dev.queue.read_buffer(resolve), dtype=np.uint64).astype(np.int64)

@@ -333,16 +333,15 @@ def _all_settled(*timings: Timing) -> bool | None:
 
 def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
               out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
-              cuda_copy: bool = True, max_calls: int | None = None, shapes=None, busy_seconds: float = 0.0) -> dict:
+              cuda_copy: bool = True, max_calls: int | None = None, shapes=None) -> dict:
     """Rows for every reachable variant and size on the kernels' device (and the sweep, and with ``peers`` the
     peer rows), written to ``out`` and ``plot`` when given. ``shapes``: instead of the size grid, ``"models"``
     (each op's model activations, conformance.tools.shapes) or a list of BenchShape. ``cuda_copy``: a CUDA
     device-to-device copy joins best_copy where torch has CUDA. ``max_calls``: time only the first that many calls
     of the fixed work list (said in the result as ``truncated``): a budget counted in calls, so which rows a run has
-    does not depend on the machine's speed. ``busy_seconds``: the GPU time each submission is padded to (Timer).
-    Raises NothingToBench when no call is left."""
+    does not depend on the machine's speed. Raises NothingToBench when no call is left."""
     device = kernels[0].device
-    timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds, busy_seconds=busy_seconds)
+    timer = Timer(device, reps=reps, warmup_seconds=warmup_seconds)
     cuda, cuda_note = cuda_copy_baseline(warmup_seconds, reps) if cuda_copy else (None, "CUDA copy not asked for")
     baselines = Baselines(device, timer, cuda)
     limit = min(device.profile.limits["maxStorageBufferBindingSize"], device.profile.limits["maxBufferSize"])

@@ -73,35 +73,3 @@ def test_settling_gives_up_after_its_time_and_says_so(device, monkeypatch):
     clock = SteppingClock(0.05)
     assert Timer(device, settle_seconds=0.2, clock=clock)._settle(lambda *a: None, 2) is False
     assert clock.reads == 5          # the start, then one reading after each of four probes: 0.2 s of clock
-
-
-def test_busy_seconds_pad_the_warm_up_and_each_timed_repetition_with_untimed_ones(device):
-    """With ``busy_seconds`` far above a repetition's time the fill is ``max_fill``: each warm-up submission and
-    each timed repetition carry that many repetitions, of which one per timed repetition is timed."""
-    calls = []
-    with bound_gelu(device, 1 << 10) as bound:
-        def record(cpass):
-            calls.append(1)
-            bound.record(cpass)
-        # one probe batch sizes the fill; settle_seconds 0: one settling probe
-        timer = Timer(device, reps=3, warmup=1, warmup_seconds=0.0, settle_seconds=0.0, probe_reps=5,
-                      busy_seconds=1e3, max_fill=4, clock=SteppingClock(0.125))
-        timing = timer.time_pass(record)
-        if timer.passes_timed:
-            assert timer.fill == 4 and len(timing.samples) == 3
-            assert len(calls) == 5 + 1 * 4 + 5 * 4 + 3 * 4   # fill probe, warm-up, settling probe, timing
-        calls.clear()
-        plain = Timer(device, reps=3, warmup=1, warmup_seconds=0.0, settle_seconds=0.0, probe_reps=5,
-                      clock=SteppingClock(0.125))
-        plain.time_pass(record)
-    assert plain.fill == 1 and len(calls) == (1 + 5 + 3 if plain.passes_timed else 1 + 3)
-
-
-def test_the_fill_is_the_repetitions_that_last_busy_seconds(device, monkeypatch):
-    from conformance.gpu.timing import Timing
-    monkeypatch.setattr(Timer, "_timestamps", lambda self, encode, reps, per_rep: [Timing((1e-4,) * reps,
-                                                                                          "timestamp")] * per_rep)
-    assert Timer(device, busy_seconds=1e-3)._fill(None, 1) == 10
-    assert Timer(device, busy_seconds=1e-3)._fill(None, 2) == 5      # two passes a repetition: 2e-4 s
-    assert Timer(device, busy_seconds=1e-3, max_fill=3)._fill(None, 1) == 3
-    assert Timer(device, busy_seconds=1e-5)._fill(None, 1) == 1      # a repetition already lasts longer
