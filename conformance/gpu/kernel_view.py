@@ -8,7 +8,14 @@ the binding's name somewhere other than on the left of a plain store. Where ever
 depend on how its outputs are bound; with the guard intact all of them landed inside the output, so the guarded run
 gives production's bytes and production's run need not be made. Anything this check does not recognise (a load,
 ``&name``, a member or compound store, a declaration it cannot read, a binding declared twice, an index that uses
-the output, a shadowing name) answers False, and both runs are made and compared.
+the output, a shadowing name, a character outside printable ASCII in code) answers False, and both runs are made
+and compared.
+
+The comments are found by WGSL's own grammar, in one left-to-right pass: a line-ending comment ends at any of the
+spec's line breaks (not only ``\n``: a form feed or U+2028 ends it too, and what follows is code), block comments
+nest. Because code hidden in what this module calls a comment would be unseen, the runtime also asks the compiler
+(:func:`comments_masked`): the shader with every comment character that could spell code replaced by ``#`` must
+still compile, which it does only where the compiler agrees on where every comment begins and ends.
 """
 
 from __future__ import annotations
@@ -24,11 +31,22 @@ _STATEMENT_START = frozenset({";", "{", "}"})
 _INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+)[iu]?")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
+#: WGSL's line breaks (the spec's ``line_break``): a line-ending comment runs up to the first of them.
+LINE_BREAKS = "\n\v\f\r\x85\u2028\u2029"
+_COMMENT_START = re.compile(r"//|/\*")
+_LINE_COMMENT_BODY = re.compile(f"[^{LINE_BREAKS}]*")
+_BLOCK_MARK = re.compile(r"/\*|\*/")
+#: Code this check reads: printable ASCII and ASCII blankspace. Anything else (a Unicode name, U+0085, U+2028,
+#: the bidirectional marks WGSL counts as blankspace) is not read: the answer is False.
+_READABLE_CODE = re.compile(r"[\x20-\x7e\t\n\v\f\r]*")
+#: Comment characters that could spell code: printable ASCII but the comment delimiters' ``/`` and ``*``.
+_MASKABLE = re.compile(r"[\x20-\x29\x2b-\x2e\x30-\x7e]")
+
 
 @lru_cache(maxsize=1024)
 def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
     """Whether each of the ``@group(0) @binding(N)`` variables, N in ``bindings``, is declared once and used only
-    in plain stores ``name[index] = value`` (see the module's docstring)."""
+    in plain stores ``name[index] = value`` (see the module's docstring). Linear in the text's length."""
     tokens = _tokens(wgsl)
     if tokens is None:
         return False
@@ -42,30 +60,62 @@ def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
     return True
 
 
-def _tokens(wgsl: str) -> list[str] | None:
-    """The tokens of ``wgsl`` without its comments (block comments nest), or None for an unterminated one."""
-    code, i, n = [], 0, len(wgsl)
-    while i < n:
-        if wgsl.startswith("//", i):
-            end = wgsl.find("\n", i)
-            i = n if end < 0 else end
-        elif wgsl.startswith("/*", i):
-            depth, i = 1, i + 2
-            while depth and i < n:
-                if wgsl.startswith("/*", i):
-                    depth, i = depth + 1, i + 2
-                elif wgsl.startswith("*/", i):
-                    depth, i = depth - 1, i + 2
-                else:
-                    i += 1
-            if depth:
-                return None
-            code.append(" ")
+def comment_spans(wgsl: str) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of every comment of ``wgsl`` by WGSL's grammar, or None for an unterminated block comment.
+
+    One pass: each search starts where the last comment ended, so the whole text is read a bounded number of times
+    however many comments it holds."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    while (opening := _COMMENT_START.search(wgsl, at)) is not None:
+        start = opening.start()
+        if opening.group() == "//":
+            end = _LINE_COMMENT_BODY.match(wgsl, start + 2).end()
         else:
-            nxt = min((p for p in (wgsl.find("//", i), wgsl.find("/*", i)) if p >= 0), default=n)
-            code.append(wgsl[i:nxt])
-            i = nxt
-    return _TOKEN.findall("".join(code))
+            depth, end = 1, start + 2
+            while depth:
+                mark = _BLOCK_MARK.search(wgsl, end)
+                if mark is None:
+                    return None
+                depth += 1 if mark.group() == "/*" else -1
+                end = mark.end()
+        spans.append((start, end))
+        at = end
+    return spans
+
+
+def comments_masked(wgsl: str, spans: list[tuple[int, int]] | None = None) -> str | None:
+    """``wgsl`` with each comment character that could spell code (printable ASCII but ``/`` and ``*``) replaced by
+    ``#``, which is no WGSL token: the text compiles only where the compiler's comments cover every ``#``, that is
+    where it agrees with :func:`comment_spans`. Line breaks, delimiters and other characters stay, so a compiler that
+    ended or nested a comment elsewhere would see the ``#`` as code. None when the text has no comment (nothing to
+    ask) or an unterminated one. ``spans``: the comments to mask, :func:`comment_spans` by default."""
+    spans = comment_spans(wgsl) if spans is None else spans
+    if not spans:
+        return None
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces += [wgsl[at:start], _MASKABLE.sub("#", wgsl[start:end])]
+        at = end
+    pieces.append(wgsl[at:])
+    return "".join(pieces)
+
+
+def _tokens(wgsl: str) -> list[str] | None:
+    """The tokens of ``wgsl`` without its comments (each comment separates tokens), or None for an unterminated
+    comment or code this check does not read."""
+    spans = comment_spans(wgsl)
+    if spans is None:
+        return None
+    code, at = [], 0
+    for start, end in spans:
+        code += [wgsl[at:start], " "]
+        at = end
+    code.append(wgsl[at:])
+    text = "".join(code)
+    if _READABLE_CODE.fullmatch(text) is None:
+        return None
+    return _TOKEN.findall(text)
 
 
 def _declared(tokens: list[str], bindings: frozenset[int]) -> dict[str, int] | None:

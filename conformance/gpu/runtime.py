@@ -43,7 +43,7 @@ from conformance.errors import ConformanceError, KernelRuntimeError
 from conformance.gpu import stress
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import Device, abandon
-from conformance.gpu.kernel_view import stores_only
+from conformance.gpu.kernel_view import comments_masked, stores_only
 from conformance.gpu.render import render_with_sources
 
 #: The guard after each output: GUARD_RATIO times the output's size, at least GUARD_MIN_BYTES, at most
@@ -229,13 +229,8 @@ class Runtime:
         self.stress_seed = stress.active_seed()  # read here: the run may compile on another thread
 
     # -- compilation ------------------------------------------------------------------------
-    def pipeline(self, plan: Plan, pass_plan: PassPlan):
-        """The compiled pipeline of a pass: keyed by the rendered WGSL itself (its sha256) and the binding layout.
-
-        What a render depends on (manifest, op, variant, pass, constants) finds the last WGSL rendered for it,
-        kept with the digests of the templates it was rendered from; those files are read again on every
-        lookup, so an edited template (or an include of it) is rendered and compiled anew, never served stale.
-        """
+    def shader_text(self, plan: Plan, pass_plan: PassPlan) -> str:
+        """The WGSL a pass compiles, rendered (or found rendered) for its plan; see :meth:`pipeline`."""
         # the render context also names the op, variant and pass: templates may branch on them
         key = (str(self.package.root), self.package.manifest.sha256, plan.op, plan.variant, pass_plan.id,
                pass_plan.cache_key())
@@ -243,7 +238,16 @@ class Runtime:
         if rendered is None or not self.package.templates_unchanged(rendered[1]):
             rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
         wgsl = stress.apply(rendered[0], self.stress_seed)  # unchanged unless a --stress run is active
-        wgsl = for_compiler(self.device.webgpu, wgsl)
+        return for_compiler(self.device.webgpu, wgsl)
+
+    def pipeline(self, plan: Plan, pass_plan: PassPlan):
+        """The compiled pipeline of a pass: keyed by the rendered WGSL itself (its sha256) and the binding layout.
+
+        What a render depends on (manifest, op, variant, pass, constants) finds the last WGSL rendered for it,
+        kept with the digests of the templates it was rendered from; those files are read again on every
+        lookup, so an edited template (or an include of it) is rendered and compiled anew, never served stale.
+        """
+        wgsl = self.shader_text(plan, pass_plan)
         shader_key = ("wgsl", hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
                       tuple((b.index, b.buffer_type) for b in pass_plan.bindings))
         cached = self.device.pipelines.get(shader_key)
@@ -335,12 +339,13 @@ class Runtime:
             result.inputs_intact = {r: True for r, a in inputs.items() if a is not None}
             result.identical = {r: True for r in outputs} if verify else {}
             return result
+        guarded_only = verify and self._stores_only(plan)   # text work: before the clock starts
         limit = dispatch_timeout()
         box: dict = {}
 
         def work():
             try:
-                self._run_on_device(plan, inputs, result, verify)
+                self._run_on_device(plan, inputs, result, verify, guarded_only)
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc
 
@@ -394,14 +399,15 @@ class Runtime:
                 f"{available:,} bytes available (CONFORMANCE_HOST_MEMORY_FRACTION); nothing was allocated",
                 pass_name=passes, kind="host-memory")
 
-    def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool) -> None:
+    def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool,
+                       guarded_only: bool = False) -> None:
         """The run bound as in production fills ``result.outputs``; with ``verify`` the guarded run follows, or
-        replaces it where the kernel cannot tell the two apart (:meth:`_stores_only`).
+        replaces it where the kernel cannot tell the two apart (``guarded_only``, from :meth:`_stores_only`).
 
         Where both fit in :data:`OVERLAP_BYTES`, the two runs go in one submission and are read back together:
         one wait for the device instead of two (a browser resolves read-backs on a timer tick).
         """
-        if verify and self._stores_only(plan):
+        if verify and guarded_only:
             self._run_guarded_only(plan, inputs, result)
             return
         result.runs = 2 if verify else 1
@@ -430,14 +436,34 @@ class Runtime:
                             for role, array in result.outputs.items()}
 
     def _stores_only(self, plan: Plan) -> bool:
-        """Whether every pass, as compiled, uses each output it binds only in plain stores."""
+        """Whether every pass, as compiled, uses each output it binds only in plain stores, by the lexical check
+        and with the compiler agreeing on the comments it read past (:func:`comments_masked`)."""
         for pass_plan in plan.passes:
             if pass_plan.dispatch.empty:
                 continue
             outputs = frozenset(b.index for b in pass_plan.bindings if b.arg in plan.outputs)
-            if outputs and not stores_only(self.pipeline(plan, pass_plan)[2], outputs):
+            if not outputs:
+                continue
+            wgsl = self.shader_text(plan, pass_plan)
+            if not (stores_only(wgsl, outputs) and self._compiler_sees_the_comments(wgsl)):
                 return False
         return True
+
+    def _compiler_sees_the_comments(self, wgsl: str) -> bool:
+        """Whether this device's compiler compiles ``wgsl`` with its comments masked: it ends and nests every
+        comment where :mod:`conformance.gpu.kernel_view` does. Asked once per shader text and device."""
+        key = ("comments-agree", hashlib.sha256(wgsl.encode("utf-8")).hexdigest())
+        known = self.device.pipelines.get(key)
+        if known is None:
+            masked = comments_masked(wgsl)
+            known = True
+            if masked is not None:
+                try:
+                    self.device.device.create_shader_module(label="comments masked", code=masked)
+                except Exception:  # noqa: BLE001 -- any refusal means "not the comments this check read"
+                    known = False
+            self.device.pipelines[key] = known
+        return known
 
     def _run_guarded_only(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run) -> None:
         """The guarded run alone: its outputs are the ones checked, and production's bytes (module docstring)."""
