@@ -23,7 +23,7 @@ const DISPATCHERS = new WeakMap();   // device -> Dispatcher: one pipeline cache
  * shader-f16 where it has it), fetch (for URLs). */
 export async function getKernel(source, { version, device, fetch } = {}) {
   const pkg = await loadPackage(source, { version, fetch });
-  const renderer = new Renderer(pkg.templates);
+  const renderer = new Renderer(pkg.templates, pkg.where);
   let devicePromise = device ? Promise.resolve(device) : null;
   const gpu = () => (devicePromise ??= openDevice());
 

@@ -5,6 +5,7 @@
 import { PackageError } from "./errors.js";
 import { sha256 } from "./digest.js";
 import { readManifest } from "./manifest.js";
+import { has, own } from "./own.js";
 
 const MAX_VERSION = 1000;
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -36,8 +37,8 @@ function memorySource(source) {
   return {
     label: "the package handed over",
     async read(version, name) {
-      const files = versions[version];
-      if (!files || !(name in files)) return null;
+      const files = own(versions, version);
+      if (!has(files, name)) return null;
       const data = asBytes(files[name]);
       if (!(data instanceof Uint8Array)) throw new PackageError("a file must be a string or a Uint8Array", { file: `version ${version}/${name}` });
       return data;
@@ -74,7 +75,8 @@ function text(bytes, where) {
   }
 }
 
-/** {manifest, templates, metadata, version} of one version, every file checked against metadata.json. */
+/** {manifest, templates, where, metadata, version} of one version, every file checked against metadata.json
+ * (`templates`: name -> text; `where`: name -> where it was read, what an error about it names). */
 export async function loadPackage(source, { version, fetch: fetchFn = globalThis.fetch } = {}) {
   const src = typeof source === "object" && source !== null && source.versions ? memorySource(source) : urlSource(source, fetchFn);
   const chosen = await pickVersion(src, version);
@@ -109,12 +111,14 @@ export async function loadPackage(source, { version, fetch: fetchFn = globalThis
   if (manifest.version !== chosen) {
     throw new PackageError(`the manifest says version ${manifest.version}, it is published as version ${chosen}`, { file: src.where(chosen, "manifest.json") });
   }
-  const templates = {};
+  const templates = [];
   for (const name of manifest.shaders) {
-    if (typeof metadata.templates[name] !== "string") {
+    const digest = own(metadata.templates, name);
+    if (typeof digest !== "string") {
       throw new PackageError(`metadata.json gives no sha256 for template ${name}`, { file: metaWhere });
     }
-    templates[name] = await checked(name, metadata.templates[name]);
+    templates.push([name, await checked(name, digest)]);
   }
-  return { manifest, templates, metadata, version: chosen };
+  return { manifest, templates: Object.fromEntries(templates), metadata, version: chosen,
+           where: Object.fromEntries(manifest.shaders.map((name) => [name, src.where(chosen, name)])) };
 }

@@ -1,7 +1,12 @@
 // A pass's template rendered with @huggingface/jinja, on the context specs/README.md "Template context" gives it
-// (the suite's conformance/gpu/render.py builds the same one for Jinja2).
+// (the suite's conformance/gpu/render.py builds the same one for Jinja2), within the budget of one render
+// (budget.js).
 import { Template } from "@huggingface/jinja";
+import { BudgetError, MAX_TEMPLATE, renderBudgeted } from "./budget.js";
 import { PackageError } from "./errors.js";
+import { own } from "./own.js";
+
+const encoder = new TextEncoder();
 
 /** What the template of `pass` sees. */
 export function templateContext(plan, pass) {
@@ -15,27 +20,40 @@ export function templateContext(plan, pass) {
   };
 }
 
-/** Templates parsed once per package; `render(plan, pass)` is the WGSL text. */
+/** Templates parsed once per package; `render(plan, pass)` is the WGSL text. `templates`: name -> source text;
+ * `where`: name -> where the file came from (a URL, `version N/<name>`), what an error names. */
 export class Renderer {
-  constructor(templates) {
-    this.sources = templates;   // name -> source text
+  constructor(templates, where = {}) {
+    this.sources = templates;
+    this.where = where;
     this.parsed = new Map();
   }
 
-  render(plan, pass) {
-    if (!this.parsed.has(pass.shader)) {
-      const source = this.sources[pass.shader];
-      if (source === undefined) throw new PackageError("the manifest names this template, the package has no such file", { file: pass.shader });
+  template(name) {
+    const file = own(this.where, name) ?? name;
+    if (!this.parsed.has(name)) {
+      const source = own(this.sources, name);
+      if (source === undefined) throw new PackageError("the manifest names this template, the package has no such file", { file });
+      const bytes = encoder.encode(source).length;
+      if (bytes > MAX_TEMPLATE) {
+        throw new PackageError(`the template is ${bytes} bytes, more than ${MAX_TEMPLATE} (MAX_TEMPLATE, as in the suite's sandbox)`, { file });
+      }
       try {
-        this.parsed.set(pass.shader, new Template(source));
+        this.parsed.set(name, new Template(source).parsed);
       } catch (err) {
-        throw new PackageError(`the template does not parse: ${err.message}`, { file: pass.shader });
+        throw new PackageError(`the template does not parse: ${err.message}`, { file });
       }
     }
+    return { parsed: this.parsed.get(name), file };
+  }
+
+  render(plan, pass) {
+    const { parsed, file } = this.template(pass.shader);
     try {
-      return this.parsed.get(pass.shader).render(templateContext(plan, pass));
+      return renderBudgeted(parsed, templateContext(plan, pass));
     } catch (err) {
-      throw new PackageError(`rendering pass ${pass.name}: ${err.message}`, { file: pass.shader });
+      const refused = err instanceof BudgetError ? "refused by the render budget: " : "";
+      throw new PackageError(`rendering pass ${pass.name} (variant ${plan.variant}): ${refused}${err.message}`, { file });
     }
   }
 }

@@ -1,0 +1,105 @@
+// The budget of one template render. A published package is untrusted: its digests only say it is the one
+// published, not that its template ends. Unbounded, `range(200000000)` grows the heap until V8 aborts (the tab
+// crashes) and two nested `range(100000)` loops hold the page for hours. So a render may spend the work, and
+// build the values and the output, that the suite's Python sandbox allows one render (conformance/gpu/render.py),
+// counted as `lint`'s portable-subset check counts @huggingface/jinja's work (conformance/tools/jinja_js.mjs): a
+// template that check rendered within the budget on every generated context renders here too, and an overrun is
+// a BudgetError naming the budget it exceeded.
+import { Environment, Interpreter } from "@huggingface/jinja";
+import { LITERALS } from "./functions.js";
+
+/** The Python sandbox's budgets, by its names (tests/hostile/test_loader_render_budget.py holds them equal). */
+export const RENDER_WORK_LIMIT = 1 << 22;   // units of work of one render
+export const MAX_VALUE = 1 << 20;           // characters or items of any string or list a render builds
+export const MAX_OUTPUT = 1 << 20;          // characters of the rendered text
+export const MAX_TEMPLATE = 64 << 10;       // bytes of one template
+
+/** A block run (each loop iteration, each branch taken) costs @huggingface/jinja a fresh scope, about what 64
+ * node evaluations cost, so it is charged that: a loop of empty bodies is bounded like any other. */
+const BLOCK_UNITS = 64;
+
+/** A render over its budget. `limit`: the budget's name (RENDER_WORK_LIMIT, MAX_VALUE, MAX_OUTPUT). */
+export class BudgetError extends Error {
+  constructor(message, limit) {
+    super(message);
+    this.name = "BudgetError";
+    this.limit = limit;
+  }
+}
+
+class Budget {
+  spent = 0;
+
+  charge(units) {
+    this.spent += units;
+    if (this.spent > RENDER_WORK_LIMIT) {
+      throw new BudgetError(`rendering needs more than ${RENDER_WORK_LIMIT} units of work (RENDER_WORK_LIMIT, the ` +
+                            "suite's budget of one render: a unit per expression node, 64 per block run, one per " +
+                            "character or item built): a loop or a range too large", "RENDER_WORK_LIMIT");
+    }
+  }
+
+  /** Charges a value of `length` characters or items, refused beyond MAX_VALUE (MAX_OUTPUT for the text). */
+  built(length, what, limit = "MAX_VALUE") {
+    const most = limit === "MAX_OUTPUT" ? MAX_OUTPUT : MAX_VALUE;
+    if (length > most) {
+      throw new BudgetError(`${what} of ${length} characters or items, more than ${most} (${limit}, as in the ` +
+                            "suite's sandbox)", limit);
+    }
+    this.charge(length);
+  }
+
+  /** Jinja's range(), sized and charged before it builds anything. */
+  range = (start, stop, step = 1) => {
+    if (stop === undefined) [start, stop] = [0, start];
+    if (![start, stop, step].every(Number.isInteger) || step === 0) {
+      throw new Error("range() takes integers and a step other than 0");
+    }
+    const count = Math.max(0, Math.ceil((stop - start) / step));
+    this.built(count, "range()");
+    return Array.from({ length: count }, (_, i) => start + i * step);
+  };
+}
+
+/** @huggingface/jinja's interpreter, charging every node it evaluates and every block it runs. A subclass, not
+ * a patch of the library's prototype: other users of @huggingface/jinja in the page are left as they are. */
+class BudgetedInterpreter extends Interpreter {
+  constructor(env, budget) {
+    super(env);
+    this.budget = budget;
+  }
+
+  evaluate(node, env) {
+    this.budget.charge(1);
+    const result = super.evaluate(node, env);
+    const v = result && result.value;
+    if (typeof v === "string" || Array.isArray(v)) {
+      const output = node && node.type === "Program";
+      this.budget.built(v.length, output ? "the rendered text" : "a value", output ? "MAX_OUTPUT" : "MAX_VALUE");
+    }
+    return result;
+  }
+
+  evaluateBlock(statements, env) {
+    this.budget.charge(BLOCK_UNITS);
+    return super.evaluateBlock(statements, env);
+  }
+}
+
+/** The text of `parsed` (a parsed Template's program) on `context`, within one render's budget: the globals of
+ * Template.render that Jinja2 also has, range() bounded. Throws BudgetError on an overrun, the engine's own
+ * error otherwise. */
+export function renderBudgeted(parsed, context) {
+  const budget = new Budget();
+  const env = new Environment();
+  const globals = { ...LITERALS, range: budget.range, raise_exception: (message) => { throw new Error(message); } };
+  for (const [name, value] of Object.entries({ ...globals, ...context })) env.set(name, value);
+  try {
+    return new BudgetedInterpreter(env, budget).run(parsed).value;
+  } catch (err) {
+    if (err instanceof RangeError) {   // a string past V8's longest, or a stack overflow: the engine's own limits
+      throw new BudgetError(`the JavaScript engine's own limit: ${err.message}`, "engine");
+    }
+    throw err;
+  }
+}
