@@ -9,6 +9,10 @@ A *cell* is a package, a variant its golden cases accept calls as, and a dtype. 
   not applicable to it;
 * *unchecked* otherwise (its cases failed, were waived, or checked nothing): the result cannot be "conforms".
 
+Heavy cases the run left out (no ``--run-heavy``) are named too, so that no variant a manifest can select goes
+without a verdict: a cell whose cases with data were all left out as heavy is unchecked, "heavy only", even where
+its empty-tensor cases passed (an output shape checks nothing of a kernel that only heavy calls select).
+
 A package of the run none of whose cells is checked is unchecked as a whole, whatever the reason (every case
 skipped, not applicable, planned into a rejection for this device, failed), and its entry says what happened to
 its cases (:func:`what_happened`). A column with no checked cell at all is ``nothing-checked``
@@ -41,14 +45,17 @@ def _runnable(v: dict) -> bool:
     return v["variant"] != "rejected" and v["status"] not in NOT_RUN_HERE
 
 
-def _checked(cases: list[dict]) -> bool:
+def _checked(cases: list[dict], heavy_left_out: list[dict]) -> bool:
     runnable = [v for v in cases if _runnable(v)]
-    needs = "shapes" if all(v.get("empty") for v in runnable) else "values"
+    needs = "shapes" if all(v.get("empty") for v in runnable) and not heavy_left_out else "values"
     return any(v["status"] == "passed" and v.get("evidence") in (needs, "values") for v in runnable)
 
 
-def _why_unchecked(cases: list[dict]) -> str:
+def _why_unchecked(cases: list[dict], heavy_left_out: list[dict]) -> str:
     runnable = [v for v in cases if _runnable(v)]
+    if heavy_left_out and all(v["status"] == "passed" for v in runnable):
+        return (f"heavy only: its {len(heavy_left_out)} case(s) with data are heavy and were left out, and no other "
+                f"case checked its values (run with --run-heavy)")
     if all(v["status"] == "passed" for v in runnable):
         return "its cases passed without a value checked against the reference"
     return f"no case passed with its values checked: {what_happened(runnable)}"
@@ -103,21 +110,24 @@ def compared_nothing(verdicts) -> list[dict]:
             if v["status"] == "passed" and v.get("compared") == 0 and not v.get("empty")]
 
 
-def assess(verdicts) -> dict:
+def assess(verdicts, left_out=()) -> dict:
     """``{"unchecked": [...], "not_runnable": [...], "checked": n, "compared_nothing": [...]}``, each of the first
     two's entries ``{package, variant, dtype, cases, why}`` (a package with no checked cell is one entry with variant
-    and dtype None); ``checked`` counts the checked cells; ``compared_nothing`` is :func:`compared_nothing`."""
+    and dtype None); ``checked`` counts the checked cells; ``compared_nothing`` is :func:`compared_nothing`.
+    ``left_out``: the heavy cases the run selected but did not run, as :func:`left_out_entry` gives them."""
     found = cells(verdicts)
+    heavy = cells(v for v in left_out if not v.get("empty"))
     unchecked, not_runnable, checked_packages, checked = [], [], set(), 0
-    for (package, variant, dtype), cases in sorted(found.items()):
-        entry = {"package": package, "variant": variant, "dtype": dtype, "cases": len(cases)}
-        if not any(_runnable(v) for v in cases):
+    for key in sorted(set(found) | set(heavy)):
+        (package, variant, dtype), cases, held = key, found.get(key, []), heavy.get(key, [])
+        entry = {"package": package, "variant": variant, "dtype": dtype, "cases": len(cases) + len(held)}
+        if cases and not any(_runnable(v) for v in cases):
             not_runnable.append({**entry, "why": _why_not_runnable(cases)})
-        elif _checked(cases):
+        elif _checked(cases, held):
             checked_packages.add(package)
             checked += 1
         else:
-            unchecked.append({**entry, "why": _why_unchecked(cases)})
+            unchecked.append({**entry, "why": _why_unchecked(cases, held)})
     packages = sorted({v["package"] for v in verdicts if v.get("package") and v["status"] != "not-run"})
     for package in packages:
         if package not in checked_packages:
@@ -126,6 +136,12 @@ def assess(verdicts) -> dict:
                               "why": f"no case passed a value check on this device: {what_happened(mine)}"})
     return {"unchecked": unchecked, "not_runnable": not_runnable, "checked": checked,
             "compared_nothing": compared_nothing(verdicts)}
+
+
+def left_out_entry(verdict: dict) -> dict:
+    """What a report keeps of a case it did not run (a heavy one without ``--run-heavy``): enough to name its cell."""
+    keep = ("id", "package", "expected_variant", "dtype", "empty", "column")
+    return {k: verdict[k] for k in keep if verdict.get(k) is not None}
 
 
 def cell_line(entry: dict) -> str:

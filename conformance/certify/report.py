@@ -99,12 +99,13 @@ PASSING = ("conforms", "conforms-with-waivers")
 
 def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
           skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False,
-          weak: list[dict] = (), templates: list[dict] = ()) -> dict:
+          weak: list[dict] = (), templates: list[dict] = (), left_out: list[dict] = ()) -> dict:
     """The report of one column; ``weak``: the case generator's weakness flags of the packages under test
     (``{package, kind, message}``, cases.weakness.of_package); ``templates``: their template branch coverage
-    (conformance.certify.templates)."""
+    (conformance.certify.templates); ``left_out``: the heavy cases selected but not run
+    (:func:`conformance.certify.evidence.left_out_entry`), so that a variant only they reach is named."""
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
-    evidence = assess(verdicts)
+    evidence = assess(verdicts, left_out)
     result = "does-not-conform" if interrupted else result_of(totals, evidence)
     return {
         "implementation": implementation,
@@ -129,6 +130,8 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
         "skipped_reasons": skipped_reasons,
         "not_applicable_reasons": dict(Counter(v["detail"] for v in verdicts if v["status"] == NOT_APPLICABLE)),
         "deselected_heavy": deselected_heavy,
+        #: The heavy cases selected but not run: the cells they name are judged too (evidence.assess).
+        "left_out": sorted(left_out, key=lambda v: v["id"]),
         "replanned": replanned(verdicts),
         "summary": summarize(verdicts),
         "checks": check_totals(verdicts),

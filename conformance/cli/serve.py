@@ -45,7 +45,7 @@ def _serve(args) -> int:
         server = PageServer(args.host, args.port, timeout=args.timeout, on_page=on_page)
     except OSError as err:
         raise ConformanceError(f"--host {args.host} --port {args.port}: cannot listen there ({err})") from None
-    total = sum(len(c) for _, c in packages)
+    total = sum(len(c) for _, c, _ in packages)
     print(f"serving {len(packages)} package(s), {total} cases a column; open this URL in each browser to certify:\n"
           f"  {server.url}\n(requests without its token are refused; Ctrl-C stops)", flush=True)
     shown: dict[str, int] = {}

@@ -26,6 +26,7 @@ import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
 from conformance.certify import evidence, matrix, quote, report, report_html, repro_index
+from conformance.certify.outcomes import verdict_for
 from conformance.plugin import progress
 from conformance.config import BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
@@ -125,6 +126,8 @@ class RunState:
         self.progress = None      # a ColumnProgress once the cases are known, where progress is wanted
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
+        #: The heavy cases selected but not run (evidence.left_out_entry each): their cells are judged too.
+        self.left_out: list[dict] = []
         #: Filled by the case runner (or the workers' runners): package identities, the columns (slug -> device
         #: summary and error), heavy cases in total, and why adapters were left out of --device=all.
         self.identity: list[dict] = []
@@ -187,6 +190,7 @@ class RunState:
         self.case_sources = self.case_sources or data.get("case_sources") or []
         self.weak = self.weak or data.get("weak") or []
         self.templates = self.templates or data.get("templates") or []
+        self.left_out = self.left_out or data.get("left_out") or []
 
     def reports(self, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
         """One report per column (verdicts of a single-column run carry no column)."""
@@ -198,10 +202,11 @@ class RunState:
             mine = [v for v in verdicts if v.get("column", "") == slug or len(slugs) <= 1]
             skipped = dict(Counter(v["detail"] for v in mine if v["status"] == "skipped"))
             col = self.columns.get(slug, {})
+            left_out = [v for v in self.left_out if v.get("column", "") == slug or len(slugs) <= 1]
             data = report.build(mine, identity=self.identity, device=col.get("device"),
                                 implementation=implementation, skipped_reasons=skipped,
                                 deselected_heavy=deselected_heavy, interrupted=interrupted, weak=self.weak,
-                                templates=self.templates)
+                                templates=self.templates, left_out=left_out)
             if col.get("error"):
                 data.update(error=col["error"], conforms=False, result="does-not-conform")
             if self.fatal:
@@ -352,7 +357,10 @@ def pytest_unconfigure(config):
     config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    """Expectations mark their cases; heavy cases leave the run unless ``--run-heavy``, after ``-k``, ``-m`` and
+    ``--deselect`` chose (so that what is left out as heavy is what the user selected, and named as such)."""
     state = state_of(config)
     try:
         known = expectations.load(config.getoption("expectations"))
@@ -377,6 +385,18 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=heavy)
         items[:] = kept
         state.deselected_heavy = len(heavy)
+        state.left_out = [_left_out(item) for item in heavy if _case_of(item) is not None]
+
+
+def _case_of(item):
+    """The (package, case, column) a conformance test runs, or None for any other test or a package's load error."""
+    param = getattr(getattr(item, "callspec", None), "params", {}).get("conformance_case")
+    return param if isinstance(param, tuple) else None
+
+
+def _left_out(item) -> dict:
+    _, case, column = _case_of(item)
+    return evidence.left_out_entry({**verdict_for(case).as_dict(), "column": column.slug if column else None})
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -275,7 +275,7 @@ class CaseRunner:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
-                                        "heavy_total": self.state.heavy_total,
+                                        "heavy_total": self.state.heavy_total, "left_out": self.state.left_out,
                                         "case_sources": self.state.case_sources, "weak": self.state.weak,
                                         "templates": self.state.templates}
 

@@ -19,6 +19,7 @@ import cases as case_generator
 from cases.golden import CASES_DIR, load_matching_golden
 from cases.weakness import report_flags
 from conformance.certify import report
+from conformance.certify.evidence import left_out_entry
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
@@ -32,10 +33,10 @@ from conformance.gpu.backends.served import PAGES, PageBackend, PageClient, engi
 from conformance.gpu.device import probe_compute
 
 
-def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple[Package, list]]:
-    """[(package, its cases)] under ``specs``: golden cases where they match, else generated; heavy ones only with
-    ``run_heavy``; only ids for which ``keep(id)`` is true when given. A package that does not load is an error
-    naming it."""
+def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple[Package, list, list]]:
+    """[(package, the cases a column runs, the heavy cases it leaves out)] under ``specs``: golden cases where they
+    match, else generated; heavy ones run only with ``run_heavy`` (else left out, and named in the report); only ids
+    for which ``keep(id)`` is true when given. A package that does not load is an error naming it."""
     found = find_package_dirs(specs)
     if not found:
         raise ConformanceError(f"--specs {specs}: no kernel package found")
@@ -44,8 +45,9 @@ def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple
         package = Package(manifest_path(directory).parent, load_manifest(manifest_path(directory)))
         loaded, _ = load_matching_golden(CASES_DIR, package)
         generated = (loaded if loaded is not None else case_generator.generate(package)) + load_test_cases(package)
-        out.append((package, [c for c in generated if (run_heavy or not c.heavy)
-                              and (keep is None or keep(c.id))]))
+        kept = [c for c in generated if keep is None or keep(c.id)]
+        out.append((package, [c for c in kept if run_heavy or not c.heavy],
+                    [c for c in kept if c.heavy and not run_heavy]))
     return out
 
 
@@ -91,7 +93,7 @@ class ColumnRun:
 
     @property
     def total(self) -> int:
-        return sum(len(c) for _, c in self.packages)
+        return sum(len(c) for _, c, _ in self.packages)
 
     @property
     def slug(self) -> str:
@@ -140,7 +142,7 @@ class ColumnRun:
             self.error = str(err)
         self.error = explained(self.error, self.client.user_agent)
         self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
-        for package, cases in self.packages:
+        for package, cases, _ in self.packages:
             for case in cases:
                 if self.error or not self.client.wait_alive(self.reconnect_timeout):
                     why = self.error or f"the page stopped polling (not back within {self.reconnect_timeout:g} s)"
@@ -148,11 +150,13 @@ class ColumnRun:
                 else:
                     self.verdicts.append(judge(checker, case, package))
                 self._show()
-        self.data = report.build(self.verdicts, identity=[p.identity for p, _ in self.packages],
+        left_out = [left_out_entry(verdict_for(c).as_dict()) for _, _, heavy in self.packages for c in heavy]
+        self.data = report.build(self.verdicts, identity=[p.identity for p, _, _ in self.packages],
                                  device=impl.describe(), implementation="manifest-runtime",
                                  skipped_reasons=dict(Counter(v["detail"] for v in self.verdicts
                                                               if v["status"] == "skipped")),
-                                 deselected_heavy=0, weak=[w for p, found in self.packages for w in report_flags(
+                                 deselected_heavy=len(left_out), left_out=left_out,
+                                 weak=[w for p, found, _ in self.packages for w in report_flags(
                                      p, [c for c in found if getattr(c, "stored", None) is None])])
         self.data["column"] = self.slug
         self.data["user_agent"] = self.client.user_agent

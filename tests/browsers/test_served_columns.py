@@ -59,7 +59,7 @@ def test_served_chromium_and_firefox_judge_as_the_driven_columns(tmp_path, make_
     assert "Firefox" in firefox["device"]["backend"] and "shader-f16" in firefox["device"]["features"]
     f16 = [c for c in firefox["cases"] if c["dtype"] == "float16" and c["variant"] != "rejected"]
     assert f16 and all(c["status"] == "passed" for c in f16)
-    total = sum(len(cases) for _, cases in load_packages(specs))                 # what a column runs
+    total = sum(len(cases) for _, cases, _ in load_packages(specs))                 # what a column runs
     assert "chrome" in text and "firefox" in text and f"/ {total} cases" in text  # the terminal's progress lines
     merged = subprocess.run([sys.executable, "-m", "conformance", "merge", *map(str, sorted(out.glob("*.json"))),
                              "--json", str(tmp_path / "matrix.json")], capture_output=True, text=True, timeout=120)
