@@ -92,7 +92,7 @@ WRONG = [
     ("/cases/0/status", "conforms", "/cases/0/status: expected one of passed"),
     ("/cases/0/id", ["x"], "/cases/0/id: expected a string"),
     ("/cases/0/detail", {"x": 1}, "/cases/0/detail: expected a string or null"),
-    ("/cases/0/worst_ratio", "big", "/cases/0/worst_ratio: expected a number or null"),
+    ("/cases/0/worst_ratio", "big", "/cases/0/worst_ratio: expected a finite number or null"),
     ("/device", "lavapipe", "/device: expected an object or null"),
     ("/device/adapter", {"name": 1}, "/device/adapter: expected a string or null"),
     ("/device/features", "shader-f16", "/device/features: expected a list or null"),
