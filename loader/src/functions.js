@@ -1,6 +1,7 @@
 // The manifest functions (specs/README.md, "Functions"), bound for @huggingface/jinja. Used by the loader and by
 // the suite's portable-subset check (conformance/tools/jinja_js.mjs), so both evaluate the same definitions.
 // @huggingface/jinja hands a function its arguments' `.value`: a list arrives as a list of runtime values.
+import { has } from "./own.js";
 
 export const unwrap = (x) => (x !== null && typeof x === "object" && "type" in x && "value" in x ? x.value : x);
 
@@ -33,7 +34,7 @@ export function functions(features, bytes = WGSL_BYTES) {
       return d[i];
     },
     dtypeBytes: (t) => {
-      if (!(t in bytes)) throw new Error(`dtypeBytes() does not know dtype ${t}`);
+      if (!has(bytes, t)) throw new Error(`dtypeBytes() does not know dtype ${t}`);
       return bytes[t];
     },
     f16Ok: (t) => {

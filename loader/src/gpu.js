@@ -1,6 +1,7 @@
 // A plan dispatched on a GPUDevice: buffers per tensor, uniform buffers, pipelines cached per rendered text.
 import { KernelRuntimeError } from "./errors.js";
 import { roundUp } from "./layout.js";
+import { has } from "./own.js";
 
 const padded = (n) => Math.max(4, roundUp(n, 4));
 
@@ -13,7 +14,7 @@ export function deviceProfile(device, restrict = null) {
   let features = [...device.features];
   if (restrict) {
     for (const [key, value] of Object.entries(restrict.limits || {})) {
-      if (!(key in limits)) continue;
+      if (!has(limits, key)) continue;
       limits[key] = key.startsWith("min") ? Math.max(limits[key], value) : Math.min(limits[key], value);
     }
     if (restrict.features) features = features.filter((f) => restrict.features.includes(f));
@@ -83,15 +84,15 @@ export class Dispatcher {
     d.pushErrorScope("out-of-memory");
     d.pushErrorScope("validation");
     try {
-      const tensors = {};
+      const tensors = new Map();   // role -> buffer (roles are the manifest's names: a Map has no inherited ones)
       for (const [role, bytes] of Object.entries(inputs)) {
         if (bytes.byteLength === 0) continue;
-        tensors[role] = buffer(padded(bytes.byteLength), usage.STORAGE | usage.COPY_DST, role);
+        tensors.set(role, buffer(padded(bytes.byteLength), usage.STORAGE | usage.COPY_DST, role));
         const data = bytes.byteLength % 4 ? (() => { const p = new Uint8Array(padded(bytes.byteLength)); p.set(bytes); return p; })() : bytes;
-        d.queue.writeBuffer(tensors[role], 0, data);
+        d.queue.writeBuffer(tensors.get(role), 0, data);
       }
       for (const [role, size] of Object.entries(outputBytes)) {
-        if (size > 0) tensors[role] = buffer(padded(size), usage.STORAGE | usage.COPY_SRC, role);
+        if (size > 0) tensors.set(role, buffer(padded(size), usage.STORAGE | usage.COPY_SRC, role));
       }
       const encoder = d.createCommandEncoder();
       for (const [i, pass] of plan.passes.entries()) {
@@ -106,7 +107,7 @@ export class Dispatcher {
             d.queue.writeBuffer(u, 0, data);
             return { binding: b.index, resource: { buffer: u, offset: 0, size: data.length } };
           }
-          const t = tensors[b.arg];
+          const t = tensors.get(b.arg);
           if (!t) throw new KernelRuntimeError(`binding '${b.name}' would be zero-sized (argument '${b.arg}' is empty) but the pass dispatches ${pass.dispatch.threads} threads`, { pass: pass.name });
           return { binding: b.index, resource: { buffer: t, offset: b.byteOffset, size: padded(b.bytes) } };
         });
@@ -118,24 +119,25 @@ export class Dispatcher {
         cpass.end();
         this.dispatches++;
       }
-      const reads = {};
+      const reads = new Map();
       for (const [role, size] of Object.entries(outputBytes)) {
         if (size === 0) continue;
-        reads[role] = buffer(padded(size), usage.MAP_READ | usage.COPY_DST, `${role}.read`);
-        encoder.copyBufferToBuffer(tensors[role], 0, reads[role], 0, padded(size));
+        reads.set(role, buffer(padded(size), usage.MAP_READ | usage.COPY_DST, `${role}.read`));
+        encoder.copyBufferToBuffer(tensors.get(role), 0, reads.get(role), 0, padded(size));
       }
       d.queue.submit([encoder.finish()]);
       const validation = await d.popErrorScope();
       const memory = await d.popErrorScope();
       if (validation || memory) throw new KernelRuntimeError(`WebGPU refused the run: ${(validation || memory).message}`);
-      const out = {};
+      const out = [];
       for (const [role, size] of Object.entries(outputBytes)) {
-        if (size === 0) { out[role] = new Uint8Array(0); continue; }
-        await reads[role].mapAsync(GPUMapMode.READ);
-        out[role] = new Uint8Array(reads[role].getMappedRange().slice(0, size));
-        reads[role].unmap();
+        if (size === 0) { out.push([role, new Uint8Array(0)]); continue; }
+        const read = reads.get(role);
+        await read.mapAsync(GPUMapMode.READ);
+        out.push([role, new Uint8Array(read.getMappedRange().slice(0, size))]);
+        read.unmap();
       }
-      return out;
+      return Object.fromEntries(out);
     } catch (err) {
       await d.popErrorScope().catch(() => null);
       await d.popErrorScope().catch(() => null);

@@ -31,19 +31,17 @@ export async function getKernel(source, { version, device, fetch } = {}) {
     if (inputs === null || typeof inputs !== "object") {
       throw new ContractError(`the inputs must be an object {role: {data, shape}}, got ${inputs === null ? "null" : typeof inputs}`, { reason: "argument" });
     }
-    const tensors = {};
-    const args = {};
+    const tensors = [];   // [role, tensor]: Object.fromEntries below makes each an own property, whatever its name
     for (const [role, value] of Object.entries(inputs)) {
       if (!pkg.manifest.inputs.some((s) => s.role === role)) {
         const roles = pkg.manifest.inputs.map((s) => s.role).join(", ");
         throw new ContractError(`${pkg.manifest.opId} has no input '${role}'; inputs are ${roles}`, { reason: "unknown-argument", argument: role });
       }
-      const t = !needData && value && !("data" in value) ? readSpec(role, value) : readInput(role, value);
-      tensors[role] = t;
-      args[role] = t && { shape: t.shape, dtype: t.dtype };
+      tensors.push([role, !needData && value && !("data" in value) ? readSpec(role, value) : readInput(role, value)]);
     }
+    const args = Object.fromEntries(tensors.map(([role, t]) => [role, t && { shape: t.shape, dtype: t.dtype }]));
     const plan = planCall(pkg.manifest, args, { profile, attributes: options.attributes, tunables: options.tunables });
-    return { plan, tensors };
+    return { plan, tensors: Object.fromEntries(tensors) };
   };
 
   /** The plan of a call (variant, constants, bindings with uniforms, dispatch, outputs) without running it; an

@@ -1,5 +1,6 @@
 // WGSL memory layout and dispatch geometry (the rules of conformance/engine/layout.py, specs/README.md "Planning").
 import { WGSL_BYTES } from "./functions.js";
+import { own } from "./own.js";
 
 // (alignment, size, component kind, component count) per host-shareable uniform field type (WGSL §14.4.1)
 const FIELD_LAYOUT = {};
@@ -35,7 +36,7 @@ export function packStruct(fields) {
   let maxAlign = 1;
   const placed = [];
   for (const [name, type, value] of fields) {
-    const layout = FIELD_LAYOUT[type];
+    const layout = own(FIELD_LAYOUT, type);
     if (!layout) throw new Error(`field '${name}': type ${type} is not a uniform field type`);
     const [align, bytes, kind, count] = layout;
     maxAlign = Math.max(maxAlign, align);

@@ -2,6 +2,7 @@
 // sets resolved. The manifest was validated by the suite's lint; what is checked here is what planning needs.
 import { compile } from "./expressions.js";
 import { ExpressionError } from "./errors.js";
+import { own } from "./own.js";
 
 const ptr = (...parts) => "/" + parts.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/");
 
@@ -16,13 +17,13 @@ export function readManifest(raw, file = "manifest.json") {
   const bindingSets = raw.bindingSets || {};
   const variants = raw.variants.map((v, i) => {
     const vp = ["variants", i];
-    const own = v.constants || {};
+    const local = v.constants || {};
     const vrules = new Map(rules);
-    for (const [name, src] of Object.entries(own)) vrules.set(name, compile(src, ptr(...vp, "constants", name), file));
-    const constantNames = [...new Set([...topConstants, ...Object.keys(own)])];
+    for (const [name, src] of Object.entries(local)) vrules.set(name, compile(src, ptr(...vp, "constants", name), file));
+    const constantNames = [...new Set([...topConstants, ...Object.keys(local)])];
     const passes = v.passes.map((p, j) => {
       const pp = [...vp, "passes", j];
-      const list = typeof p.bindings === "string" ? bindingSets[p.bindings] : p.bindings;
+      const list = typeof p.bindings === "string" ? own(bindingSets, p.bindings) : p.bindings;
       if (!Array.isArray(list)) {
         throw new ExpressionError(`bindingSets has no entry ${JSON.stringify(p.bindings)}`, { pointer: ptr(...pp, "bindings"), file });
       }

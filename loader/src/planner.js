@@ -4,6 +4,7 @@
 import { ContractError, ExpressionError } from "./errors.js";
 import { Scope, formatValue } from "./expressions.js";
 import { bindingDeclaration, elementStride, elementType, hex, packStruct, splitWorkgroups, structDeclaration } from "./layout.js";
+import { has, own } from "./own.js";
 
 /** Manifest (ONNX) dtype name -> WGSL name. */
 export const WGSL_DTYPE = { float32: "f32", float16: "f16", float64: "f64", bfloat16: "bf16", int8: "i8", uint8: "u8",
@@ -66,28 +67,27 @@ function makeCall(manifest, inputs, profile, attributes, tunables) {
                               { reason: "unknown-argument", argument: name });
     }
   }
-  const args = {};
-  for (const role of roles) {
-    const a = inputs ? inputs[role] : undefined;
-    args[role] = a === undefined || a === null ? null : { shape: checkShape(a.shape, role), dtype: dtypeName(a.dtype, role) };
-  }
-  const merged = { ...manifest.tunables };
-  for (const [key, value] of Object.entries(tunables || {})) {
-    if (!(key in manifest.tunables)) {
+  const args = Object.fromEntries(roles.map((role) => {
+    const a = own(inputs, role);
+    return [role, a === undefined || a === null ? null : { shape: checkShape(a.shape, role), dtype: dtypeName(a.dtype, role) }];
+  }));
+  const given = Object.entries(tunables || {});
+  for (const [key, value] of given) {
+    if (!has(manifest.tunables, key)) {
       throw new ContractError(`${manifest.opId} has no tunable '${key}'; tunables are ${Object.keys(manifest.tunables).join(", ") || "none"}`,
                               { reason: "tunable", argument: key });
     }
     if (!Number.isInteger(value) || value < 0 || value >= 2 ** 32) {
       throw new ContractError(`tunable '${key}' must be an integer in [0, 2**32), got ${JSON.stringify(value)}`, { reason: "tunable", argument: key });
     }
-    merged[key] = value;
   }
+  const merged = Object.fromEntries([...Object.entries(manifest.tunables), ...given]);
   return { inputs: args, profile, tunables: merged, attributes: resolveAttributes(manifest, attributes || {}) };
 }
 
 function dtypeName(value, role) {
-  if (value in WGSL_DTYPE) return value;
-  if (value in FROM_WGSL) return FROM_WGSL[value];
+  if (has(WGSL_DTYPE, value)) return value;
+  if (has(FROM_WGSL, value)) return FROM_WGSL[value];
   throw new ContractError(`argument '${role}': unknown dtype ${JSON.stringify(value)}; expected one of ${Object.keys(WGSL_DTYPE).join(", ")}`,
                           { reason: "dtype", argument: role });
 }
@@ -120,32 +120,30 @@ function attributeValue(type, value) {
 }
 
 function resolveAttributes(manifest, given) {
-  const out = {};
   for (const name of Object.keys(given)) {
-    if (!(name in manifest.attributes)) {
+    if (!has(manifest.attributes, name)) {
       throw new ContractError(`${manifest.opId} has no attribute '${name}'; attributes are ${Object.keys(manifest.attributes).join(", ") || "none"}`,
                               { reason: "unknown-argument", argument: name });
     }
   }
-  for (const [name, spec] of Object.entries(manifest.attributes)) {
-    if (!(name in given)) {
+  return Object.fromEntries(Object.entries(manifest.attributes).map(([name, spec]) => {
+    if (!has(given, name)) {
       if (spec.default === undefined) {
         throw new ContractError(`attribute '${name}' is required by ${manifest.opId} (it has no default)`, { reason: "missing-attribute", argument: name });
       }
-      out[name] = spec.default;
-      continue;
+      return [name, spec.default];
     }
     try {
-      out[name] = attributeValue(spec.type, given[name]);
+      return [name, attributeValue(spec.type, given[name])];
     } catch (err) {
       throw new ContractError(`attribute '${name}': ${err.message}`, { reason: "attribute", argument: name });
     }
-  }
-  return out;
+  }));
 }
 
+/** Each bound type variable's WGSL dtype (a Map: type variables are the manifest's names). */
 function checkTypes(manifest, call) {
-  const bound = {};
+  const bound = new Map();
   for (const spec of manifest.inputs) {
     const arg = call.inputs[spec.role];
     if (arg === null) {
@@ -154,19 +152,19 @@ function checkTypes(manifest, call) {
       }
       continue;
     }
-    const allowed = manifest.typeConstraints[spec.typevar];
+    const allowed = own(manifest.typeConstraints, spec.typevar);
     if (!allowed.includes(arg.dtype)) {
       throw new ContractError(`input '${spec.role}' has dtype ${arg.dtype}; type ${spec.typevar} allows ${allowed.join(", ")}`,
                               { reason: "dtype", argument: spec.role });
     }
-    if (spec.typevar in bound && bound[spec.typevar][1] !== arg.dtype) {
-      const [other, otherDtype] = bound[spec.typevar];
+    if (bound.has(spec.typevar) && bound.get(spec.typevar)[1] !== arg.dtype) {
+      const [other, otherDtype] = bound.get(spec.typevar);
       throw new ContractError(`input '${spec.role}' has dtype ${arg.dtype} but '${other}' has ${otherDtype}; both are of type ${spec.typevar}`,
                               { reason: "mixed-dtype", argument: spec.role });
     }
-    if (!(spec.typevar in bound)) bound[spec.typevar] = [spec.role, arg.dtype];
+    if (!bound.has(spec.typevar)) bound.set(spec.typevar, [spec.role, arg.dtype]);
   }
-  return Object.fromEntries(Object.entries(bound).map(([tv, [, dt]]) => [tv, WGSL_DTYPE[dt]]));
+  return new Map([...bound].map(([tv, [, dt]]) => [tv, WGSL_DTYPE[dt]]));
 }
 
 function rankViolation(manifest, call) {
@@ -180,19 +178,18 @@ function rankViolation(manifest, call) {
 }
 
 function scopeValues(manifest, call, typevars, outShapes = {}) {
-  const shapes = {};
-  for (const spec of manifest.inputs) shapes[spec.role] = call.inputs[spec.role] ? call.inputs[spec.role].shape : undefined;
-  Object.assign(shapes, outShapes);
+  const shapes = Object.fromEntries([...manifest.inputs.map((spec) => [spec.role, call.inputs[spec.role] ? call.inputs[spec.role].shape : undefined]),
+                                     ...Object.entries(outShapes)]);
   const ranks = Object.fromEntries(Object.entries(shapes).map(([r, s]) => [r, s ? s.length : undefined]));
   const present = Object.fromEntries(Object.entries(shapes).map(([r, s]) => [r, s !== undefined]));
-  const dtypes = Object.fromEntries(Object.keys(manifest.typeConstraints).map((tv) => [tv, typevars[tv]]));
+  const dtypes = Object.fromEntries(Object.keys(manifest.typeConstraints).map((tv) => [tv, typevars.get(tv)]));
   return { shapes, ranks, present, dtypes, tunables: call.tunables, attributes: call.attributes,
            device: { limits: call.profile.limits, features: [...call.profile.features].sort() } };
 }
 
 function outputShapes(manifest, call, typevars) {
   const scope = new Scope(scopeValues(manifest, call, typevars), new Map(), [...call.profile.features], manifest.file);
-  const out = {};
+  const out = [];
   for (const spec of manifest.outputs) {
     const shape = scope.evaluate(spec.shape);
     if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
@@ -205,13 +202,13 @@ function outputShapes(manifest, call, typevars) {
                                 { reason: "output-rank", argument: spec.role });
       }
     }
-    const dtype = typevars[spec.typevar];
+    const dtype = typevars.get(spec.typevar);
     if (dtype === undefined) {
       throw new ContractError(`output '${spec.role}': type ${spec.typevar} is bound by no present input`, { reason: "dtype", argument: spec.role });
     }
-    out[spec.role] = { role: spec.role, shape, dtype: FROM_WGSL[dtype] };
+    out.push([spec.role, { role: spec.role, shape, dtype: FROM_WGSL[dtype] }]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 // -- passes --------------------------------------------------------------------------------------
@@ -249,7 +246,7 @@ function planPass(manifest, variant, spec, scope, constants, call, values) {
 }
 
 function planBinding(manifest, index, b, spec, scope, constants, call, values) {
-  const resolve = (ref) => (typeof ref === "string" && ref.startsWith("$") ? constants[ref.slice(1)] : ref);
+  const resolve = (ref) => (typeof ref === "string" && ref.startsWith("$") ? own(constants, ref.slice(1)) : ref);
   if (b.bufferType === "uniform") {
     const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]);
     let bytes;
@@ -277,12 +274,12 @@ function planBinding(manifest, index, b, spec, scope, constants, call, values) {
     }
     [scalar, width] = ["f16", 2 * width];
   }
-  const shape = values.shapes[b.arg];
+  const shape = own(values.shapes, b.arg);
   if (shape === undefined) {
     throw new ContractError(`pass ${spec.name}: binding '${b.name}' needs argument '${b.arg}', which is absent`, { reason: "missing-input", argument: b.arg });
   }
   const spec_ = [...manifest.inputs, ...manifest.outputs].find((s) => s.role === b.arg);
-  const wgslDtype = values.dtypes[spec_.typevar];
+  const wgslDtype = own(values.dtypes, spec_.typevar);
   const numel = shape.reduce((x, y) => x * y, 1);
   if (scalar !== wgslDtype) {
     const packed = b.packing ? " (packing 2x16float holds f16)" : "";

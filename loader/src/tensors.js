@@ -1,6 +1,7 @@
 // Tensors at the loader's boundary: {data: TypedArray, shape} in, {data, shape, dtype} out. float32 is a
 // Float32Array; float16 a Float16Array where the JavaScript engine has one, else a Uint16Array of the f16 bits.
 import { ContractError } from "./errors.js";
+import { has, own } from "./own.js";
 
 const HAS_F16 = typeof globalThis.Float16Array === "function";
 const BYTES = { float32: 4, float16: 2, float64: 8, int8: 1, uint8: 1, int16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8 };
@@ -20,7 +21,7 @@ for (const [kind, dtype] of Object.entries(KINDS)) (ACCEPTS[dtype] ??= []).push(
 /** The dtype a typed array stands for, or null. */
 export function dtypeOf(data) {
   const kind = data && data.constructor && data.constructor.name;
-  return KINDS[kind] ?? null;
+  return own(KINDS, kind) ?? null;
 }
 
 /** Checks one input and returns {shape, dtype, bytes}; a ContractError naming the role otherwise. */
@@ -37,8 +38,8 @@ export function readInput(role, value) {
   }
   const kind = data && data.constructor && data.constructor.name;
   const dtype = value.dtype ?? dtypeOf(data);
-  if (!ArrayBuffer.isView(data) || dtype === null || !(dtype in ACCEPTS) || !ACCEPTS[dtype].includes(kind)) {
-    const want = value.dtype && ACCEPTS[value.dtype] ? ACCEPTS[value.dtype].join(" or ") : "Float32Array (float32), Float16Array or Uint16Array (float16 bits)";
+  if (!ArrayBuffer.isView(data) || dtype === null || !has(ACCEPTS, dtype) || !ACCEPTS[dtype].includes(kind)) {
+    const want = has(ACCEPTS, value.dtype) ? ACCEPTS[value.dtype].join(" or ") : "Float32Array (float32), Float16Array or Uint16Array (float16 bits)";
     throw new ContractError(`input '${role}': data is ${describe(data)}; expected ${want}`, { reason: "data-type", argument: role });
   }
   const numel = numelOf(shape);
