@@ -63,7 +63,8 @@ def build_bench(package: Package) -> dict:
 # -- metadata.json -----------------------------------------------------------------------------
 def portable_subset(package: Package, engine: JsJinja | None) -> dict:
     """The portable-subset check's verdict for ``metadata.json``: passed or not, against which engine version,
-    what was compared; without an engine, why it was not checked."""
+    what was compared; without an engine, or where it compared no template (``portable.Stats.nothing_compared``),
+    ``checked: false`` and why, never a pass (a difference found in the expressions still fails it)."""
     if engine is None:
         try:
             with open_engine() as running:
@@ -71,6 +72,10 @@ def portable_subset(package: Package, engine: JsJinja | None) -> dict:
         except EngineUnavailable as err:
             return {"engine": ENGINE, "checked": False, "reason": str(err)}
     problems, stats = portable.check(package, cases.generate(package), engine)
+    vacuous = stats.nothing_compared()
+    if vacuous and not problems:
+        return {"engine": ENGINE, "version": engine.version, "checked": False, "reason": vacuous,
+                "templateContexts": 0, "expressionEvaluations": stats.expressions}
     return {"engine": ENGINE, "version": engine.version, "checked": True, "passed": not problems,
             "templateContexts": stats.contexts, "expressionEvaluations": stats.expressions,
             "errors": [f"{where}: {message}" for _, where, message in problems]}

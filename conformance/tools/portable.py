@@ -72,6 +72,18 @@ CONSTRUCTS = {
 class Stats:
     contexts: int = 0      # distinct (template, context) pairs rendered by both engines
     expressions: int = 0   # evaluations compared: per expression, one per distinct value of the names it reads
+    unrendered: int = 0    # distinct (template, context) pairs Jinja2 failed to render (the render check's errors)
+
+    def nothing_compared(self) -> str | None:
+        """Why no template was compared, or None when some was. A check without a difference found is a pass
+        only where it rendered something: a template that renders in no context (every render an error, which
+        lint reports) or a package that accepts no call would otherwise pass, having compared no text at all."""
+        if self.contexts:
+            return None
+        if self.unrendered:
+            return (f"no template compared: Jinja2 rendered none of the {self.unrendered} template context(s) of "
+                    f"the generated calls (each a render error; `python -m conformance lint` names them)")
+        return "no template compared: no generated call is accepted, so no template context was rendered"
 
 
 # -- the values both sides see ----------------------------------------------------------------------
@@ -389,6 +401,7 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
         try:
             text = render(package, plan, pass_plan, env)
         except ConformanceError:
+            stats.unrendered += 1
             continue          # the render check reports it
         rendered.append((case, plan, pass_plan, text))
         jobs.append([pass_plan.shader, ctx])
