@@ -43,17 +43,26 @@ export function plain(v) {
   }
 }
 
-/** The names of one call for one variant: the scope (shapes, ranks, present, dtypes, device, tunables,
- * attributes), the functions, and the rules (`rules`: name -> compiled expression), each evaluated once. */
+/** The names of one call (the scope: shapes, ranks, present, dtypes, device, tunables, attributes; the functions;
+ * Jinja's literals) as runtime values, name -> value: converted once per call, shared by the scope of every variant
+ * the call tries (converting them is most of what a scope costs). */
+export function scopeVariables(values, features) {
+  const env = new Environment();
+  for (const [name, value] of Object.entries({ ...LITERALS, ...values, ...functions(features) })) env.set(name, value);
+  return env.variables;
+}
+
+/** The names of one call for one variant: `variables` (scopeVariables) and the rules (`rules`: name -> compiled
+ * expression), each evaluated once. */
 export class Scope extends Environment {
-  constructor(values, rules, features, file) {
+  constructor(variables, rules, file) {
     super();
     this.rules = rules;
     this.file = file;
     this.memo = new Map();
     this.active = new Set();
     this.interpreter = new Interpreter(this);
-    for (const [name, value] of Object.entries({ ...LITERALS, ...values, ...functions(features) })) this.set(name, value);
+    for (const [name, value] of variables) this.variables.set(name, value);
   }
 
   lookupVariable(name) {

@@ -2,7 +2,7 @@
 // ContractError naming the failed predicate: the steps of specs/README.md "Planning", as the suite's
 // conformance/engine/planner.py takes them, so that both plan every call alike.
 import { ContractError, ExpressionError } from "./errors.js";
-import { Scope, formatValue } from "./expressions.js";
+import { Scope, formatValue, scopeVariables } from "./expressions.js";
 import { bindingDeclaration, elementStride, elementType, hex, packStruct, splitWorkgroups, structDeclaration } from "./layout.js";
 import { has, own } from "./own.js";
 
@@ -22,12 +22,12 @@ export function planCall(manifest, inputs, { profile, attributes = {}, tunables 
   const outputs = outputShapes(manifest, call, typevars);
   const outShapes = Object.fromEntries(Object.entries(outputs).map(([r, o]) => [r, o.shape]));
   const values = scopeValues(manifest, call, typevars, outShapes);
-  const features = [...profile.features];
+  const variables = scopeVariables(values, [...profile.features]);
   const failures = {};
   let chosen = null;
   let scope = null;
   for (const variant of manifest.variants) {
-    scope = new Scope(values, variant.rules, features, manifest.file);
+    scope = new Scope(variables, variant.rules, manifest.file);
     const failed = firstFalse(variant, scope, manifest);
     if (failed === null) { chosen = variant; break; }
     failures[variant.id] = scope.explainFalse(failed);
@@ -188,7 +188,7 @@ function scopeValues(manifest, call, typevars, outShapes = {}) {
 }
 
 function outputShapes(manifest, call, typevars) {
-  const scope = new Scope(scopeValues(manifest, call, typevars), new Map(), [...call.profile.features], manifest.file);
+  const scope = new Scope(scopeVariables(scopeValues(manifest, call, typevars), [...call.profile.features]), new Map(), manifest.file);
   const out = [];
   for (const spec of manifest.outputs) {
     const shape = scope.evaluate(spec.shape);
