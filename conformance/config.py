@@ -49,6 +49,9 @@ def env_float(name: str, default: float, error: Callable[[str], Exception], *, a
 
 #: ``--webgpu`` values: the WebGPU implementations a device can be opened on (conformance.gpu.backends).
 WEBGPU = ("wgpu", "dawn", "chromium", "firefox")
+#: ``--webgpu-adapter``: the adapter a browser the suite launches is to give WebGPU (``auto``: the machine's hardware
+#: adapter where it has one, else the browser's software one).
+ADAPTER_REQUESTS = ("auto", "gpu", "software")
 
 
 def default_backend() -> tuple[str, str | None, str]:

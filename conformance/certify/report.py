@@ -153,7 +153,8 @@ def device_line(dev: dict | None) -> str:
     if dev.get("driver"):
         details.append(f"driver {dev['driver']}")
     through = f" through {dev['webgpu']}" if dev.get("webgpu") else ""
-    return (f"{dev['adapter']} ({', '.join(details)})" if details else str(dev["adapter"])) + through
+    fallback = f"; {dev['fallback']}" if dev.get("fallback") else ""
+    return (f"{dev['adapter']} ({', '.join(details)})" if details else str(dev["adapter"])) + through + fallback
 
 
 def markdown(report: dict) -> str:

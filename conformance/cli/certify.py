@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
-from conformance.config import BACKENDS, CHECKOUT_VARIABLE, REPO_SPECS, WEBGPU
+from conformance.config import ADAPTER_REQUESTS, BACKENDS, CHECKOUT_VARIABLE, REPO_SPECS, WEBGPU
 from conformance.errors import ConformanceError
 
 check_paths = on_use("conformance.certify.report", "check_paths")
@@ -52,6 +52,8 @@ def pytest_command(args, scratch: Path) -> list[str]:
             f"--divergences={args.divergences}"]
     if args.adapter:
         argv.append(f"--adapter={args.adapter}")
+    if args.webgpu_adapter:
+        argv.append(f"--webgpu-adapter={args.webgpu_adapter}")
     if args.expectations:
         argv.append(f"--expectations={named_path(args.expectations, '--expectations')}")
     if args.golden:
@@ -80,6 +82,8 @@ def rerun_prefix(args, specs: Path, report: Path) -> str:
              "--divergences", args.divergences, "--report", str(report.with_name(f"{report.stem}-rerun.json"))]
     if args.adapter:
         words += ["--adapter", args.adapter]
+    if args.webgpu_adapter:
+        words += ["--webgpu-adapter", args.webgpu_adapter]
     if args.expectations:
         words += ["--expectations", str(Path(args.expectations).resolve())]
     if args.golden:
@@ -119,6 +123,8 @@ def register(sub) -> None:
     p.add_argument("--specs", default=str(REPO_SPECS), help="a directory of packages, or one package directory")
     p.add_argument("--device", default="auto", choices=sorted(BACKENDS) + ["all"])
     p.add_argument("--adapter", default=None)
+    p.add_argument("--webgpu-adapter", default=None, choices=ADAPTER_REQUESTS,
+                   help="a launched Chromium's WebGPU adapter: gpu, software or auto (pytest's --webgpu-adapter)")
     p.add_argument("--webgpu", default="wgpu", choices=WEBGPU + ("all",))
     p.add_argument("--impl", default="manifest")
     p.add_argument("--divergences", choices=("fail", "xfail"), default="fail")

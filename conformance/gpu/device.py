@@ -114,10 +114,16 @@ class Device:
     @property
     def summary(self) -> dict:
         info = self.adapter.info
-        return {"adapter": info.get("device"), "backend": info.get("backend_type"), "webgpu": self.webgpu,
-                "type": info.get("adapter_type"), "driver": info.get("description"),
-                "vendor": info.get("vendor"), "features": sorted(self.profile.features & set(OPTIONAL_FEATURES)),
-                "limits": {k: self.profile.limits[k] for k in RAISED_LIMITS[:5]}}
+        out = {"adapter": info.get("device"), "backend": info.get("backend_type"), "webgpu": self.webgpu,
+               "type": info.get("adapter_type"), "driver": info.get("description"),
+               "vendor": info.get("vendor"), "features": sorted(self.profile.features & set(OPTIONAL_FEATURES)),
+               "limits": {k: self.profile.limits[k] for k in RAISED_LIMITS[:5]}}
+        if info.get("requested"):   # a browser asked for a hardware adapter or for software (--webgpu-adapter)
+            out["requested"] = info["requested"]
+            if info["requested"] == "gpu" and info.get("adapter_type") == "CPU":
+                out["fallback"] = f"software fallback: a GPU adapter was asked for (--webgpu-adapter gpu), the " \
+                                  f"browser gave WebGPU {info.get('device') or 'a CPU adapter'}"
+        return out
 
 
 def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu: str = "wgpu") -> Device:

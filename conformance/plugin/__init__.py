@@ -28,7 +28,7 @@ from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to na
 from conformance.certify import evidence, matrix, quote, report, report_html, repro_index
 from conformance.certify.outcomes import verdict_for
 from conformance.plugin import progress
-from conformance.config import BACKENDS, WEBGPU
+from conformance.config import ADAPTER_REQUESTS, BACKENDS, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.files import check_no_links
 from conformance.plugin import expectations
@@ -56,6 +56,10 @@ def pytest_addoption(parser):
                          "Playwright grid or device farm) instead of launching a local Chromium")
     group.addoption("--browser-cdp", default=None, metavar="HTTP_URL",
                     help="the chromium column connects to a Chrome already running with --remote-debugging-port")
+    group.addoption("--webgpu-adapter", choices=ADAPTER_REQUESTS, default=None,
+                    help="the adapter a Chromium the suite launches gives WebGPU: gpu (the machine's hardware "
+                         "Vulkan adapter; a software fallback is said in the report), software (SwiftShader), or "
+                         "auto (default: gpu where wgpu finds a hardware Vulkan adapter, else software)")
     group.addoption("--adapter", default=None, metavar="SUBSTRING",
                     help="use the adapter whose name contains SUBSTRING (case-insensitive)")
     group.addoption("--specs", default=None, metavar="DIR",
@@ -304,6 +308,8 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--{dest.replace('_', '-')} {url!r}: expected a URL starting with "
                                     f"{' or '.join(schemes)}")
         os.environ[variable] = url   # read where the browser is opened: this process and xdist workers alike
+    if config.getoption("webgpu_adapter", None):
+        os.environ["CONFORMANCE_WEBGPU_ADAPTER"] = config.getoption("webgpu_adapter")
     state_of(config)
     path = config.getoption("conformance_report", None)
     if path and not hasattr(config, "workerinput"):   # refused now, not after every case has run

@@ -37,8 +37,10 @@ INSTALL = {"wgpu": install_hint("wgpu"), "dawn": install_hint("pydawn"),
            "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)",
            "firefox": "apt-get install -y firefox-esr"}
 PAGE_PREFIX = "page:"
-#: The browser each browser implementation runs (Debian's packages; Playwright's own downloads are never used).
-EXECUTABLES = {"chromium": "/usr/bin/chromium", "firefox": "/usr/bin/firefox-esr"}
+#: The browser each browser implementation runs (Debian's packages; Playwright's own downloads are never used), or
+#: the one named by CONFORMANCE_CHROMIUM / CONFORMANCE_FIREFOX (a headless shell unpacked elsewhere).
+EXECUTABLES = {"chromium": os.environ.get("CONFORMANCE_CHROMIUM") or "/usr/bin/chromium",
+               "firefox": os.environ.get("CONFORMANCE_FIREFOX") or "/usr/bin/firefox-esr"}
 
 
 def unavailable(webgpu: str) -> str | None:

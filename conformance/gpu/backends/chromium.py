@@ -32,7 +32,10 @@ import time
 
 from playwright.async_api import async_playwright
 
+from conformance.config import ADAPTER_REQUESTS
+from conformance.errors import DeviceError
 from conformance.gpu.backends import EXECUTABLES
+from conformance.gpu.backends import enumerate_adapters as adapters_of_implementation
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, PageGone, Session, WebGPUError
 from conformance.gpu.backends.served import Channel, PageServer
 
@@ -45,6 +48,51 @@ CHROMIUM = EXECUTABLES["chromium"]
 #:   give up on the GPU and requestAdapter() would answer null.
 FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan", "--enable-webgpu-developer-features",
          "--disable-gpu-process-crash-limit")
+#: What makes a headless Chromium give WebGPU the hardware Vulkan adapter. With no display its Vulkan surface set-up
+#: fails and WebGPU silently falls back to SwiftShader; --disable-vulkan-surface skips that set-up. ANGLE and the
+#: GPU process on native Vulkan, the GPU blocklist ignored (a server GPU is on no allow list), and no GPU sandbox
+#: (the suite runs as root in containers). On a machine without a GPU (lavapipe only) Chromium hangs with them.
+GPU_FLAGS = ("--use-angle=vulkan", "--use-vulkan=native", "--ignore-gpu-blocklist", "--disable-vulkan-surface",
+             "--disable-gpu-sandbox")
+#: SwiftShader, whatever the machine has.
+SOFTWARE_FLAGS = ("--use-webgpu-adapter=swiftshader",)
+
+
+def hardware_vulkan_adapter() -> str | None:
+    """The name of a hardware (discrete or integrated) Vulkan adapter on this machine, or None: what decides
+    ``auto``. wgpu-native enumerates the Vulkan drivers; lavapipe is a CPU adapter, not one."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless machines
+    try:
+        adapters = adapters_of_implementation("wgpu")
+    except DeviceError:
+        return None
+    return next((a.info.get("device") for a in adapters if a.info.get("backend_type") == "Vulkan"
+                 and a.info.get("adapter_type") in ("DiscreteGPU", "IntegratedGPU")), None)
+
+
+def resolve_adapter_request(request: str, find_gpu=hardware_vulkan_adapter) -> str:
+    """``gpu`` or ``software`` for a ``--webgpu-adapter`` value (``auto`` looks for a hardware adapter)."""
+    if request not in ADAPTER_REQUESTS:
+        raise DeviceError(f"--webgpu-adapter {request!r}: expected one of {', '.join(ADAPTER_REQUESTS)}")
+    if request != "auto":
+        return request
+    return "gpu" if find_gpu() else "software"
+
+
+def adapter_request_for(request: str, *, endpoint: str | None, cdp: str | None,
+                        find_gpu=hardware_vulkan_adapter) -> str | None:
+    """The adapter request a browser is launched with: resolved here for one the suite launches; for a Playwright
+    server's, only an explicit one (the server's machine is not this one to look at); none for a Chrome reached
+    over CDP (it was launched already). None: the report says what the page saw, and nothing else."""
+    resolved = resolve_adapter_request(request, find_gpu if not (endpoint or cdp) else lambda: None)
+    if cdp or (endpoint and request == "auto"):
+        return None
+    return resolved
+
+
+def launch_flags(resolved: str) -> tuple[str, ...]:
+    """Chromium's flags for a resolved adapter request (``gpu`` or ``software``)."""
+    return FLAGS + (GPU_FLAGS if resolved == "gpu" else SOFTWARE_FLAGS)
 
 
 def remote_launch_options(flags) -> dict:
@@ -89,8 +137,9 @@ class Backend:
     launching; ``cdp``: the ``http://`` URL of a Chrome started with ``--remote-debugging-port``.
     """
 
-    def __init__(self, *, timeout: float | None = None, flags=FLAGS, executable_path: str = CHROMIUM,
-                 encoder_timestamps: bool = False, endpoint: str | None = None, cdp: str | None = None):
+    def __init__(self, *, timeout: float | None = None, flags=None, executable_path: str = CHROMIUM,
+                 encoder_timestamps: bool = False, endpoint: str | None = None, cdp: str | None = None,
+                 adapter_request: str = "auto"):
         """Launch or connect (``launch_seconds`` says how long it took).
 
         ``timeout``: seconds a batch may take before the page counts as lost (default
@@ -98,11 +147,19 @@ class Backend:
         in device features when Chromium's GPUCommandEncoder.writeTimestamp works (a probe at device creation;
         it does in Chromium 156). Off by default: the suite's timing.py calls wgpu-native's
         ``extras.write_timestamp``, which asserts a wgpu-native encoder; only a caller that uses
-        ``encoder.write_timestamp`` should turn it on."""
+        ``encoder.write_timestamp`` should turn it on. ``adapter_request``: ``--webgpu-adapter`` (ADAPTER_REQUESTS);
+        ``flags``, where given, replace the flags it chooses. A Chrome reached over CDP was launched by someone
+        else: nothing is asked of it, and the report says what its page saw."""
         self.encoder_timestamps = encoder_timestamps
         self.timeout = float(timeout or os.environ.get("CONFORMANCE_BROWSER_TIMEOUT") or DEFAULT_TIMEOUT)
-        self.flags, self.executable_path = tuple(flags), executable_path
         self.endpoint, self.cdp_url = endpoint, cdp
+        #: What was asked for, resolved: "gpu" or "software" (None: a browser launched by someone else, or flags
+        #: given by the caller). A "gpu" run whose page offers a CPU adapter is a software fallback, said so.
+        self.adapter_request = None if flags is not None else \
+            adapter_request_for(adapter_request, endpoint=endpoint, cdp=cdp)
+        self.flags = tuple(flags) if flags is not None else \
+            launch_flags(self.adapter_request) if self.adapter_request else FLAGS
+        self.executable_path = executable_path
         self.local = not endpoint and not cdp   # only a browser of this machine has GPU processes we can kill
         self.recovery = ("its GPU process was killed and the page closed, a new device gets a fresh page" if self.local
                          else "the page was closed, a new device gets a fresh page")
@@ -251,7 +308,8 @@ def default_backend() -> Backend:
     with _default_lock:
         if _default is None or _default.closed:
             _default = Backend(endpoint=os.environ.get("CONFORMANCE_BROWSER_ENDPOINT") or None,
-                               cdp=os.environ.get("CONFORMANCE_BROWSER_CDP") or None)
+                               cdp=os.environ.get("CONFORMANCE_BROWSER_CDP") or None,
+                               adapter_request=os.environ.get("CONFORMANCE_WEBGPU_ADAPTER") or "auto")
             atexit.register(_default.close)
         return _default
 

@@ -346,7 +346,8 @@ class Adapter:
                      "description": raw.get("driver") or raw.get("description") or "",
                      "vendor": raw.get("vendor", ""), "architecture": raw.get("architecture", ""),
                      "device_id": raw.get("device", ""), "is_fallback_adapter": bool(raw.get("isFallbackAdapter")),
-                     "subgroup_min_size": raw.get("subgroupMinSize"), "subgroup_max_size": raw.get("subgroupMaxSize")}
+                     "subgroup_min_size": raw.get("subgroupMinSize"), "subgroup_max_size": raw.get("subgroupMaxSize"),
+                     "requested": getattr(backend, "adapter_request", None)}
         self.limits = {kebab(k): v for k, v in _limits(got.get("limits"), "adapterInfo.limits").items()}
         self.features = set(_strings(got.get("features"), "adapterInfo.features"))
 
