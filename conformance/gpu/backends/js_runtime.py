@@ -174,9 +174,6 @@ class JsRuntime:
         return why
 
     def _command(self, scratch: Path) -> tuple[list[str], dict]:
-        why = self.unavailable()
-        if why:
-            raise RuntimeUnavailable(why)
         binary = str(runtime_binary(self.runtime))
         jinja = jinja_dist() / "index.js"
         env = dict(os.environ)
@@ -206,6 +203,9 @@ class JsRuntime:
         """Starts the host (when none runs) and opens its device; the device's description."""
         if self._proc is not None and self._proc.poll() is None:
             return self.device
+        why = self.unavailable()
+        if why:
+            raise RuntimeUnavailable(why)
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix=f"jsrt-{self.runtime}-"))
         cmd, env = self._command(self._scratch)
