@@ -236,7 +236,8 @@ def check_column(data: dict, where: str, pointer: str = "") -> None:
     for key in ("implementation", "column", "error", "user_agent"):
         _field(data, key, TEXT, where, pointer)
     _field(data, "interrupted", (bool, type(None)), where, pointer)
-    _field(data, "summary", (dict,), where, pointer)
+    if not isinstance(data.get("summary", MISSING), dict):   # the mark of a column's report (matrix.load)
+        raise _fail(where, f"{pointer}/summary", "an object", data.get("summary", MISSING))
     _check_device(data.get("device"), where, f"{pointer}/device")
     if not isinstance(data.get("packages", MISSING), list):
         raise _fail(where, f"{pointer}/packages", "a list of packages", data.get("packages", MISSING))
@@ -261,9 +262,16 @@ def check_column(data: dict, where: str, pointer: str = "") -> None:
 
 
 def check_report(data: dict, where: str) -> None:
-    """Every column of ``data`` (a report, or a report of several with ``columns``), or a located error."""
-    if isinstance(data.get("columns"), list):
-        for i, col in enumerate(data["columns"]):
-            check_column(col, where, f"/columns/{i}")
-    else:
+    """Every column of ``data`` (a report, or a report of several with ``columns``), or a located error. Where
+    ``columns`` is present at all, the columns are what ``matrix.flatten`` takes, so they must be column reports:
+    an empty list or a list of anything else would leave the report's own fields unchecked, or its columns."""
+    if "columns" not in data:
         check_column(data, where)
+        return
+    columns = data["columns"]
+    if not isinstance(columns, list) or not columns:
+        raise _fail(where, "/columns", "a non-empty list of column reports (a run of several columns)", columns)
+    for i, col in enumerate(columns):
+        if not isinstance(col, dict):
+            raise _fail(where, f"/columns/{i}", "an object (a column's report)", col)
+        check_column(col, where, f"/columns/{i}")

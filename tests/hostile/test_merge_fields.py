@@ -65,6 +65,8 @@ OTHERS = [
     ("/cases/0/compared", 2.5, "expected a whole number >= 0 or null"),
     ("/weak/0/package", MISSING, "expected a string; got nothing"),
     ("/weak/0/message", None, "expected a string; got None"),
+    ("/columns", [], "expected a non-empty list of column reports"),
+    ("/columns", "wgpu-vulkan", "expected a non-empty list of column reports"),
     ("/packages", None, "expected a list of packages; got None"),
     ("/packages/0/files", "sha256", "expected an object or null"),
     ("/packages/0/files/manifest.json", 7, "expected a string"),
