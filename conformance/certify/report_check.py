@@ -11,7 +11,8 @@ What reads what (keep this list with the readers):
 
 * ``matrix.recomputed`` / ``evidence.assess`` / ``report.summarize``: per case ``id``, ``status``, ``package``,
   ``variant``, ``dtype``, ``expected_variant``, ``evidence``, ``empty``, ``compared``, ``worst_ratio``,
-  ``replanned``, ``detail``, ``column``; per column ``interrupted``, ``error``, ``result`` (shown only, as text);
+  ``replanned``, ``detail``, ``column``; per column ``interrupted``, ``error``, ``implementation``, ``column``,
+  ``user_agent``, ``result`` (shown only, as text); ``columns`` (``matrix.flatten``: a report of several);
 * ``matrix.merge`` / ``markdown``: ``packages[].package`` and ``files`` (sha256 per file, compared), ``device``
   (``adapter``, ``backend``, ``driver``, ``webgpu``, ``features``), ``weak[]`` (``package``, ``kind``,
   ``message``: :func:`conformance.certify.evidence.flag_lines` formats all three);
@@ -21,9 +22,10 @@ What reads what (keep this list with the readers):
   ``mismatches``, ``by_input`` with ``range``, ``worst``, ``failing``, ``count``), which ``report_failures``
   draws.
 
-Fields nothing reads are left alone; counts a report states about itself (totals, result, summary, unchecked,
-not runnable, compared nothing) are not checked here because they are never used:
-:func:`conformance.certify.matrix.recomputed` derives them again from the cases.
+Fields nothing reads are left alone; counts a report states about itself (totals, result, the summary's cells,
+unchecked, not runnable, compared nothing) are not checked here because they are never used:
+:func:`conformance.certify.matrix.recomputed` derives them again from the cases (``summary`` must only be an
+object: it marks a column's report).
 """
 
 from __future__ import annotations
