@@ -144,9 +144,11 @@ class ColumnRun:
         self.device = report.device_line(impl.describe()) if not self.error else f"cannot certify: {self.error}"
         for package, cases, _ in self.packages:
             for case in cases:
-                if self.error or not self.client.wait_alive(self.reconnect_timeout):
-                    why = self.error or f"the page stopped polling (not back within {self.reconnect_timeout:g} s)"
-                    self.verdicts.append({**verdict_for(case).as_dict(), "status": "not-run", "detail": why})
+                if not self.error and not self.client.wait_alive(self.reconnect_timeout):
+                    # waited for once, not once per case left: the column ends, saying why, and frees its place
+                    self.error = f"the page stopped polling (not back within {self.reconnect_timeout:g} s)"
+                if self.error:
+                    self.verdicts.append({**verdict_for(case).as_dict(), "status": "not-run", "detail": self.error})
                 else:
                     self.verdicts.append(judge(checker, case, package))
                 self._show()

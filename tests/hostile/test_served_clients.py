@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 
@@ -82,6 +83,15 @@ def served(tmp_path):
         proc.wait()
 
 
+def read_until(proc, lines: list, text: str) -> bool:
+    """Read the server's terminal into ``lines`` until a line has ``text``; whether one did (not its end)."""
+    for line in proc.stdout:
+        lines.append(line)
+        if text in line:
+            return True
+    return False
+
+
 def next_batch(url: str, hello: dict) -> dict:
     """Poll until the column sends a batch (each poll waits up to 10 s for one)."""
     for _ in range(30):
@@ -108,10 +118,14 @@ def test_one_client_ends_neither_another_column_nor_the_server(served):
     forged = json.loads(body)
     assert status == 200 and forged["client"] == "page1", body
     batch = next_batch(url, forged)
-    # the column a real page would run: it says hello while the forged one runs (its device opens next)
+    # the column a real page would run: it says hello while the forged one runs, and polls at once (a page is a
+    # column from its first poll; no batch comes yet: the devices open one at a time, and the forged one's is open)
     status, body = post(url + "hello", {"userAgent": "Mozilla/5.0 Firefox/153.0"})
     assert status == 200, body
     busy = json.loads(body)
+    first_poll = threading.Thread(target=poll, args=(url, busy))
+    first_poll.start()
+    assert read_until(proc, paths["head"], "page2: connected"), "".join(paths["head"])   # its column is made
     poll(url, forged, seq=batch["seq"], answer="not an answer")
     assert "does-not-conform" in finished(url, forged)["progress"]["verdict"]
     # --columns 1 has finished, and the busy column still runs: the server keeps serving it
@@ -124,6 +138,7 @@ def test_one_client_ends_neither_another_column_nor_the_server(served):
     status, body = get(url + "ort/ort-wasm-simd-threaded.jsep.wasm")
     assert status == 404 and b"precious" not in body and b"outside" in body, body
     # now the busy page answers (badly): its column ends, and with it the server
+    first_poll.join(60)
     batch = next_batch(url, busy)              # its column was not cut off
     poll(url, busy, seq=batch["seq"], answer="not an answer either")
 

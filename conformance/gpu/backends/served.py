@@ -12,12 +12,17 @@ The server is made to face a network:
 * request bodies are capped (an answer :data:`MAX_ANSWER_BYTES`, a posted blob :data:`MAX_BLOB_BYTES`, a page's
   unclaimed blobs :data:`MAX_PENDING_BYTES`), names are checked, and what a page answers is only *stored* for
   its own column, whose session checks it (``page.check_answer``) before anything reads it: a hostile page can
-  fail its own column, never the server or another column; nothing a page sends is written to disk.
+  fail its own column, never the server or another column; nothing a page sends is written to disk;
+* its places are given back: a server holds at most :data:`MAX_PAGES` live pages, one client address (an IPv6 /64)
+  at most :data:`MAX_PAGES_PER_ADDRESS`; a page that says hello and never polls (no column is made for it), or whose
+  column has finished, is freed once it is not heard from for :data:`IDLE_SECONDS` (``PageServer.free_abandoned``),
+  so neither a script holding the URL nor tabs left open lock browsers out.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import os
 import re
@@ -40,9 +45,11 @@ MAX_ANSWER_BYTES = 64 << 20    # one JSON request of a page (an answer with its 
 MAX_BLOB_BYTES = 1 << 30       # one blob a page posts (a read-back larger than INLINE_LIMIT_DOWN)
 MAX_PENDING_BYTES = 2 << 30    # a page's posted blobs not yet claimed by its session
 MAX_SERVER_PENDING_BYTES = 2 << 30   # every page's together: each hello makes a page, so a per-page cap alone is none
-MAX_PAGES = 256                # pages (columns) one server makes; a reloaded page keeps its own
+MAX_PAGES = 256                # live pages (no column, or a column not finished) a server holds at once
+MAX_PAGES_PER_ADDRESS = 16     # live pages one client address (an IPv6 /64) holds at once: one holder cannot take all
 POLL_SECONDS = 10.0            # how long one poll waits for a batch before an idle reply
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
+IDLE_SECONDS = ALIVE_SECONDS   # ... and, with no column running, gives its place back (a reload then makes a new one)
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 #: Modules the page runtime may load on top of its WebGPU commands (``["extend", 0, name]``): name -> file here.
 EXTENSIONS = {"ort": Path(__file__).with_name("page_ort.mjs"), "loader": Path(__file__).with_name("page_loader.mjs")}
@@ -72,17 +79,21 @@ class PageClient:
     """
 
     def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS,
-                 server_room=None):
+                 server_room=None, *, clock=time.monotonic, origin: str | None = None):
         self.id, self.timeout, self.poll_seconds = cid, timeout, poll_seconds
         self.server_room = server_room   # (bytes, keep) -> keep() when the server as a whole has room, else why not
+        self.clock = clock             # when the page was last heard from (alive, idle): injectable for tests
+        self.origin = origin           # the client address whose hello made it; None: made by the suite (a launcher)
+        self.column = False            # whether ``on_page`` was told of it (it has a column, which reports it)
         self.key = secrets.token_urlsafe(16)   # what the page shows to speak for this column (hello, polls, blobs)
         self.generation = 0            # bumped by every hello: a reloaded page is a new generation
         self.user_agent = ""
         self.closed: str | None = None
         self.progress: dict = {}       # what the page shows: done, total, failed, verdict
         self.replies = 0               # poll replies sent, each carrying the progress as it was then
-        self.last_seen = 0.0
+        self.last_seen = clock()
         self.polls = 0
+        self._polling = 0              # polls of the page being answered now (a page inside one is heard from)
         self._cond = threading.Condition()
         self._seq = 0
         self._batch: list | None = None   # [seq, JSON payload, the page load that took it] of the batch in flight
@@ -152,12 +163,28 @@ class PageClient:
 
     @property
     def alive(self) -> bool:
-        return self.generation > 0 and time.monotonic() - self.last_seen < ALIVE_SECONDS
+        return self.generation > 0 and self.clock() - self.last_seen < ALIVE_SECONDS
+
+    @property
+    def finished(self) -> bool:
+        """Whether the page's column has ended (its verdict shown) or the page was closed: it holds no place."""
+        return self.closed is not None or "verdict" in self.progress
+
+    def idle(self, seconds: float) -> bool:
+        """Whether no poll of the page is being answered and none came (nor a hello) for ``seconds``."""
+        with self._cond:
+            return not self._polling and self.clock() - self.last_seen >= seconds
 
     def close(self, why: str) -> None:
         with self._cond:
             self.closed = why
             self._cond.notify_all()
+
+    def free(self, why: str) -> None:
+        """Close the page and drop what it holds (its blobs): the server has let go of it."""
+        self.close(why)
+        self.uploads.clear()
+        self.downloads.clear()
 
     def show(self, progress: dict) -> int:
         """Set what the page shows; the poll replies sent before it. A verdict ends the poll waiting for a batch,
@@ -173,7 +200,7 @@ class PageClient:
         with self._cond:
             self.generation += 1
             self.user_agent = user_agent[:500]
-            self.last_seen = time.monotonic()
+            self.last_seen = self.clock()
             self.downloads.clear()
             self._cond.notify_all()
             return {"client": self.id, "key": self.key, "generation": self.generation,
@@ -182,30 +209,39 @@ class PageClient:
     def poll(self, generation, seq, answer) -> bytes:
         """Store the answer to batch ``seq`` (if it is the one in flight), then the next batch or an idle reply."""
         with self._cond:
-            self.last_seen = time.monotonic()
-            self.polls += 1
-            if generation != self.generation:
-                return self._reply({"stale": "another page took this column over (a reload or a copied tab)"})
-            if seq is not None and self._batch is not None and self._batch[0] == seq and \
-                    self._batch[2] == generation:
-                self._answers[seq] = answer
+            self._polling += 1
+            try:
+                return self._poll(generation, seq, answer)
+            finally:
+                self._polling -= 1
+                self.last_seen = self.clock()
+
+    def _poll(self, generation, seq, answer) -> bytes:
+        """``poll`` under the page's lock."""
+        self.last_seen = self.clock()
+        self.polls += 1
+        if generation != self.generation:
+            return self._reply({"stale": "another page took this column over (a reload or a copied tab)"})
+        if seq is not None and self._batch is not None and self._batch[0] == seq and \
+                self._batch[2] == generation:
+            self._answers[seq] = answer
+        self._cond.notify_all()
+        deadline = time.monotonic() + self.poll_seconds
+        shown = self.progress
+        while (self._batch is None or self._batch[0] in self._answers) and not self.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or generation != self.generation or \
+                    self.progress is not shown and "verdict" in self.progress:
+                break
+            self._cond.wait(remaining)
+            self.last_seen = self.clock()
+        if self._batch is not None and self._batch[0] not in self._answers and \
+                generation == self.generation and not self.closed:
+            self._batch[2] = generation
             self._cond.notify_all()
-            deadline = time.monotonic() + self.poll_seconds
-            shown = self.progress
-            while (self._batch is None or self._batch[0] in self._answers) and not self.closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or generation != self.generation or \
-                        self.progress is not shown and "verdict" in self.progress:
-                    break
-                self._cond.wait(remaining)
-                self.last_seen = time.monotonic()
-            if self._batch is not None and self._batch[0] not in self._answers and \
-                    generation == self.generation and not self.closed:
-                self._batch[2] = generation
-                self._cond.notify_all()
-                self.replies += 1
-                return b'{"progress": ' + json.dumps(self.progress).encode() + b', "batch": ' + self._batch[1] + b"}"
-            return self._reply({"idle": True, "closed": self.closed})
+            self.replies += 1
+            return b'{"progress": ' + json.dumps(self.progress).encode() + b', "batch": ' + self._batch[1] + b"}"
+        return self._reply({"idle": True, "closed": self.closed})
 
     def _reply(self, data: dict) -> bytes:
         self.replies += 1
@@ -242,19 +278,46 @@ class Channel:
         self.client.drop_blob(name)
 
 
+def holder_of(address: str) -> str:
+    """Who holds pages, for the per-address cap: an IPv4 address (also one mapped into IPv6), or an IPv6 /64 (a
+    host is given a whole /64 and may speak from any address in it)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 class PageServer:
-    """Serves pages and their channels under ``/<token>/``; ``on_page(client)`` is told of each new page."""
+    """Serves pages and their channels under ``/<token>/``; ``on_page(client)`` is told of each new page: one the
+    suite makes (:meth:`client`) at once, one a hello makes at its first poll (a hello that no poll follows is no
+    column, and is freed once idle).
+
+    Places: at most ``max_pages`` live pages (a page is live until its column has finished), of which at most
+    ``max_pages_per_address`` made by hellos from one client address (:func:`holder_of`); a hello past either is
+    refused saying why (503, 429). Before a hello is refused, the pages abandoned are freed
+    (:meth:`free_abandoned`), on ``clock`` (injectable for tests).
+    """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, on_page=None, poll_seconds: float = POLL_SECONDS,
-                 max_pending_bytes: int = MAX_SERVER_PENDING_BYTES, max_pages: int = MAX_PAGES):
+                 max_pending_bytes: int = MAX_SERVER_PENDING_BYTES, max_pages: int = MAX_PAGES,
+                 max_pages_per_address: int = MAX_PAGES_PER_ADDRESS, idle_seconds: float = IDLE_SECONDS,
+                 clock=time.monotonic):
         self.token = token or secrets.token_urlsafe(18)
         self.max_pending_bytes, self.max_pages = max_pending_bytes, max_pages
+        self.max_pages_per_address, self.idle_seconds, self.clock = max_pages_per_address, idle_seconds, clock
+        self.freed = 0                 # pages let go of (abandoned)
         self._blob_lock = threading.Lock()
         self.timeout, self.on_page, self.poll_seconds = timeout, on_page, poll_seconds
         self.clients: dict[str, PageClient] = {}
         self.refused = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # admit() frees abandoned pages under it
         self._ids = 0
         self.httpd = ThreadingHTTPServer((host, port), _handler(self))
         self.httpd.daemon_threads = True
@@ -274,11 +337,57 @@ class PageServer:
                 cid = f"page{self._ids}"
             new = cid not in self.clients
             if new:
-                self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds, self._room)
+                self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds, self._room, clock=self.clock)
             client = self.clients[cid]
-        if new and self.on_page is not None:
-            self.on_page(client)
+        if new:
+            self._announce(client)
         return client
+
+    def admit(self, address: str) -> tuple[PageClient | None, int, str]:
+        """A new page for a hello from ``address``; else (None, HTTP status, why not): the server holds
+        ``max_pages`` live pages (503), or that address ``max_pages_per_address`` (429). Pages abandoned are
+        freed first. ``on_page`` is told of the page at its first poll (:meth:`polled`)."""
+        holder = holder_of(address)
+        with self._lock:
+            self.free_abandoned()
+            live = [c for c in self.clients.values() if not c.finished]
+            freed = f"a place is freed when a column ends, or {self.idle_seconds:g} s after a hello no poll followed"
+            if len(live) >= self.max_pages:
+                return None, 503, f"refused: this server holds {len(live)} pages, its limit ({freed}): try later"
+            mine = sum(1 for c in live if c.origin == holder)
+            if mine >= self.max_pages_per_address:
+                return None, 429, (f"refused: {holder} holds {mine} live pages of this server, at most "
+                                   f"{self.max_pages_per_address} for one address ({freed})")
+            self._ids += 1
+            cid = f"page{self._ids}"
+            client = self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds, self._room,
+                                                    clock=self.clock, origin=holder)
+            return client, 200, ""
+
+    def polled(self, client: PageClient) -> None:
+        """``client``'s page polled: a page made by a hello is a column from its first poll (``on_page``)."""
+        self._announce(client)
+
+    def _announce(self, client: PageClient) -> None:
+        """Tell ``on_page`` of ``client`` once, unless it was freed (a freed page is no column)."""
+        with self._lock:
+            if client.column or self.on_page is None or self.clients.get(client.id) is not client:
+                return
+            client.column = True
+        self.on_page(client)
+
+    def free_abandoned(self) -> int:
+        """Let go of each page a hello made that holds a place for nothing: no column, or a column that has
+        finished, and not heard from for ``idle_seconds``. A page whose column runs is kept however silent (its
+        column says, after its reconnect timeout, that the page stopped polling). How many were freed."""
+        with self._lock:
+            gone = [c for c in self.clients.values() if c.origin is not None and (not c.column or c.finished)
+                    and c.idle(self.idle_seconds)]
+            for c in gone:
+                del self.clients[c.id]
+                c.free(f"not heard from for {self.idle_seconds:g} s: its place was given back")
+            self.freed += len(gone)
+            return len(gone)
 
     def _room(self, size: int, keep) -> str | None:
         """``keep()`` a posted blob of ``size`` bytes when the server has room for it (every page's unclaimed blobs
@@ -290,10 +399,6 @@ class PageServer:
                         f"{self.max_pending_bytes:,}")
             keep()
             return None
-
-    def full(self) -> bool:
-        """Whether the server has made as many pages as it may (a new hello is refused; a reload is not)."""
-        return len(self.clients) >= self.max_pages
 
     def url_of(self, client: PageClient, page: str = "") -> str:
         """The URL of ``client``'s own page (``page``: "" served, "driven" for Playwright): it carries its key."""
@@ -445,11 +550,14 @@ def _handler(server: PageServer):
                 cid = message.get("client")   # a reloaded page comes back to its column with its key
                 if cid is not None and not (isinstance(cid, str) and NAME.match(cid)):
                     return self._refuse(400, "refused: client must be 1-64 letters, digits, - or _")
-                if cid not in server.clients and server.full():
-                    return self._refuse(503, f"refused: this server has made {server.max_pages} pages, its limit")
-                client = self._client(cid, message.get("key")) if cid in server.clients else server.client()
-                if client is None:
-                    return
+                if cid in server.clients:   # a reload keeps its page; an unknown or freed one gets a new page
+                    client = self._client(cid, message.get("key"))
+                    if client is None:
+                        return
+                else:
+                    client, code, why = server.admit(self.client_address[0])
+                    if client is None:
+                        return self._refuse(code, why)
                 reply = client.hello(str(message.get("userAgent", ""))[:500])
                 return self._send(200, json.dumps(reply).encode(), "application/json")
             client = self._client(message.get("client"), message.get("key"))
@@ -461,6 +569,8 @@ def _handler(server: PageServer):
                 return self._refuse(400, "refused: seq must be an integer")
             if "error" in message:  # the page's runtime itself threw running the batch
                 answer = MalformedAnswer(f"the page runtime failed: {str(message['error'])[:2000]}")
+            if message.get("generation") == client.generation:
+                server.polled(client)
             self._send(200, client.poll(message.get("generation"), seq, answer), "application/json")
 
     return Handler
