@@ -45,7 +45,7 @@ def recomputed(data: dict) -> dict:
     differs, is kept as ``stated_result`` for ``merge`` to name."""
     cases = data["cases"]
     totals = {s: sum(1 for c in cases if c["status"] == s) for s in STATUSES}
-    evidence = assess(cases)
+    evidence = assess(cases, data.get("left_out") or [])   # heavy cases left out name their cells too
     stopped = data.get("interrupted") or data.get("error")     # a partial run, a device that never opened
     result = "does-not-conform" if stopped else result_of(totals, evidence)
     out = {**data, "totals": totals, "summary": summarize(cases), "result": result,

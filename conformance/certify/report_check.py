@@ -256,6 +256,11 @@ def check_column(data: dict, where: str, pointer: str = "") -> None:
     for i, item in enumerate(_list_of_objects(data, "compared_nothing", where, pointer)):
         for name in ("package", "id", "why", "column"):
             _field(item, name, TEXT, where, f"{pointer}/compared_nothing/{i}")
+    for i, item in enumerate(_list_of_objects(data, "left_out", where, pointer)):   # heavy cases not run
+        _required_text(item, ("id", "package", "dtype"), where, f"{pointer}/left_out/{i}")
+        for name in ("expected_variant", "column"):
+            _field(item, name, TEXT, where, f"{pointer}/left_out/{i}")
+        _field(item, "empty", (bool, type(None)), where, f"{pointer}/left_out/{i}")
     cases = data.get("cases")
     if not isinstance(cases, list):
         raise _fail(where, f"{pointer}/cases", "a list of cases", cases)

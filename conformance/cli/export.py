@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
@@ -30,6 +31,9 @@ def _export(args) -> int:
                                                 args.max_elements if args.max_elements is not None else
                                                 export.MAX_ELEMENTS, engine)
             print(f"wrote {test} ({test.stat().st_size} bytes), {bench} and {test.parent / export.METADATA_FILE}")
+            portable = json.loads((test.parent / export.METADATA_FILE).read_text(encoding="utf-8"))["portableSubset"]
+            if engine is not None and not portable.get("checked"):   # a check that compared nothing says so here too
+                print(f"export: {directory.name}: portable-subset check: not checked ({portable.get('reason')})")
     finally:
         if engine is not None:
             engine.close()

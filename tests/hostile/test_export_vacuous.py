@@ -51,3 +51,4 @@ def test_a_check_that_compared_no_template_says_so(tmp_path, breaks, linted, rea
     check = json.loads((package / "metadata.json").read_text())["portableSubset"]
     assert check["checked"] is False and "passed" not in check, check
     assert check["reason"] == reason and check["templateContexts"] == 0 and check["expressionEvaluations"] > 100
+    assert f"export: {GELU}: portable-subset check: not checked ({reason})" in export.stdout, export.stdout

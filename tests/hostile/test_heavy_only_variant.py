@@ -73,3 +73,30 @@ def test_serve_names_the_heavy_cases_it_leaves_out(make_specs):
     assert left_out and all(c.heavy for c in left_out) and not any(c.heavy for c in run)
     [(_, everything, none)] = load_packages(specs, run_heavy=True)
     assert none == [] and len(everything) == len(run) + len(left_out)
+
+
+def _report(tmp_path, left_out):
+    from conformance.certify import report
+    data = report.build([_verdict("scalar"), _verdict("big", evidence="shapes", empty=True)], identity=[],
+                        device=None, implementation="manifest-runtime", skipped_reasons={},
+                        deselected_heavy=len(left_out), left_out=left_out)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    return data, path
+
+
+def test_merge_judges_the_heavy_cases_a_report_left_out(tmp_path):
+    data, path = _report(tmp_path, [left_out_entry(_verdict("big", status="not-run"))])
+    assert data["result"] == "does-not-conform"
+    proc = run_cli("-P", "-m", "conformance", "merge", str(path), "--json", str(tmp_path / "m.json"))
+    matrix = json.loads((tmp_path / "m.json").read_text())
+    assert [c["result"] for c in matrix["columns"]] == ["does not conform"], proc.stdout + proc.stderr
+
+
+def test_a_malformed_left_out_entry_is_a_located_error(tmp_path):
+    _, path = _report(tmp_path, [])
+    data = json.loads(path.read_text())
+    data["left_out"] = [{"id": "x", "package": 3, "dtype": "float32"}]
+    path.write_text(json.dumps(data))
+    proc = run_cli("-P", "-m", "conformance", "merge", str(path), "--json", str(tmp_path / "m.json"))
+    assert proc.returncode == 2 and "r.json: /left_out/0/package: expected a string" in proc.stderr, proc.stderr
