@@ -28,6 +28,8 @@ from conformance.gpu.branches import pooled, template_coverage
 from conformance.gpu.render import render, template_environment
 from conformance.gpu.runtime import Runtime
 from conformance.tools import portable
+from conformance.tools.jsjinja import EngineUnavailable
+from conformance.tools.loader_plans import compare_package, open_planner
 from conformance.ops import missing_record_note
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
@@ -264,6 +266,29 @@ def dead_branches(linted: list[tuple[Package, list]], notes: list[str] | None) -
     return out
 
 
+# -- the reference loader plans as the suite does -----------------------------------------------------
+#: Differences a loader finding shows (it says how many there are in all).
+SHOWN_DIFFERENCES = 5
+
+
+def loader_plans(package: Package, generated, planner) -> list[Finding]:
+    """Every generated call planned by the reference JavaScript loader (``loader/``: what a web page loads the
+    package with) and by the suite: a call the loader cannot plan, or plans otherwise, is a finding naming the
+    call, the field and both values, since certifying the package would vouch for what no page can load."""
+    try:
+        found = compare_package(package, generated, planner)
+    except ConformanceError as err:   # the loader's Node process died or hung on this package
+        return [Finding(package.manifest.file, "", f"the reference JavaScript loader cannot plan it: {err}")]
+    if not found:
+        return []
+    calls = len({d.case for d in found})
+    shown = [str(d) for d in found[:SHOWN_DIFFERENCES]] + (["..."] if len(found) > SHOWN_DIFFERENCES else [])
+    return [Finding(package.manifest.file, "", "\n".join([
+        f"the reference JavaScript loader ({planner.label}) plans {calls} of {len(generated)} generated calls "
+        f"otherwise than the suite ({len(found)} differences): a page could not load what the suite certifies",
+        *shown]))]
+
+
 # -- all of it --------------------------------------------------------------------------------------
 @dataclass
 class _Offline:
@@ -276,9 +301,10 @@ class _Offline:
     stats: object = None
 
 
-def _offline(package: Package, engine=None, render: bool = True) -> _Offline:
+def _offline(package: Package, engine=None, render: bool = True, planner=None) -> _Offline:
     """Generate ``package``'s cases and check them: expressions, reachable variants, the renders and their
-    bindings (with ``render``), template coverage, the portable subset (with ``engine``)."""
+    bindings (with ``render``), template coverage, the portable subset (with ``engine``), and once portable, the
+    reference loader's plans (with ``planner``)."""
     findings, stats = [], None
     try:
         generated = cases.generate(package)
@@ -290,6 +316,8 @@ def _offline(package: Package, engine=None, render: bool = True) -> _Offline:
         if engine is not None:
             problems, stats = portable.check(package, generated, engine)
             findings += [Finding(*p) for p in problems]
+            if planner is not None and not problems:   # the loader runs the same engine: a construct it lacks
+                findings += loader_plans(package, generated, planner)   # is said once, above, with its rewrite
     except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
         return _Offline(None, findings + [_finding(package, err)], [], stats)
     return _Offline(generated, findings, coverage, stats)
@@ -307,7 +335,8 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
          notes: list[str] | None = None) -> list[Finding]:
     """Every finding for the packages at or under ``directory``; ``device`` (or a function that opens it, called
     once the packages are checked without it) None skips compilation, ``engine`` (a ``jsjinja.JsJinja``) None the
-    portable-subset check, whose counts go into ``compared`` (package name -> ``portable.Stats``). ``notes``, when
+    portable-subset check, whose counts go into ``compared`` (package name -> ``portable.Stats``), and the
+    reference loader's plans of every generated call (both need Node and @huggingface/jinja). ``notes``, when
     given, receives what is not an error but weakens the package's certification (a package without op record).
 
     What needs no device runs in worker processes, a package each (``cases.workers``); the device is opened
@@ -322,7 +351,18 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
         if package is not None:
             packages.append(package)
     render_here = device is not None   # with a device, this process renders what it compiles
-    checked = workers.map_packages(partial(_offline, engine=engine, render=not render_here), packages)
+    planner = None
+    if engine is not None:
+        try:
+            planner = open_planner()
+        except EngineUnavailable as err:
+            findings.append(Finding("<node>", "", f"{err}: the reference loader's plans cannot be checked"))
+    try:
+        checked = workers.map_packages(partial(_offline, engine=engine, render=not render_here, planner=planner),
+                                       packages)
+    finally:
+        if planner is not None:
+            planner.close()
     device = device() if callable(device) else device
     linted = []
     for package, result in zip(packages, checked):

@@ -19,19 +19,21 @@ from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.errors import ManifestError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
-from conformance.tools.jsjinja import EngineUnavailable, JsJinja, locate
+from conformance.tools.jsjinja import EngineUnavailable, JsJinja, _entry, locate
 
 SCRIPT = Path(__file__).with_name("loader_plan.mjs")
 PLAN_MODULE = Path("src") / "plan.js"
 
 
 class LoaderPlanner(JsJinja):
-    """One Node process running ``loader_plan.mjs`` on a loader's planner module (JsJinja's JSON-lines protocol)."""
+    """One Node process running ``loader_plan.mjs`` on a loader's planner module (JsJinja's JSON-lines protocol),
+    started by the first request: lint's worker processes each start their own, and the parent, which hands them
+    the planner, starts none unless it plans too."""
 
-    def __init__(self, module: Path, node: str):
+    def __init__(self, module: Path, node: str, jinja: Path):
         self.version, self.label = "loader", f"loader {module}"
-        self._command = [node, str(SCRIPT), module.resolve().as_uri()]
-        self._start()
+        self._command = [node, str(SCRIPT), module.resolve().as_uri(), _entry(jinja).as_uri()]
+        self._owner = None
 
 
 def open_planner(loader: Path | None = None) -> LoaderPlanner:
@@ -39,11 +41,11 @@ def open_planner(loader: Path | None = None) -> LoaderPlanner:
     node = shutil.which("node")
     if node is None:
         raise EngineUnavailable("no node on PATH")
-    locate()  # the loader imports @huggingface/jinja: say so when it is not installed
+    jinja, _ = locate()  # the loader imports @huggingface/jinja: this one, wherever the loader is
     module = Path(loader or REPO_LOADER) / PLAN_MODULE
     if not module.is_file():
         raise EngineUnavailable(f"no loader planner at {module}")
-    return LoaderPlanner(module, node)
+    return LoaderPlanner(module, node, jinja)
 
 
 def compare_package(package: Package, cases, engine: JsJinja) -> list[Difference]:
