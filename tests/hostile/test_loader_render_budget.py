@@ -33,6 +33,8 @@ BOMBS = {
     "doubling-string": ("{% set s = namespace(t='x') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"
                         "{{ s.t }}", "units of work (RENDER_WORK_LIMIT"),
     "output": (DOUBLED + "{{ s.t }}" * 17, "characters or items, more than 1048576 (MAX_OUTPUT"),  # 17 x 65536
+    # one step that would build 65536 x 65537 characters: V8's longest string ends it before it is built
+    "one-step-growth": (DOUBLED + "{{ s.t.replace('', s.t) }}", "the JavaScript engine's own limit: Invalid string"),
 }
 
 
