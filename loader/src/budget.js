@@ -27,7 +27,7 @@ export class BudgetError extends Error {
   }
 }
 
-class Budget {
+export class Budget {
   spent = 0;
 
   charge(units) {
@@ -61,9 +61,10 @@ class Budget {
   };
 }
 
-/** @huggingface/jinja's interpreter, charging every node it evaluates and every block it runs. A subclass, not
+/** @huggingface/jinja's interpreter, charging every node it evaluates and every block it runs (exported with Budget
+ * for lint's check, conformance/tools/jinja_js.mjs, to count with the same code). A subclass, not
  * a patch of the library's prototype: other users of @huggingface/jinja in the page are left as they are. */
-class BudgetedInterpreter extends Interpreter {
+export class BudgetedInterpreter extends Interpreter {
   constructor(env, budget) {
     super(env);
     this.budget = budget;
