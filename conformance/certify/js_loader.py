@@ -11,10 +11,19 @@ device), the manifest's rejection reasons and details, the variant and dispatch 
 (``kernel.plan``) must equal the suite's field by field: a difference fails the case naming the field and both
 values. A loader that throws, hangs (the page's backstop), returns an output of the wrong length or typed-array
 kind, or takes the tab down fails the case it was running, saying which.
+
+What the loader says is not the evidence. The page hands it its device through a watch (``watchDevice`` in
+``page_loader.mjs``) that records what each ``kernel()`` call did there, so a case passes on what ran on the
+page's GPU: one dispatch per non-empty pass of the golden case's plan with its workgroup counts, a pipeline
+compiled from the WGSL the package renders for that plan, and outputs that are what the dispatched kernel left in
+its output binding (the host copies the binding behind the loader's work). A loader that computes its outputs
+elsewhere (in JavaScript, on a device of its own) fails the case, and so does a refused call that dispatched
+anything, whatever ``kernel.stats()`` says. The verdict's ``impl.evidence`` says what a passing case rested on.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -22,15 +31,16 @@ from pathlib import Path
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
-from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.onnxruntime_web import (PageUnavailable, available_in_page, not_installed, page_call,
-                                                 page_of)
+from conformance.certify.loader_plans import differences, dispatch_problems, dispatched, evidence_of, python_outcome
+from conformance.certify.onnxruntime_web import (PageUnavailable, adapter_fields, available_in_page, not_installed,
+                                                 page_call, page_of)
 from conformance.config import REPO_LOADER
 from conformance.certify.published import published_files
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
 from conformance.errors import ConformanceError
+from conformance.gpu.render import context, render, template_environment
 from conformance.gpu.backends.loader_files import jinja_dist, serve_loader
 from conformance.gpu.backends.page import WebGPUError
 
@@ -70,8 +80,12 @@ class JsLoader:
         self._kernels: dict[str, Exception | None] = {}
         self._planners: dict[str, Planner] = {}
         self._files: dict[str, tuple[dict, int]] = {}
-        self._dispatches = 0       # passes the loader dispatched (kernel.stats()), over every page of the run
-        self._dispatch_base = 0    # what the pages before this one dispatched (a fresh page counts from 0)
+        self._packages: dict[str, Package] = {}
+        self._wgsl: dict[tuple, str | None] = {}   # (package, template, its context) -> the WGSL the package renders
+        self._environments: dict = {}              # package -> its template environment (each template compiled once)
+        self._adapter: dict | None = None          # the page's adapter.info
+        self._dispatches = 0       # dispatches the page saw the loader submit, over every page of the run
+        self._dispatch_base = 0    # a host that watches no device: what kernel.stats() said on the pages before
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
@@ -85,11 +99,14 @@ class JsLoader:
         return self._profile
 
     def describe(self) -> dict:
-        return {"implementation": self.name, "module": self.loader, "browser": getattr(self._backend, "engine", None)
-                if getattr(self, "_backend", None) else None, "features": sorted(self.device_features or ())}
+        browser = getattr(self._backend, "engine", None) if getattr(self, "_backend", None) else None
+        return {"implementation": self.name, "module": self.loader, "browser": browser,
+                **adapter_fields({"info": self._adapter}), **_adapter_details(self._adapter, browser),
+                "features": sorted(self.device_features or ())}
 
     def prepare(self, package: Package) -> None:
         self._planners[package.name] = Planner(package.manifest)
+        self._packages[package.name] = package
         self._files[package.name] = (published_files(package), package.version)
 
     def dispatch_count(self) -> int:
@@ -106,17 +123,34 @@ class JsLoader:
         feeds = {role: None if a is None else [a.dtype.name, list(a.shape), page.data_ref(np.ascontiguousarray(a).tobytes())]
                  for role, a in inputs.items()}
         got = self._call_kernel(case, feeds)
-        if isinstance(got.get("stats"), dict) and isinstance(got["stats"].get("dispatches"), int):
-            self._dispatches = self._dispatch_base + got["stats"]["dispatches"]
+        work = got.get("gpu") if isinstance(got.get("gpu"), dict) else None
+        if work is not None:
+            self._dispatches += len(dispatched(work))
+        elif isinstance(got.get("stats"), dict) and isinstance(got["stats"].get("dispatches"), int):
+            self._dispatches = self._dispatch_base + got["stats"]["dispatches"]   # a host that watches no device
         report = {"plan_ms": _ms(got, "plan"), "run_ms": _ms(got, "run")}
+        if work is not None:
+            report["watch_ms"] = _ms(got, "watch")   # the host's copies of the output bindings, read back and compared
         if "error" in got:
             raise LoaderFailed(f"{self.name}: {_error_text(got['error'])}")
         self._raise_rejection(got, report)
-        found = differences(case.id, python_result(self._planners[case.package], case), {"plan": got["plan"]})
+        plan, ours = python_outcome(self._planners[case.package], case)
+        found = differences(case.id, ours, {"plan": got["plan"]})
         if found:
             shown = "\n  ".join(f"{d.field}: the suite plans {d.python!r}, the loader {d.js!r}" for d in found[:12])
             raise LoaderFailed(f"{self.name}: kernel.plan() differs from the suite's plan in {len(found)} field(s):\n  "
                                f"{shown}")
+        if work is None:
+            report["evidence"] = "values kernel() returned (the host watched no device: no dispatch was seen)"
+        else:
+            passes = list(case.expect.get("passes") or ())
+            texts = self._rendered(case.package, plan, passes)
+            problems = dispatch_problems(passes, texts, work)
+            if problems:
+                raise LoaderFailed(f"{self.name}: " + "\n  ".join(problems))
+            report["evidence"] = evidence_of(work, passes, texts)
+            report["dispatched"] = ["indirect" if d.get("indirect") else list(d["workgroups"])
+                                    for d in dispatched(work)]
         outputs = {}
         for role, entry in (got.get("outputs") or {}).items():
             dtype, shape, ref = entry
@@ -132,6 +166,31 @@ class JsLoader:
         dispatch = [(p["name"], p["dispatch"]["threads"], p["dispatch"]["workgroupSize"],
                      tuple(p["dispatch"]["workgroups"])) for p in plan["passes"]]
         return ImplResult(outputs, plan["variant"], dispatch, extra={"report": report})
+
+    def _rendered(self, name: str, plan, passes: list[dict]) -> list:
+        """The WGSL the package renders for each pass of ``plan`` that dispatches (None for the others, and where the
+        suite's plan is not the golden case's, or does not render: the case fails on that elsewhere)."""
+        if plan is None or [p.name for p in plan.passes] != [p.get("name") for p in passes]:
+            return [None] * len(passes)
+        texts = []
+        package = self._packages[name]
+        for pass_plan in plan.passes:
+            if 0 in pass_plan.dispatch.counts:
+                texts.append(None)
+                continue
+            key = (name, pass_plan.shader, json.dumps(context(plan, pass_plan), sort_keys=True, default=str))
+            if key not in self._wgsl:
+                try:
+                    self._wgsl[key] = render(package, plan, pass_plan, self._environment(name))
+                except ConformanceError:
+                    self._wgsl[key] = None
+            texts.append(self._wgsl[key])
+        return texts
+
+    def _environment(self, name: str):
+        if name not in self._environments:
+            self._environments[name] = template_environment(self._packages[name])
+        return self._environments[name]
 
     # -- the page --------------------------------------------------------------------------------
     def _raise_rejection(self, got: dict, report: dict | None = None) -> None:
@@ -179,12 +238,21 @@ class JsLoader:
             raise PageUnavailable(f"{self.name}: no WebGPU device in the page: "
                                   f"{got.get('error') if isinstance(got, dict) else got}")
         self._profile = _profile(got)
+        self._adapter = got.get("adapter") if isinstance(got.get("adapter"), dict) else None
         self.device_features = self._profile.features
         self._backend, self._page = backend, page
         return page
 
     def _call(self, page, cmd: list):
         return page_call(self.name, page, cmd)
+
+
+def _adapter_details(info: dict | None, browser: str | None) -> dict:
+    """The page's adapter as the report's device line shows one: its type, backend and driver, through the browser."""
+    if not info:
+        return {}
+    shown = {"type": info.get("type"), "backend": info.get("backend"), "driver": info.get("driver"), "webgpu": browser}
+    return {k: v for k, v in shown.items() if v}
 
 
 def _ms(got: dict, key: str) -> float | None:
