@@ -1,10 +1,11 @@
 """The js-loader column certifies a loader on what it dispatched on the page's device, not on what it says.
 
 The page hands the loader its device through a watch (``watchDevice`` in ``page_loader.mjs``) that records each
-``kernel()`` call's shader modules, pipelines, dispatches and submits, and copies each output binding as the GPU
-left it. Each planted loader here returns the reference loader's plan (so the plan comparison passes) and values
-within the tolerance (so the value check passes): only what the page saw on its device can fail it, and each
-test says which part of that record does.
+``kernel()`` call's shader modules, pipelines, dispatches and submits, and copies each output binding right behind
+the compute pass that wrote it. Each planted loader here returns the reference loader's plan (so the plan
+comparison passes) and, where it returns values, values within the tolerance (so the value check passes): only
+what the page saw on its device can fail it, and each test says which part of that record does. Each of them
+conformed before the page watched the device.
 
 Marked ``browsers`` (``--run-browsers``): each test loads a loader into a real Chromium page.
 """
