@@ -1,7 +1,7 @@
 """The case runner of a pytest run: the packages under ``--specs``, their cases, the implementation and its checker.
 
-Loaded by ``conformance/test_kernels.py`` (so only by runs that collect the conformance tests); the plugin's
-hooks in :mod:`conformance.plugin` see only the plain data it leaves on the run's state.
+Loaded by ``conformance/test_kernels.py`` (so only by runs that collect the conformance tests); the
+hooks of the run's state (:mod:`conformance.plugin.state`) see only the plain data it leaves there.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin import REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY, state_of
+from conformance.plugin.keys import COMPILATIONS_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY
 from conformance.plugin.columns import Column, column_error, expand
+from conformance.plugin.state import state_of
 
 
 class LoadFailure:
@@ -259,7 +260,7 @@ class CaseRunner:
             raise
         finally:
             if hasattr(checker.impl, "compilations"):
-                props.append(("conformance_compilations", json.dumps([os.getpid(), checker.impl.compilations()])))
+                props.append((COMPILATIONS_KEY, json.dumps([os.getpid(), checker.impl.compilations()])))
         props.append((VERDICT_KEY, _json(verdict)))
 
     @pytest.hookimpl(tryfirst=True)

@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from conformance.engine.package import REPO_SPECS
-from conformance.plugin import _option_actions, _rerun_options
+from conformance.plugin.rerun import option_actions, rerun_options
 from tests.conftest import UNUSED_PLUGINS
 
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
@@ -182,7 +182,7 @@ def test_rerun_keeps_the_runs_options_and_drops_what_selects(pytester):
     config = pytester.parseconfig()
     args = ["conformance/", "-n", "2", "-kfoo", "-xq", "--specs", "kernels", "-p", "no:cacheprovider",
             "--junitxml=r.xml", "-m", "f16", "--impl=numpy", "--conformance-report", "out/r.json", "--pyargs"]
-    assert _rerun_options(args, _option_actions(config)) == ["-q", "--specs", "kernels", "-p", "no:cacheprovider",
+    assert rerun_options(args, option_actions(config)) == ["-q", "--specs", "kernels", "-p", "no:cacheprovider",
                                                              "--impl=numpy", "--pyargs"]
 
 
