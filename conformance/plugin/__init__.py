@@ -103,6 +103,8 @@ def pytest_configure(config):
         os.environ[variable] = url   # read where the browser is opened: this process and xdist workers alike
     if config.getoption("webgpu_adapter", None):
         os.environ["CONFORMANCE_WEBGPU_ADAPTER"] = config.getoption("webgpu_adapter")
+    config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
+    config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
     state = config.stash[STATE] = RunState(config)
     config.pluginmanager.register(state, "conformance-run")
     path = config.getoption("conformance_report", None)
@@ -142,11 +144,6 @@ def _no_worker_replacement_under_loadgroup(config) -> None:
     option = config.option
     if getattr(option, "dist", None) == "loadgroup" and getattr(option, "maxworkerrestart", "") is None:
         option.maxworkerrestart = "0"
-
-
-def pytest_unconfigure(config):
-    config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
-    config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
 
 
 @pytest.hookimpl(hookwrapper=True)
