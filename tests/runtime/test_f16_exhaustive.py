@@ -26,7 +26,7 @@ def test_every_finite_f16_input_conforms(device, tmp_path, op, packed):
     assert result.checked == EVERY_F16.size and np.isfinite(run.outputs["Y"]).all()
 
 
-FIT = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "fit_phi_f16.py"))
+FIT = runpy.run_path(str(REPO_SPECS.parent / "research" / "fit_phi_f16.py"))
 
 
 def _gelu_f16(coefs, *, lo=4.6, hi=4.6, zero_below=4.6, inclusive=False):

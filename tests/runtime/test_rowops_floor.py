@@ -1,4 +1,4 @@
-"""scripts/rowops_sweep.py's configurations: a floor takes out exactly the per-element work it names, the
+"""research/rowops_sweep.py's configurations: a floor takes out exactly the per-element work it names, the
 barrier-only floors keep exactly their barriers, the shape-constant configurations read no shape from the params
 uniform, they and the one-lane finish of each reduction compute the shipped kernels' bits, and a tunables
 configuration reaches the plan."""
@@ -15,7 +15,7 @@ from conformance.gpu import tuning
 from conformance.gpu.kernel import Kernel
 from conformance.gpu.render import render
 
-SWEEP = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "rowops_sweep.py"))
+SWEEP = runpy.run_path(str(REPO_SPECS.parent / "research" / "rowops_sweep.py"))
 ROW_OPS = SWEEP["ROW_OPS"]
 GELU = ("com.microsoft.Gelu",)
 

@@ -1,4 +1,4 @@
-"""scripts/rowops_split.py's kernel (a LayerNorm row over several workgroups, two dispatches) computes LayerNorm:
+"""research/rowops_split.py's kernel (a LayerNorm row over several workgroups, two dispatches) computes LayerNorm:
 its H200 timings are of a correct kernel, in the accuracy class of version 2's two passes, whatever the split."""
 
 import runpy
@@ -9,7 +9,7 @@ import pytest
 from conformance import load_kernel
 from conformance.engine.package import REPO_SPECS
 
-SPLIT = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "rowops_split.py"))
+SPLIT = runpy.run_path(str(REPO_SPECS.parent / "research" / "rowops_split.py"))
 
 
 @pytest.mark.parametrize("shape,chunks", [((1, 5, 768), 2), ((3, 4096), 2), ((3, 4096), 8), ((2, 1024), 4)])

@@ -101,10 +101,10 @@ def test_a_write_past_a_ranged_tail_is_caught_by_the_guard(device, package_copy,
 
 
 def test_f16_phi_fit_in_the_template_is_the_scripts_and_within_its_bound():
-    """The f16 erf path's coefficients come from scripts/fit_phi_f16.py; its error stays far below f16's half ULP."""
+    """The f16 erf path's coefficients come from research/fit_phi_f16.py; its error stays far below f16's half ULP."""
     import re
     import runpy
-    fit = runpy.run_path(str(REPO_SPECS.parent / "scripts" / "fit_phi_f16.py"))
+    fit = runpy.run_path(str(REPO_SPECS.parent / "research" / "fit_phi_f16.py"))
     text = (REPO_SPECS / "com.microsoft.Gelu" / "elementwise-bias-gelu.wgsl.jinja").read_text()
     start = text.index("let neg_log2_odds_per_x =")
     polynomial = text[start:text.index(";", start)]

@@ -4,7 +4,7 @@ Each kernel moves the same N f16 values through f32 and back, with no other arit
 only difference is how a thread loads and stores them. Ratios are to the bench's vec4<u32> copy
 shader on the same buffers, timed interleaved (conformance.bench.Baselines).
 
-    python scripts/f16_access_widths.py [ELEMENTS]   # default 64 Mi (needs a 128 MiB storage binding)
+    python research/f16_access_widths.py [ELEMENTS]   # default 64 Mi (needs a 128 MiB storage binding)
 
 Measured on the H200 with these kernels (a lab version of this script that timed kernel and copy one
 after the other; 64 Mi / 256 Mi elements): vec4<f16> 0.90-0.91 / 0.89, two strided vec4<f16>

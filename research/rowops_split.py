@@ -2,7 +2,7 @@
 
 Issue 39 asks LayerNormalization to reach 0.9 of the best copy at every model shape. At [1, 128, 4096] (a 7B
 decoder, sequence 128) version 2 runs one workgroup per row, 128 workgroups on the H200's 132 SMs, and even its
-floor (the same layout doing no arithmetic, ``scripts/rowops_sweep.py``) stays near 0.8. A portable kernel
+floor (the same layout doing no arithmetic, ``research/rowops_sweep.py``) stays near 0.8. A portable kernel
 cannot wait for another workgroup (WebGPU promises no forward progress between them), so a row spread over
 ``k`` workgroups needs a second dispatch:
 
@@ -15,7 +15,7 @@ This script renders that kernel (f32, vec4 rows, with bias), checks its output a
 device, and times it beside the shipped LayerNormalization@2 and the best copy on the same buffers, as ``bench``
 does (``bench.measure_call``; the split kernel's bytes are counted as version 2's: x, scale, bias, y):
 
-    python scripts/rowops_split.py OUT.json [--webgpu wgpu] [--shapes 1x128x4096,...] [--chunks 2,4,8]
+    python research/rowops_split.py OUT.json [--webgpu wgpu] [--shapes 1x128x4096,...] [--chunks 2,4,8]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 cases of --families (default: values-extremes) until the first failure, once plainly and once with
 --stress RUNS; one JSON line per mutant, then (--baseline) the seconds the shipped package takes over the same cases, plainly and under --stress.
 
-    python scripts/race_matrix.py --webgpu dawn --only race --stress 3 > out.jsonl
+    python research/race_matrix.py --webgpu dawn --only race --stress 3 > out.jsonl
 """
 
 from __future__ import annotations

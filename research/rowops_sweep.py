@@ -12,7 +12,7 @@ shift_template). A configuration that does not apply to an op (``len`` and ``shi
 (or ``floor``) unchanged: a same-kernel rerun, which shows the run's noise. Every configuration is benched on the
 model shapes (``bench --shapes models``) and on the size grid, as ``bench`` does, one JSON:
 
-    python scripts/rowops_sweep.py OUT.json [--configs v2,floor] [--ops com.microsoft.Gelu] [--min-elements N]
+    python research/rowops_sweep.py OUT.json [--configs v2,floor] [--ops com.microsoft.Gelu] [--min-elements N]
         [--max-elements N] [--webgpu wgpu]
 """
 

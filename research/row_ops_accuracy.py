@@ -1,6 +1,6 @@
 """The accuracy figures of reference/README.md ("Row reductions", "Add"), measured on a device.
 
-    PYTHONPATH=. python3 scripts/row_ops_accuracy.py [--device vulkan]
+    PYTHONPATH=. python3 research/row_ops_accuracy.py [--device vulkan]
 
 Part 1: per op, dtype and variant, the worst |error| and |error| / allowed over several shapes (odd rows, rows
 longer than the workgroup, every variant) with normal data (mean 3, sd 2; softmax also sd 20).

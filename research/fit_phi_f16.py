@@ -5,7 +5,7 @@ Phi(x) = 1 / (1 + 2^(x * P(x^2))) with P fitted to -log2(e) * logit(Phi(x)) / x 
 tanh GELU, instead of the f32 path's reciprocal, 9-term series and exp.  Beyond XMAX: x > XMAX
 clamps (relative error < 2.2e-6); x < -XMAX gives 0, as |gelu| < 1e-5 there, an f16 subnormal.
 
-    python scripts/fit_phi_f16.py     # prints the coefficients and the error evaluated in f32
+    python research/fit_phi_f16.py     # prints the coefficients and the error evaluated in f32
 """
 
 from __future__ import annotations
