@@ -6,6 +6,7 @@ variable and what it expects, wherever it is read.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -17,10 +18,30 @@ from typing import Callable
 INSTALLED_SPECS = Path(__file__).resolve().parent / "specs"
 SOURCE_SPECS = Path(__file__).resolve().parents[1] / "specs"
 REPO_SPECS = INSTALLED_SPECS if INSTALLED_SPECS.is_dir() else SOURCE_SPECS
-#: The reference JavaScript loader (an npm package: ``loader/package.json``), found the same way (setup.py copies it).
+#: The reference JavaScript loader, an npm package of its own (``loader/package.json``), found the same way: a
+#: plain install's copy of what npm publishes of it (setup.py), else the checkout's ``loader/``. The suite reaches
+#: it one way: this directory and an entry of its package.json (:func:`loader_entry`), never a path into it.
 INSTALLED_LOADER = Path(__file__).resolve().parent / "loader"
 SOURCE_LOADER = Path(__file__).resolve().parents[1] / "loader"
 REPO_LOADER = INSTALLED_LOADER if INSTALLED_LOADER.is_dir() else SOURCE_LOADER
+#: The loader's entries, one per audience: ``"."`` a page (getKernel), ``"./plan"`` planning without WebGPU,
+#: ``"./jinja"`` what it binds into @huggingface/jinja (the manifest functions, the render budget).
+LOADER_ENTRIES = (".", "./plan", "./jinja")
+
+
+def loader_entry(entry: str = ".", loader: Path | None = None) -> Path:
+    """The module file of ``entry`` in the package.json ``exports`` of ``loader`` (default: the reference loader,
+    :data:`REPO_LOADER`; another directory laid out the same, such as a test's patched copy)."""
+    root = Path(loader or REPO_LOADER)
+    try:
+        target = json.loads((root / "package.json").read_text(encoding="utf-8"))["exports"][entry]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise FileNotFoundError(f"{root / 'package.json'}: no exports entry {entry!r} ({err})") from None
+    if isinstance(target, dict):   # conditions: {"types": ..., "default": ...}
+        target = target.get("default")
+    if not isinstance(target, str):
+        raise FileNotFoundError(f"{root / 'package.json'}: exports entry {entry!r} names no module")
+    return (root / target).resolve()
 
 #: The checkout a command was typed in, for a process that runs elsewhere (``certify``'s pytest, in a scratch
 #: folder): links below it are refused as below the current directory (``conformance.files.check_no_links``).
@@ -49,6 +70,9 @@ def env_float(name: str, default: float, error: Callable[[str], Exception], *, a
 
 #: ``--webgpu`` values: the WebGPU implementations a device can be opened on (conformance.gpu.backends).
 WEBGPU = ("wgpu", "dawn", "chromium", "firefox")
+#: JavaScript runtimes a JavaScript loader runs in (``--impl js-loader --webgpu=node``): Node with Dawn for Node, Deno
+#: with wgpu. Only a loader runs there: the suite's own runtime opens its devices through ``WEBGPU``.
+JS_RUNTIMES = ("node", "deno")
 #: ``--webgpu-adapter``: the adapter a browser the suite launches is to give WebGPU (``auto``: the machine's hardware
 #: adapter where it has one, else the browser's software one).
 ADAPTER_REQUESTS = ("auto", "gpu", "software")

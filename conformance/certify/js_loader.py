@@ -41,6 +41,8 @@ from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
 from conformance.errors import ConformanceError
 from conformance.gpu.render import context, render, template_environment
+from conformance.gpu.backends.js_runtime import RUNTIMES, JsRuntime, RuntimeFailed
+from conformance.gpu.backends.js_runtime import unavailable as runtime_unavailable
 from conformance.gpu.backends.loader_files import jinja_dist, serve_loader
 from conformance.gpu.backends.page import WebGPUError
 
@@ -86,11 +88,17 @@ class JsLoader:
         self._adapter: dict | None = None          # the page's adapter.info
         self._dispatches = 0       # dispatches the page saw the loader submit, over every page of the run
         self._dispatch_base = 0    # a host that watches no device: what kernel.stats() said on the pages before
+        self._runtime: JsRuntime | None = None   # --webgpu=node or deno: the host process running the loader
+        self._starts = 0           # that host's starts when the kernels were last sent (a fresh host needs them)
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
         if jinja_dist() is None:   # the loader imports it
             return not_installed(self, "@huggingface/jinja", "@huggingface/jinja/dist/index.js", "CONFORMANCE_JINJA_JS")
+        if self.webgpu in RUNTIMES and URL.match(self.loader):
+            return f"{self.name}: --webgpu={self.webgpu} imports a loader from a file, not a URL (a browser column can)"
+        if self.webgpu in RUNTIMES and runtime_unavailable(self.webgpu):
+            return f"{self.name}: --webgpu={self.webgpu}: {runtime_unavailable(self.webgpu)}"
         return available_in_page(self)
 
     @property
@@ -225,13 +233,15 @@ class JsLoader:
         return self._kernels[name]
 
     def _ensure_page(self):
-        backend, page = page_of(self.name, self.webgpu)
-        if page is self._page:
+        backend, page = self._host()
+        if page is self._page and getattr(page, "starts", 0) == self._starts:
             return page
+        self._starts = getattr(page, "starts", 0)
         self._kernels.clear()
         self._dispatch_base = self._dispatches
         if self._module is None:
-            self._module = self.loader if URL.match(self.loader) else serve_loader(Path(self.loader))
+            self._module = self.loader if URL.match(self.loader) or self.webgpu in RUNTIMES \
+                else serve_loader(Path(self.loader))
         self._call(page, ["extend", 0, "loader"])
         got = self._call(page, ["loaderDevice", 0])
         if not isinstance(got, dict) or "error" in got:
@@ -242,6 +252,19 @@ class JsLoader:
         self.device_features = self._profile.features
         self._backend, self._page = backend, page
         return page
+
+    def _host(self):
+        """(what runs the loader, the object taking its commands): a browser and its page, or a JavaScript runtime's
+        host process (Node with Dawn, Deno with wgpu), which answers the same commands (``js_runtime.py``)."""
+        if self.webgpu not in RUNTIMES:
+            return page_of(self.name, self.webgpu)
+        if self._runtime is None:
+            self._runtime = JsRuntime(self.webgpu, None if URL.match(self.loader) else self.loader)
+        try:
+            self._runtime.start()   # a host that died or timed out is started afresh: its kernels are sent again
+        except RuntimeFailed as exc:
+            raise PageUnavailable(f"{self.name}: {exc}") from None
+        return self._runtime, self._runtime
 
     def _call(self, page, cmd: list):
         return page_call(self.name, page, cmd)

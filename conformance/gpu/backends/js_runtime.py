@@ -39,11 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.config import REPO_LOADER
+from conformance.config import JS_RUNTIMES, REPO_LOADER
 from conformance.errors import ConformanceError
 from conformance.gpu.backends.loader_files import jinja_dist
+from conformance.gpu.backends.page import WebGPUError
 
-RUNTIMES = ("node", "deno")
+RUNTIMES = JS_RUNTIMES
 HOST = Path(__file__).with_name("js_runtime_host.mjs")
 MARK = b"@jsrt "
 #: Seconds a request may take before the host is stopped (a case: planning, compiling, dispatching, reading back).
@@ -413,7 +414,8 @@ class JsRuntime:
                 device = self.start()
             except RuntimeFailed as exc:
                 return {"error": str(exc)}
-            return {"features": list(device.get("features") or ()), "limits": dict(device.get("limits") or {})}
+            return {"features": list(device.get("features") or ()), "limits": dict(device.get("limits") or {}),
+                    "adapter": device.get("adapter")}
         if op == "loaderKernel":
             _, _, key, module, refs, version = cmd[:6]
             self.start()
@@ -433,6 +435,20 @@ class JsRuntime:
         if op == "loaderRelease":
             return self.request({"op": "release", "keys": list(cmd[2])})
         raise ValueError(f"{self.runtime}: no page command {op!r} here")
+
+    def call(self, cmd: list):
+        """A page command, as a page Session takes it (``page_call``); a host that died or timed out is a
+        WebGPUError, as a lost page is (the case fails, the next starts a fresh host)."""
+        try:
+            return self.page_call(cmd)
+        except RuntimeFailed as exc:
+            raise WebGPUError(str(exc)) from None
+
+    @property
+    def engine(self) -> str:
+        """The runtime and its WebGPU, as a browser's engine names it in a device line."""
+        device = self.device or {}
+        return f"{self.runtime} {device.get('runtimeVersion') or '?'} with {device.get('webgpu') or '?'}"
 
     def describe(self) -> dict:
         device = self.device or {}

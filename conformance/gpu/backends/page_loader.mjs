@@ -12,6 +12,7 @@ const KERNELS = new Map();   // key -> {kernel, module}
 let DEVICE = null;           // the one GPUDevice every kernel gets (its limits and features are the profile)
 let WATCH = null;            // DEVICE as the loaders get it: watchDevice(DEVICE)
 let ADAPTER = null;          // the adapter's info, for the report's device line
+let ADAPTER_FEATURES = [];   // what the adapter offers (the device asks for shader-f16 where it is offered)
 const BACKSTOP_MS = 20000;   // a loader call that has not settled by then hangs: never a measurement
 const ARRAYS = { float32: ["Float32Array"], float16: ["Float16Array", "Uint16Array"] };
 const ITEM = { float32: 4, float16: 2 };
@@ -421,21 +422,31 @@ export function watchDevice(real) {
   return { device, begin };
 }
 
-export function commands({ pack, unpack }) {
+/**
+ * The loader commands, for the page (page_runtime.js) and for js_runtime_host.mjs (Node, Deno): one host logic
+ * every way a loader is run. `pack`/`unpack`: the transport's data refs; `requestAdapter`: how this runtime gets
+ * its adapter (the page: navigator.gpu's default); `onLost(info)`: told when the device is lost.
+ */
+export function commands({ pack, unpack, requestAdapter = () => navigator.gpu.requestAdapter(), onLost = () => {} }) {
   return {
     async loaderDevice() {
       try {
         if (!DEVICE) {
-          const adapter = await navigator.gpu.requestAdapter();
+          const adapter = await requestAdapter();
           if (!adapter) return { error: "navigator.gpu.requestAdapter() returned null" };
           const requiredFeatures = adapter.features.has("shader-f16") ? ["shader-f16"] : [];
           const device = await adapter.requestDevice({ requiredFeatures, requiredLimits: limitsOf(adapter.limits) });
-          device.lost.then(() => { if (DEVICE === device) { DEVICE = null; WATCH = null; KERNELS.clear(); } });
+          device.lost.then((info) => {
+            if (DEVICE === device) { DEVICE = null; WATCH = null; KERNELS.clear(); }
+            onLost(info);
+          });
           DEVICE = device;
           WATCH = watchDevice(device);
           ADAPTER = infoOf(adapter);
+          ADAPTER_FEATURES = [...adapter.features].sort();
         }
-        return { features: [...DEVICE.features], limits: limitsOf(DEVICE.limits), adapter: ADAPTER };
+        return { features: [...DEVICE.features], limits: limitsOf(DEVICE.limits), adapter: ADAPTER,
+                 adapterFeatures: ADAPTER_FEATURES };
       } catch (e) { return { error: message(e) }; }
     },
 
