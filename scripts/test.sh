@@ -69,6 +69,8 @@ start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovide
 start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
   --expectations docs/findings/onnxruntime-web-jsep-chromium.yaml
 start_beside js-chromium python3 -m pytest conformance/ --impl js-loader --webgpu=chromium -q -p no:cacheprovider
+start_beside js-node python3 -m pytest conformance/ --impl js-loader --webgpu=node -q -p no:cacheprovider
+start_beside js-deno python3 -m pytest conformance/ --impl js-loader --webgpu=deno -q -p no:cacheprovider
 start_beside browser-tests python3 -m pytest tests/browsers/test_js_loader.py \
   tests/browsers/test_readme_browser_path.py --run-browsers -q -p no:cacheprovider
 step "conformance in headless Chromium (SwiftShader: f16 calls asserted rejected)"
@@ -79,6 +81,10 @@ step "conformance on wgpu's OpenGL backend (llvmpipe, no shader-f16; ran beside 
 finish_beside gl
 step "the reference JavaScript loader (loader/) in headless Chromium: it plans, renders and dispatches in the page (ran beside the Chromium column)"
 finish_beside js-chromium
+step "the reference JavaScript loader in Node with Dawn for Node (OpenGL ES on llvmpipe, no shader-f16; ran beside the Chromium column)"
+finish_beside js-node
+step "the reference JavaScript loader in Deno with wgpu (lavapipe, shader-f16 run; ran beside the Chromium column)"
+finish_beside js-deno
 step "planted loader bugs and broken loaders fail only their case, in Chromium and Firefox; the README's serve and"
 echo "   merge lines as written, with Chromium and Firefox opened at the served URL (ran beside the Chromium columns)"
 finish_beside browser-tests

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from conformance.cli.lazy import on_use
-from conformance.config import ADAPTER_REQUESTS, BACKENDS, CHECKOUT_VARIABLE, REPO_SPECS, WEBGPU
+from conformance.config import ADAPTER_REQUESTS, BACKENDS, CHECKOUT_VARIABLE, JS_RUNTIMES, REPO_SPECS, WEBGPU
 from conformance.errors import ConformanceError
 
 check_paths = on_use("conformance.certify.report", "check_paths")
@@ -52,7 +52,7 @@ def pytest_command(args, scratch: Path) -> list[str]:
             f"--divergences={args.divergences}"]
     if args.adapter:
         argv.append(f"--adapter={args.adapter}")
-    if args.webgpu_adapter:
+    if getattr(args, "webgpu_adapter", None):
         argv.append(f"--webgpu-adapter={args.webgpu_adapter}")
     if args.expectations:
         argv.append(f"--expectations={named_path(args.expectations, '--expectations')}")
@@ -82,7 +82,7 @@ def rerun_prefix(args, specs: Path, report: Path) -> str:
              "--divergences", args.divergences, "--report", str(report.with_name(f"{report.stem}-rerun.json"))]
     if args.adapter:
         words += ["--adapter", args.adapter]
-    if args.webgpu_adapter:
+    if getattr(args, "webgpu_adapter", None):
         words += ["--webgpu-adapter", args.webgpu_adapter]
     if args.expectations:
         words += ["--expectations", str(Path(args.expectations).resolve())]
@@ -125,7 +125,7 @@ def register(sub) -> None:
     p.add_argument("--adapter", default=None)
     p.add_argument("--webgpu-adapter", default=None, choices=ADAPTER_REQUESTS,
                    help="a launched Chromium's WebGPU adapter: gpu, software or auto (pytest's --webgpu-adapter)")
-    p.add_argument("--webgpu", default="wgpu", choices=WEBGPU + ("all",))
+    p.add_argument("--webgpu", default="wgpu", choices=WEBGPU + JS_RUNTIMES + ("all",))
     p.add_argument("--impl", default="manifest")
     p.add_argument("--divergences", choices=("fail", "xfail"), default="fail")
     p.add_argument("--expectations", default=None, metavar="FILE")

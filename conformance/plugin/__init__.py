@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conformance.certify import report, repro_index
-from conformance.config import ADAPTER_REQUESTS, BACKENDS, WEBGPU
+from conformance.config import ADAPTER_REQUESTS, BACKENDS, JS_RUNTIMES, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.files import check_no_links
 from conformance.plugin.state import STATE, RunState
@@ -34,10 +34,11 @@ def pytest_addoption(parser):
     group.addoption("--device", choices=sorted(BACKENDS) + ["all"], default="auto",
                     help="WebGPU backend to certify on (default: auto, preferring a GPU over a CPU adapter; all: "
                          "every adapter, one column each)")
-    group.addoption("--webgpu", choices=WEBGPU + ("all",), default="wgpu",
+    group.addoption("--webgpu", choices=WEBGPU + JS_RUNTIMES + ("all",), default="wgpu",
                     help="the WebGPU implementation: wgpu (wgpu-native, naga; default), dawn (Dawn, Tint), "
                          "chromium (a Chromium page driven by Playwright: Blink, Dawn's wire, Tint), firefox (a "
-                         "headless firefox-esr at the served page: Gecko, wgpu, naga), or all (one column each)")
+                         "headless firefox-esr at the served page: Gecko, wgpu, naga), or all (one column each); "
+                         "with --impl js-loader also node (Node with Dawn for Node) or deno (Deno, wgpu)")
     group.addoption("--browser-endpoint", default=None, metavar="WS_URL",
                     help="the chromium column connects to this Playwright server (npx playwright run-server; a "
                          "Playwright grid or device farm) instead of launching a local Chromium")
@@ -103,6 +104,11 @@ def pytest_configure(config):
         os.environ[variable] = url   # read where the browser is opened: this process and xdist workers alike
     if config.getoption("webgpu_adapter", None):
         os.environ["CONFORMANCE_WEBGPU_ADAPTER"] = config.getoption("webgpu_adapter")
+    webgpu, impl = config.getoption("webgpu", "wgpu"), config.getoption("impl", "manifest") or "manifest"
+    if webgpu in JS_RUNTIMES and impl.split(":", 1)[0] != "js-loader":
+        raise pytest.UsageError(f"--webgpu={webgpu} runs a JavaScript loader outside browsers: use it with --impl "
+                                f"js-loader[:MODULE.mjs] (--impl {impl} opens its devices through wgpu, dawn, chromium "
+                                f"or firefox)")
     config.addinivalue_line("markers", "heavy: a case with buffers of hundreds of MB (run with --run-heavy)")
     config.addinivalue_line("markers", "load_error: a package whose manifest could not be loaded")
     state = config.stash[STATE] = RunState(config)
