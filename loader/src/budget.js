@@ -2,9 +2,10 @@
 // published, not that its template ends. Unbounded, `range(200000000)` grows the heap until V8 aborts (the tab
 // crashes) and two nested `range(100000)` loops hold the page for hours. So a render may spend the work, and
 // build the values and the output, that the suite's Python sandbox allows one render (conformance/gpu/render.py),
-// counted as `lint`'s portable-subset check counts @huggingface/jinja's work (conformance/tools/jinja_js.mjs): a
-// template that check rendered within the budget on every generated context renders here too, and an overrun is
-// a BudgetError naming the budget it exceeded.
+// counted by the same code as `lint`'s portable-subset check counts @huggingface/jinja's work (it imports Budget
+// and BudgetedInterpreter through the "./jinja" entry: conformance/tools/jinja_js.mjs): a template that check
+// rendered within the budget on every generated context renders here too, and an overrun is a BudgetError naming
+// the budget it exceeded.
 import { Environment, Interpreter } from "@huggingface/jinja";
 import { LITERALS } from "./functions.js";
 
@@ -18,33 +19,53 @@ export const MAX_TEMPLATE = 64 << 10;       // bytes of one template
  * node evaluations cost, so it is charged that: a loop of empty bodies is bounded like any other. */
 const BLOCK_UNITS = 64;
 
-/** A render over its budget. `limit`: the budget's name (RENDER_WORK_LIMIT, MAX_VALUE, MAX_OUTPUT). */
+/** A render over its budget. `limit`: the budget's name (RENDER_WORK_LIMIT, MAX_VALUE, MAX_OUTPUT, or "engine"
+ * for the JavaScript engine's own limits, `cause` the engine's RangeError); `most`: the budget it exceeded;
+ * `what` and `length`: the value refused (MAX_VALUE, MAX_OUTPUT). */
 export class BudgetError extends Error {
-  constructor(message, limit) {
-    super(message);
+  /** @param {string} message
+   * @param {import("../types/jinja.js").BudgetLimit} limit
+   * @param {{most?: number | null, what?: string | null, length?: number | null, cause?: unknown}} [details] */
+  constructor(message, limit, { most = null, what = null, length = null, cause = undefined } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = "BudgetError";
     this.limit = limit;
+    this.most = most;
+    this.what = what;
+    this.length = length;
   }
 }
 
+/** The work and the values of one render. `limits` ({work, value, output}; the sandbox's by default): a host
+ * that counts another way of running @huggingface/jinja against the same rules may pass the budgets it was
+ * given. One Budget may serve several jobs in turn: setting `spent` to 0 starts the next. */
 export class Budget {
   spent = 0;
 
+  /** @param {{work?: number, value?: number, output?: number}} [limits] */
+  constructor({ work = RENDER_WORK_LIMIT, value = MAX_VALUE, output = MAX_OUTPUT } = {}) {
+    this.work = work;
+    this.value = value;
+    this.output = output;
+  }
+
   charge(units) {
     this.spent += units;
-    if (this.spent > RENDER_WORK_LIMIT) {
-      throw new BudgetError(`rendering needs more than ${RENDER_WORK_LIMIT} units of work (RENDER_WORK_LIMIT, the ` +
+    if (this.spent > this.work) {
+      throw new BudgetError(`rendering needs more than ${this.work} units of work (RENDER_WORK_LIMIT, the ` +
                             "suite's budget of one render: a unit per expression node, 64 per block run, one per " +
-                            "character or item built): a loop or a range too large", "RENDER_WORK_LIMIT");
+                            "character or item built): a loop or a range too large", "RENDER_WORK_LIMIT",
+                            { most: this.work });
     }
   }
 
-  /** Charges a value of `length` characters or items, refused beyond MAX_VALUE (MAX_OUTPUT for the text). */
+  /** Charges a value of `length` characters or items, refused beyond MAX_VALUE (MAX_OUTPUT for the text).
+   * @param {number} length @param {string} what @param {"MAX_VALUE" | "MAX_OUTPUT"} [limit] */
   built(length, what, limit = "MAX_VALUE") {
-    const most = limit === "MAX_OUTPUT" ? MAX_OUTPUT : MAX_VALUE;
+    const most = limit === "MAX_OUTPUT" ? this.output : this.value;
     if (length > most) {
       throw new BudgetError(`${what} of ${length} characters or items, more than ${most} (${limit}, as in the ` +
-                            "suite's sandbox)", limit);
+                            "suite's sandbox)", limit, { most, what, length });
     }
     this.charge(length);
   }
@@ -62,8 +83,10 @@ export class Budget {
 }
 
 /** @huggingface/jinja's interpreter, charging every node it evaluates and every block it runs (exported with Budget
- * for lint's check, conformance/tools/jinja_js.mjs, to count with the same code). A subclass, not
- * a patch of the library's prototype: other users of @huggingface/jinja in the page are left as they are. */
+ * by the "./jinja" entry, so that lint's check, conformance/tools/jinja_js.mjs, counts with the same code). A
+ * subclass, not a patch of the library's prototype: other users of @huggingface/jinja in the page are left as
+ * they are. */
+// @ts-expect-error: evaluateBlock is private in @huggingface/jinja's types; counting each block run is the point
 export class BudgetedInterpreter extends Interpreter {
   constructor(env, budget) {
     super(env);
@@ -83,15 +106,15 @@ export class BudgetedInterpreter extends Interpreter {
 
   evaluateBlock(statements, env) {
     this.budget.charge(BLOCK_UNITS);
+    // @ts-expect-error: (the same)
     return super.evaluateBlock(statements, env);
   }
 }
 
-/** The text of `parsed` (a parsed Template's program) on `context`, within one render's budget: the globals of
- * Template.render that Jinja2 also has, range() bounded. Throws BudgetError on an overrun, the engine's own
- * error otherwise. */
-export function renderBudgeted(parsed, context) {
-  const budget = new Budget();
+/** The text of `parsed` (a parsed Template's program) on `context`, within one render's budget (`budget`, a
+ * fresh Budget by default): the globals of Template.render that Jinja2 also has, range() bounded. Throws
+ * BudgetError on an overrun, the engine's own error otherwise. */
+export function renderBudgeted(parsed, context, budget = new Budget()) {
   const env = new Environment();
   const globals = { ...LITERALS, range: budget.range, raise_exception: (message) => { throw new Error(message); } };
   for (const [name, value] of Object.entries({ ...globals, ...context })) env.set(name, value);
@@ -99,7 +122,7 @@ export function renderBudgeted(parsed, context) {
     return new BudgetedInterpreter(env, budget).run(parsed).value;
   } catch (err) {
     if (err instanceof RangeError) {   // a string past V8's longest, or a stack overflow: the engine's own limits
-      throw new BudgetError(`the JavaScript engine's own limit: ${err.message}`, "engine");
+      throw new BudgetError(`the JavaScript engine's own limit: ${err.message}`, "engine", { cause: err });
     }
     throw err;
   }

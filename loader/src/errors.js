@@ -5,6 +5,9 @@
  * ("no-variant", "dtype", "missing-input", "device-limit", ...); `argument` the offending role, if any;
  * `failures` (reason "no-variant") maps each variant id to its first false predicate. */
 export class ContractError extends Error {
+  /** @param {string} message
+   * @param {{reason?: import("../types/index.js").ContractReason, argument?: string | null,
+   *          failures?: {[variant: string]: string} | null}} [details] */
   constructor(message, { reason, argument = null, failures = null } = {}) {
     super(message);
     this.name = "ContractError";
@@ -16,6 +19,8 @@ export class ContractError extends Error {
 
 /** A manifest expression failed: a defect of the manifest, never a rejection of the call. */
 export class ExpressionError extends Error {
+  /** @param {string} message
+   * @param {{pointer?: string, file?: string, source?: string}} [where] */
   constructor(message, { pointer = "", file = "manifest.json", source = "" } = {}) {
     const shown = source ? ` in expression ${JSON.stringify(source)}` : "";
     super(`${file}:${pointer || "/"}: ${message}${shown}`);
@@ -29,6 +34,8 @@ export class ExpressionError extends Error {
 /** The package cannot be used: a file missing or unreadable, a digest that does not match metadata.json, a
  * version that is not published. `file` names the file. */
 export class PackageError extends Error {
+  /** @param {string} message
+   * @param {{file?: string | null}} [where] */
   constructor(message, { file = null } = {}) {
     super(file ? `${file}: ${message}` : message);
     this.name = "PackageError";
@@ -38,6 +45,8 @@ export class PackageError extends Error {
 
 /** WebGPU refused or failed something the plan asked for (compilation, validation, out of memory). */
 export class KernelRuntimeError extends Error {
+  /** @param {string} message
+   * @param {{pass?: string | null}} [where] */
   constructor(message, { pass = null } = {}) {
     super(pass ? `pass ${pass}: ${message}` : message);
     this.name = "KernelRuntimeError";

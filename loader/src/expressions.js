@@ -10,11 +10,16 @@ const MAX_SOURCE = 2000;
 
 /** A parsed expression: {node, source, pointer}. A JSON number or boolean stands for itself. */
 export function compile(source, pointer, file) {
-  if (typeof source === "number" || typeof source === "boolean") return { literal: source, source: String(source), pointer };
-  if (typeof source !== "string") {
-    throw new ExpressionError(`expected an expression string, number or boolean, got ${typeof source}`, { pointer, file });
+  if (typeof source === "number" || typeof source === "boolean") {
+    return { literal: source, source: String(source), pointer };
   }
-  if (source.length > MAX_SOURCE) throw new ExpressionError(`expression is longer than ${MAX_SOURCE} characters`, { pointer, file });
+  if (typeof source !== "string") {
+    throw new ExpressionError(`expected an expression string, number or boolean, got ${typeof source}`,
+                              { pointer, file });
+  }
+  if (source.length > MAX_SOURCE) {
+    throw new ExpressionError(`expression is longer than ${MAX_SOURCE} characters`, { pointer, file });
+  }
   let program;
   try {
     program = parse(tokenize(`{{ ${source} }}`, OPTIONS));
@@ -75,7 +80,8 @@ export class Scope extends Environment {
     if (this.active.has(name)) throw new Error(`rule '${name}' refers to itself`);
     this.active.add(name);
     try {
-      const result = rule.literal !== undefined ? literalValue(rule.literal) : this.interpreter.evaluate(rule.node, this);
+      const result = rule.literal !== undefined ? literalValue(rule.literal)
+                                                : this.interpreter.evaluate(rule.node, this);
       this.memo.set(name, result);
       return result;
     } finally {
@@ -94,7 +100,8 @@ export class Scope extends Environment {
     try {
       v = this.interpreter.evaluate(expr.node, this);
     } catch (err) {
-      throw new ExpressionError(String(err.message || err), { pointer: expr.pointer, file: this.file, source: expr.source });
+      throw new ExpressionError(String(err.message || err),
+                                { pointer: expr.pointer, file: this.file, source: expr.source });
     }
     if (v.type === "UndefinedValue") {
       throw new ExpressionError("the expression's value is undefined (a name or key missing)",
@@ -128,7 +135,9 @@ export class Scope extends Environment {
     const show = (n) => `${unparse(n)} = ${formatValue(plain(this.interpreter.evaluate(n, this)))}`;
     let operands;
     if (node.type === "UnaryExpression") operands = [node.argument];
-    else if (node.type === "BinaryExpression" && COMPARISONS.has(node.operator.value)) operands = [node.left, node.right];
+    else if (node.type === "BinaryExpression" && COMPARISONS.has(node.operator.value)) {
+      operands = [node.left, node.right];
+    }
     else if (node.type === "CallExpression") operands = node.args;
     else operands = [node];
     // a literal is not shown, as the suite shows none; a negative number is one only here (Jinja2 reads `-1` as
@@ -178,7 +187,8 @@ export function unparse(node) {
     case "TupleLiteral":
       return `(${node.value.map(unparse).join(", ")})`;
     case "MemberExpression":
-      return node.computed ? `${wrap(node.object, 11)}[${unparse(node.property)}]` : `${wrap(node.object, 11)}.${unparse(node.property)}`;
+      return node.computed ? `${wrap(node.object, 11)}[${unparse(node.property)}]`
+                           : `${wrap(node.object, 11)}.${unparse(node.property)}`;
     case "CallExpression":
       return `${wrap(node.callee, 11)}(${node.args.map(unparse).join(", ")})`;
     case "BinaryExpression": {
@@ -187,7 +197,8 @@ export function unparse(node) {
       return `${wrap(node.left, lp)} ${op} ${wrap(node.right, rp)}`;
     }
     case "UnaryExpression":
-      return node.operator.value === "not" ? `not ${wrap(node.argument, p)}` : `${node.operator.value}${wrap(node.argument, p)}`;
+      return node.operator.value === "not" ? `not ${wrap(node.argument, p)}`
+                                           : `${node.operator.value}${wrap(node.argument, p)}`;
     case "Ternary":
       return `${wrap(node.trueExpr, p + 1)} if ${wrap(node.condition, p + 1)} else ${wrap(node.falseExpr, p)}`;
     default:

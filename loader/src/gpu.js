@@ -7,7 +7,9 @@ const padded = (n) => Math.max(4, roundUp(n, 4));
 
 /** The profile a device gives plans: its limits and features, each restricted further by `restrict`
  * ({limits, features}: a stricter profile the caller plans for; each limit the stricter of the two, the features
- * both have). */
+ * both have).
+ * @param {import("../types/index.js").DeviceLike} device
+ * @param {{limits?: {[name: string]: number}, features?: string[]} | null} [restrict] */
 export function deviceProfile(device, restrict = null) {
   const limits = {};
   for (const key in device.limits) if (typeof device.limits[key] === "number") limits[key] = device.limits[key];
@@ -24,12 +26,18 @@ export function deviceProfile(device, restrict = null) {
 
 /** A device with shader-f16 where the adapter has it, and the adapter's limits. */
 export async function openDevice() {
-  if (!globalThis.navigator || !navigator.gpu) throw new KernelRuntimeError("this JavaScript engine has no WebGPU (navigator.gpu)");
+  if (!globalThis.navigator || !navigator.gpu) {
+    throw new KernelRuntimeError("this JavaScript engine has no WebGPU (navigator.gpu)");
+  }
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new KernelRuntimeError("navigator.gpu.requestAdapter() gave no adapter");
+  /** @type {GPUFeatureName[]} */
   const requiredFeatures = adapter.features.has("shader-f16") ? ["shader-f16"] : [];
+  /** @type {{[name: string]: number}} */
   const requiredLimits = {};
-  for (const key in adapter.limits) if (typeof adapter.limits[key] === "number") requiredLimits[key] = adapter.limits[key];
+  for (const key in adapter.limits) {
+    if (typeof adapter.limits[key] === "number") requiredLimits[key] = adapter.limits[key];
+  }
   return adapter.requestDevice({ requiredFeatures, requiredLimits });
 }
 
@@ -59,8 +67,9 @@ export class Dispatcher {
         binding: b.index, visibility: GPUShaderStage.COMPUTE, buffer: { type: b.buffer } })) });
       let pipeline;
       try {
-        pipeline = await d.createComputePipelineAsync({ label: pass.name, layout: d.createPipelineLayout({ bindGroupLayouts: [layout] }),
-                                                        compute: { module, entryPoint: "main" } });
+        pipeline = await d.createComputePipelineAsync({
+          label: pass.name, layout: d.createPipelineLayout({ bindGroupLayouts: [layout] }),
+          compute: { module, entryPoint: "main" } });
       } catch (err) {
         throw new KernelRuntimeError(`the pipeline cannot be made: ${err.message}`, { pass: pass.name });
       }
@@ -88,7 +97,9 @@ export class Dispatcher {
       for (const [role, bytes] of Object.entries(inputs)) {
         if (bytes.byteLength === 0) continue;
         tensors.set(role, buffer(padded(bytes.byteLength), usage.STORAGE | usage.COPY_DST, role));
-        const data = bytes.byteLength % 4 ? (() => { const p = new Uint8Array(padded(bytes.byteLength)); p.set(bytes); return p; })() : bytes;
+        const data = bytes.byteLength % 4
+          ? (() => { const p = new Uint8Array(padded(bytes.byteLength)); p.set(bytes); return p; })()
+          : bytes;
         d.queue.writeBuffer(tensors.get(role), 0, data);
       }
       for (const [role, size] of Object.entries(outputBytes)) {
@@ -108,7 +119,11 @@ export class Dispatcher {
             return { binding: b.index, resource: { buffer: u, offset: 0, size: data.length } };
           }
           const t = tensors.get(b.arg);
-          if (!t) throw new KernelRuntimeError(`binding '${b.name}' would be zero-sized (argument '${b.arg}' is empty) but the pass dispatches ${pass.dispatch.threads} threads`, { pass: pass.name });
+          if (!t) {
+            throw new KernelRuntimeError(`binding '${b.name}' would be zero-sized (argument '${b.arg}' is empty) ` +
+                                         `but the pass dispatches ${pass.dispatch.threads} threads`,
+                                         { pass: pass.name });
+          }
           return { binding: b.index, resource: { buffer: t, offset: b.byteOffset, size: padded(b.bytes) } };
         });
         const group = d.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
@@ -128,7 +143,9 @@ export class Dispatcher {
       d.queue.submit([encoder.finish()]);
       const validation = await d.popErrorScope();
       const memory = await d.popErrorScope();
-      if (validation || memory) throw new KernelRuntimeError(`WebGPU refused the run: ${(validation || memory).message}`);
+      if (validation || memory) {
+        throw new KernelRuntimeError(`WebGPU refused the run: ${(validation || memory).message}`);
+      }
       const out = [];
       for (const [role, size] of Object.entries(outputBytes)) {
         if (size === 0) { out.push([role, new Uint8Array(0)]); continue; }

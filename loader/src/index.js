@@ -20,7 +20,10 @@ const DISPATCHERS = new WeakMap();   // device -> Dispatcher: one pipeline cache
 /** Resolves to `kernel`, an async function of the package's inputs.
  * source: a package URL (version N > 1 at `<source>@N`) or {versions: {N: {file: string | Uint8Array}}}.
  * options: version (default: the newest published), device (a GPUDevice; default: one of the first adapter, with
- * shader-f16 where it has it), fetch (for URLs). */
+ * shader-f16 where it has it), fetch (for URLs).
+ * @param {import("../types/index.js").PackageSource} source
+ * @param {import("../types/index.js").GetKernelOptions} [options]
+ * @returns {Promise<import("../types/index.js").Kernel>} */
 export async function getKernel(source, { version, device, fetch } = {}) {
   const pkg = await loadPackage(source, { version, fetch });
   const renderer = new Renderer(pkg.templates, pkg.where);
@@ -29,13 +32,16 @@ export async function getKernel(source, { version, device, fetch } = {}) {
 
   const callOf = (inputs, options, profile, needData = true) => {
     if (inputs === null || typeof inputs !== "object") {
-      throw new ContractError(`the inputs must be an object {role: {data, shape}}, got ${inputs === null ? "null" : typeof inputs}`, { reason: "argument" });
+      throw new ContractError("the inputs must be an object {role: {data, shape}}, got " +
+                              `${inputs === null ? "null" : typeof inputs}`, { reason: "argument" });
     }
+    /** @type {[string, any][]} */
     const tensors = [];   // [role, tensor]: Object.fromEntries below makes each an own property, whatever its name
     for (const [role, value] of Object.entries(inputs)) {
       if (!pkg.manifest.inputs.some((s) => s.role === role)) {
         const roles = pkg.manifest.inputs.map((s) => s.role).join(", ");
-        throw new ContractError(`${pkg.manifest.opId} has no input '${role}'; inputs are ${roles}`, { reason: "unknown-argument", argument: role });
+        throw new ContractError(`${pkg.manifest.opId} has no input '${role}'; inputs are ${roles}`,
+                                { reason: "unknown-argument", argument: role });
       }
       tensors.push([role, !needData && value && !("data" in value) ? readSpec(role, value) : readInput(role, value)]);
     }
@@ -58,7 +64,8 @@ export async function getKernel(source, { version, device, fetch } = {}) {
     const { plan: p, tensors } = callOf(inputs, options, deviceProfile(d, options));
     const texts = p.passes.map((pass) => renderer.render(p, pass));
     if (!DISPATCHERS.has(d)) DISPATCHERS.set(d, new Dispatcher(d));
-    const sizes = Object.fromEntries(Object.entries(p.outputs).map(([r, o]) => [r, outputBytes(o.dtype, numel(o.shape))]));
+    const sizes = Object.fromEntries(Object.entries(p.outputs)
+      .map(([r, o]) => [r, outputBytes(o.dtype, numel(o.shape))]));
     const bytes = Object.fromEntries(Object.entries(tensors).filter(([, t]) => t).map(([r, t]) => [r, t.bytes]));
     const got = await DISPATCHERS.get(d).run(p, texts, bytes, sizes);
     return Object.fromEntries(Object.entries(p.outputs).map(([r, o]) => [r, {

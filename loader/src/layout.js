@@ -14,7 +14,8 @@ const ELEMENT = /^(?:(f16|f32|i32|u32)|vec([234])<(f16|f32|i32|u32)>)$/;
 
 export const roundUp = (value, multiple) => Math.ceil(value / multiple) * multiple;
 
-/** "vec4<f16>" -> ["f16", 4]; "f32" -> ["f32", 1]; throws otherwise. */
+/** "vec4<f16>" -> ["f16", 4]; "f32" -> ["f32", 1]; throws otherwise.
+ * @param {string} text @returns {[string, number]} */
 export function elementType(text) {
   const m = ELEMENT.exec(String(text).trim());
   if (!m) throw new Error(`"${text}" is not a storage element type (f16, f32, i32, u32 or vecN of one)`);

@@ -19,13 +19,16 @@ export function readManifest(raw, file = "manifest.json") {
     const vp = ["variants", i];
     const local = v.constants || {};
     const vrules = new Map(rules);
-    for (const [name, src] of Object.entries(local)) vrules.set(name, compile(src, ptr(...vp, "constants", name), file));
+    for (const [name, src] of Object.entries(local)) {
+      vrules.set(name, compile(src, ptr(...vp, "constants", name), file));
+    }
     const constantNames = [...new Set([...topConstants, ...Object.keys(local)])];
     const passes = v.passes.map((p, j) => {
       const pp = [...vp, "passes", j];
       const list = typeof p.bindings === "string" ? own(bindingSets, p.bindings) : p.bindings;
       if (!Array.isArray(list)) {
-        throw new ExpressionError(`bindingSets has no entry ${JSON.stringify(p.bindings)}`, { pointer: ptr(...pp, "bindings"), file });
+        throw new ExpressionError(`bindingSets has no entry ${JSON.stringify(p.bindings)}`,
+                                  { pointer: ptr(...pp, "bindings"), file });
       }
       const where = typeof p.bindings === "string" ? ["bindingSets", p.bindings] : [...pp, "bindings"];
       const bindings = list.map((b, k) => ({
@@ -47,7 +50,8 @@ export function readManifest(raw, file = "manifest.json") {
     role: o.role, typevar: o.dtype, shape: compile(o.shape, ptr("outputs", i, "shape"), file),
     rank: o.rank === undefined ? null : compile(o.rank, ptr("outputs", i, "rank"), file),
   }));
-  const inputs = raw.inputs.map((s) => ({ role: s.role, typevar: s.dtype, rank: s.rank ?? null, optional: !!s.optional }));
+  const inputs = raw.inputs.map((s) => ({ role: s.role, typevar: s.dtype, rank: s.rank ?? null,
+                                          optional: !!s.optional }));
   return {
     raw, file, opId: `${raw.domain}.${raw.name}`, version: raw.version ?? 1, inputs, outputs, variants,
     typeConstraints: raw.typeConstraints, attributes: raw.attributes || {}, tunables: raw.tunables || {},

@@ -20,7 +20,8 @@ function urlSource(source, fetchFn) {
     async read(version, name) {
       let response;
       try {
-        response = await fetchFn(new URL(name, new URL(dir(version), globalThis.location ? globalThis.location.href : undefined)).href);
+        const directory = new URL(dir(version), globalThis.location ? globalThis.location.href : undefined);
+        response = await fetchFn(new URL(name, directory).href);
       } catch (err) {
         throw new PackageError(`cannot fetch: ${err.message}`, { file: `${dir(version)}${name}` });
       }
@@ -40,7 +41,9 @@ function memorySource(source) {
       const files = own(versions, version);
       if (!has(files, name)) return null;
       const data = asBytes(files[name]);
-      if (!(data instanceof Uint8Array)) throw new PackageError("a file must be a string or a Uint8Array", { file: `version ${version}/${name}` });
+      if (!(data instanceof Uint8Array)) {
+        throw new PackageError("a file must be a string or a Uint8Array", { file: `version ${version}/${name}` });
+      }
       return data;
     },
     where: (version, name) => `version ${version}/${name}`,
@@ -56,14 +59,16 @@ async function pickVersion(src, version) {
     if ((await src.read(version, "metadata.json")) === null) {
       const published = [];
       for (let v = 1; v <= MAX_VERSION && (await src.read(v, "metadata.json")) !== null; v++) published.push(v);
-      throw new PackageError(`version ${version} is not published (published: ${published.join(", ") || "none"}): no metadata.json`,
-                             { file: src.where(version, "metadata.json") });
+      throw new PackageError(`version ${version} is not published (published: ${published.join(", ") || "none"}): ` +
+                             "no metadata.json", { file: src.where(version, "metadata.json") });
     }
     return version;
   }
   let newest = 0;
   while (newest < MAX_VERSION && (await src.read(newest + 1, "metadata.json")) !== null) newest++;
-  if (newest === 0) throw new PackageError("no published version: no metadata.json", { file: src.where(1, "metadata.json") });
+  if (newest === 0) {
+    throw new PackageError("no published version: no metadata.json", { file: src.where(1, "metadata.json") });
+  }
   return newest;
 }
 
@@ -76,9 +81,13 @@ function text(bytes, where) {
 }
 
 /** {manifest, templates, where, metadata, version} of one version, every file checked against metadata.json
- * (`templates`: name -> text; `where`: name -> where it was read, what an error about it names). */
+ * (`templates`: name -> text; `where`: name -> where it was read, what an error about it names).
+ * @param {import("../types/index.js").PackageSource} source
+ * @param {{version?: number, fetch?: (url: string) => Promise<import("../types/index.js").FetchedFile>}} [options]
+ */
 export async function loadPackage(source, { version, fetch: fetchFn = globalThis.fetch } = {}) {
-  const src = typeof source === "object" && source !== null && source.versions ? memorySource(source) : urlSource(source, fetchFn);
+  const src = typeof source === "object" && source !== null && source.versions ? memorySource(source)
+                                                                                : urlSource(source, fetchFn);
   const chosen = await pickVersion(src, version);
   const metaWhere = src.where(chosen, "metadata.json");
   let metadata;
@@ -87,7 +96,8 @@ export async function loadPackage(source, { version, fetch: fetchFn = globalThis
   } catch (err) {
     throw err instanceof PackageError ? err : new PackageError(`not JSON: ${err.message}`, { file: metaWhere });
   }
-  if (!metadata || !metadata.manifest || typeof metadata.manifest.sha256 !== "string" || typeof metadata.templates !== "object") {
+  if (!metadata || !metadata.manifest || typeof metadata.manifest.sha256 !== "string" ||
+      typeof metadata.templates !== "object") {
     throw new PackageError("metadata.json must give manifest.sha256 and templates {name: sha256}", { file: metaWhere });
   }
   const checked = async (name, want) => {
@@ -96,7 +106,8 @@ export async function loadPackage(source, { version, fetch: fetchFn = globalThis
     if (bytes === null) throw new PackageError("missing (metadata.json lists it)", { file: where });
     const got = await sha256(bytes);
     if (got !== want) {
-      throw new PackageError(`sha256 ${got} does not match metadata.json's ${want}: the file is not the one published`, { file: where });
+      throw new PackageError(`sha256 ${got} does not match metadata.json's ${want}: the file is not the one ` +
+                             "published", { file: where });
     }
     return text(bytes, where);
   };
@@ -109,7 +120,8 @@ export async function loadPackage(source, { version, fetch: fetchFn = globalThis
   }
   const manifest = readManifest(raw, src.where(chosen, "manifest.json"));
   if (manifest.version !== chosen) {
-    throw new PackageError(`the manifest says version ${manifest.version}, it is published as version ${chosen}`, { file: src.where(chosen, "manifest.json") });
+    throw new PackageError(`the manifest says version ${manifest.version}, it is published as version ${chosen}`,
+                           { file: src.where(chosen, "manifest.json") });
   }
   const templates = [];
   for (const name of manifest.shaders) {

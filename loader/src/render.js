@@ -10,13 +10,15 @@ const encoder = new TextEncoder();
 
 /** What the template of `pass` sees. */
 export function templateContext(plan, pass) {
-  const bindings = pass.bindings.map((b) => ({ index: b.index, name: b.name, buffer: b.buffer, elementType: b.elementType,
-    length: b.length, arg: b.arg, struct: b.struct, declaration: b.declaration, packing: b.packing }));
+  const bindings = pass.bindings.map((b) => ({ index: b.index, name: b.name, buffer: b.buffer,
+    elementType: b.elementType, length: b.length, arg: b.arg, struct: b.struct, declaration: b.declaration,
+    packing: b.packing }));
   return {
     ...pass.constants, constants: { ...pass.constants }, bindings,
     binding: Object.fromEntries(bindings.map((b) => [b.name, b])),
     structs: pass.structs, declarations: [...pass.structs, ...bindings.map((b) => b.declaration)].join("\n"),
-    workgroupSize: pass.dispatch.workgroupSize, passName: pass.name, passId: pass.id, variant: plan.variant, op: plan.op,
+    workgroupSize: pass.dispatch.workgroupSize, passName: pass.name, passId: pass.id, variant: plan.variant,
+    op: plan.op,
   };
 }
 
@@ -33,10 +35,13 @@ export class Renderer {
     const file = own(this.where, name) ?? name;
     if (!this.parsed.has(name)) {
       const source = own(this.sources, name);
-      if (source === undefined) throw new PackageError("the manifest names this template, the package has no such file", { file });
+      if (source === undefined) {
+        throw new PackageError("the manifest names this template, the package has no such file", { file });
+      }
       const bytes = encoder.encode(source).length;
       if (bytes > MAX_TEMPLATE) {
-        throw new PackageError(`the template is ${bytes} bytes, more than ${MAX_TEMPLATE} (MAX_TEMPLATE, as in the suite's sandbox)`, { file });
+        throw new PackageError(`the template is ${bytes} bytes, more than ${MAX_TEMPLATE} (MAX_TEMPLATE, as in ` +
+                               "the suite's sandbox)", { file });
       }
       try {
         this.parsed.set(name, new Template(source).parsed);
@@ -53,7 +58,8 @@ export class Renderer {
       return renderBudgeted(parsed, templateContext(plan, pass));
     } catch (err) {
       const refused = err instanceof BudgetError ? "refused by the render budget: " : "";
-      throw new PackageError(`rendering pass ${pass.name} (variant ${plan.variant}): ${refused}${err.message}`, { file });
+      throw new PackageError(`rendering pass ${pass.name} (variant ${plan.variant}): ${refused}${err.message}`,
+                             { file });
     }
   }
 }

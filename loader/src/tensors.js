@@ -4,7 +4,8 @@ import { ContractError } from "./errors.js";
 import { has, own } from "./own.js";
 
 const HAS_F16 = typeof globalThis.Float16Array === "function";
-const BYTES = { float32: 4, float16: 2, float64: 8, int8: 1, uint8: 1, int16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8 };
+const BYTES = { float32: 4, float16: 2, float64: 8, int8: 1, uint8: 1, int16: 2, int32: 4, uint32: 4, int64: 8,
+                uint64: 8 };
 
 const numelOf = (shape) => shape.reduce((a, b) => a * b, 1);
 
@@ -31,6 +32,7 @@ export function readInput(role, value) {
     throw new ContractError(`input '${role}': expected {data: TypedArray, shape: [...]}, got ${describe(value)}`,
                             { reason: "argument", argument: role });
   }
+  /** @type {{data: import("../types/index.js").TypedArray, shape: number[]}} */
   const { data, shape } = value;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
     throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} must be an array of non-negative integers`,
@@ -39,13 +41,15 @@ export function readInput(role, value) {
   const kind = data && data.constructor && data.constructor.name;
   const dtype = value.dtype ?? dtypeOf(data);
   if (!ArrayBuffer.isView(data) || dtype === null || !has(ACCEPTS, dtype) || !ACCEPTS[dtype].includes(kind)) {
-    const want = has(ACCEPTS, value.dtype) ? ACCEPTS[value.dtype].join(" or ") : "Float32Array (float32), Float16Array or Uint16Array (float16 bits)";
-    throw new ContractError(`input '${role}': data is ${describe(data)}; expected ${want}`, { reason: "data-type", argument: role });
+    const want = has(ACCEPTS, value.dtype) ? ACCEPTS[value.dtype].join(" or ")
+                                           : "Float32Array (float32), Float16Array or Uint16Array (float16 bits)";
+    throw new ContractError(`input '${role}': data is ${describe(data)}; expected ${want}`,
+                            { reason: "data-type", argument: role });
   }
   const numel = numelOf(shape);
   if (data.length !== numel) {
-    throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} has ${numel} elements but data has ${data.length}`,
-                            { reason: "data-length", argument: role });
+    throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} has ${numel} elements but data has ` +
+                            `${data.length}`, { reason: "data-length", argument: role });
   }
   return { shape: [...shape], dtype, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
 }
@@ -53,7 +57,8 @@ export function readInput(role, value) {
 /** An input given as {shape, dtype} only (for planning). */
 export function readSpec(role, value) {
   if (!Array.isArray(value.shape) || typeof value.dtype !== "string") {
-    throw new ContractError(`input '${role}': expected {shape, dtype} or {data, shape}, got ${describe(value)}`, { reason: "argument", argument: role });
+    throw new ContractError(`input '${role}': expected {shape, dtype} or {data, shape}, got ${describe(value)}`,
+                            { reason: "argument", argument: role });
   }
   return { shape: value.shape, dtype: value.dtype, bytes: null };
 }
@@ -69,6 +74,7 @@ export function outputArray(bytes, dtype, numel) {
 
 export const outputBytes = (dtype, numel) => numel * BYTES[dtype];
 
+/** @param {{length?: number} | null | undefined} x */
 function describe(x) {
   if (x === null || x === undefined) return String(x);
   if (ArrayBuffer.isView(x)) return `a ${x.constructor.name} of ${x.length}`;
