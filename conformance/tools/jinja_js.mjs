@@ -1,6 +1,7 @@
 // The JavaScript side of `conformance lint`'s portable-subset check: manifest expressions evaluated and
 // templates rendered with @huggingface/jinja, the engine a browser loader uses (conformance/tools/jsjinja.py
-// starts one process per lint run). Usage: node jinja_js.mjs <file URL of @huggingface/jinja's entry module>.
+// starts one process per lint run). Usage: node jinja_js.mjs <file URL of @huggingface/jinja's entry module>
+// <file URL of the reference loader's "./jinja" entry module>.
 // Protocol: one JSON request per line on stdin, one JSON answer per line on stdout.
 //   {"op": "eval", "bytes": {"f16": 2, ...}, "scopes": [scope, ...], "exprs": [source, ...], "jobs": [[s, e], ...]}
 //     -> {"results": [{"kind": "number"|"bool"|"string"|"list"|"none"|"undefined"|"object", "value": ...}
@@ -8,69 +9,47 @@
 //   {"op": "render", "templates": {name: source}, "jobs": [[name, context], ...]}
 //     -> {"results": [{"text": wgsl} | {"error": message}, ...]}
 //   Either may carry "budget": {"work": units, "value": length, "output": length}, the Python sandbox's budgets
-//   (conformance/gpu/render.py): each job may evaluate that many nodes (plus one unit per character or item of
-//   every value they give), build no string or list longer than "value" and render no more than "output"
-//   characters; an overrun is {"error": message, "budget": true}. range() is bounded before it builds anything.
+//   (conformance/gpu/render.py; the loader's own by default): each job may spend that much work as the loader
+//   counts it (a unit per node, 64 per block run, one per character or item of every value built), build no string
+//   or list longer than "value" and render no more than "output" characters; an overrun is {"error": message,
+//   "budget": true}. range() is bounded before it builds anything.
+import { realpathSync } from "node:fs";
+import { register } from "node:module";
 import { createInterface } from "node:readline";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-const { Template, Environment, Interpreter, tokenize, parse } = await import(process.argv[2]);
+const LOADER_JINJA = process.argv[3];
+// The loader's bare `@huggingface/jinja` is the module this process imports (Node has no import map; an installed
+// suite's loader has no node_modules/ above it): one copy of the engine, whose classes the loader's interpreter
+// extends. Its URL as Node keys the module (the real path; `%40huggingface` would be a second copy).
+const JINJA = pathToFileURL(realpathSync(fileURLToPath(process.argv[2]))).href;
+const hook = `export async function resolve(specifier, context, next) {
+  return specifier === "@huggingface/jinja" ? { url: ${JSON.stringify(JINJA)}, shortCircuit: true }
+                                            : next(specifier, context);
+}`;
+register(`data:text/javascript,${encodeURIComponent(hook)}`);
+
+const { Template, Environment, tokenize, parse } = await import(JINJA);
 const OPTIONS = { lstrip_blocks: true, trim_blocks: true };   // what Template uses
-// The manifest functions are the reference loader's (loader/src/functions.js; the wheel carries it as
-// conformance/loader/), so the check and the loader evaluate the same definitions.
-const { LITERALS, functions } = await import(new URL("../../loader/src/functions.js", import.meta.url))
-  .catch(() => import(new URL("../loader/src/functions.js", import.meta.url)));
+// The manifest functions and the render budget are the reference loader's ("./jinja" entry), so the check and the
+// loader evaluate the same definitions and count a job's work with the same code (Budget: a unit per node, 64 per
+// block run, one per character or item built, range() sized before it builds; BudgetedInterpreter).
+const { LITERALS, functions, Budget, BudgetError, BudgetedInterpreter, renderBudgeted } = await import(LOADER_JINJA);
 
-// -- the work budget of one job ------------------------------------------------------------------------------------
-const BUDGET = { work: 1 << 22, value: 1 << 20, output: 1 << 20, spent: 0 };
-
-class BudgetError extends Error {}
-
-function charge(units) {
-  BUDGET.spent += units;
-  if (BUDGET.spent > BUDGET.work) {
-    throw new BudgetError(`spent more than ${BUDGET.work} units of work (RENDER_WORK_LIMIT, the budget of one ` +
-                          "render in the Python sandbox): a loop or a range too large");
+/** An overrun in lint's words (the loader's BudgetError says the same in the loader's). */
+function overrun(err) {
+  switch (err.limit) {
+    case "RENDER_WORK_LIMIT":
+      return `spent more than ${err.most} units of work (RENDER_WORK_LIMIT, the budget of one render in the Python ` +
+             "sandbox): a loop or a range too large";
+    case "MAX_VALUE":
+      return `${err.what} of ${err.length} characters or items, more than ${err.most} (MAX_VALUE, as in the Python ` +
+             "sandbox)";
+    case "MAX_OUTPUT":
+      return `rendered ${err.length} characters, more than ${err.most} (MAX_OUTPUT)`;
+    default:   // the JavaScript engine's own limit
+      return String((err.cause && err.cause.message) || err.message);
   }
-}
-
-function sized(value, what) {
-  if (value > BUDGET.value) {
-    throw new BudgetError(`${what} of ${value} characters or items, more than ${BUDGET.value} (MAX_VALUE, as in the ` +
-                          "Python sandbox)");
-  }
-  return value;
-}
-
-const evaluateNode = Interpreter.prototype.evaluate;
-Interpreter.prototype.evaluate = function (node, env) {   // every node of every template and expression is counted
-  charge(1);
-  const result = evaluateNode.call(this, node, env);
-  const v = result && result.value;
-  if (typeof v === "string" || Array.isArray(v)) charge(sized(v.length, "a value"));
-  return result;
-};
-
-// A block run (each loop iteration, each branch taken) costs @huggingface/jinja a fresh scope: about 64 node
-// evaluations' worth (docs/manual/threat-model.md gives the measurement), so it is charged that, and an empty loop of
-// millions of iterations ends within the budget like any other.
-const BLOCK_UNITS = 64;
-const evaluateBlock = Interpreter.prototype.evaluateBlock;
-Interpreter.prototype.evaluateBlock = function (statements, env) {
-  charge(BLOCK_UNITS);
-  return evaluateBlock.call(this, statements, env);
-};
-
-function range(start, stop, step = 1) {
-  if (stop === undefined) [start, stop] = [0, start];
-  if (![start, stop, step].every(Number.isInteger) || step === 0) throw new Error("range() takes integers, step not 0");
-  const count = Math.max(0, Math.ceil((stop - start) / step));
-  charge(sized(count, "range()"));
-  return Array.from({ length: count }, (_, i) => start + i * step);
-}
-
-function budgeted(budget, fn) {
-  Object.assign(BUDGET, budget || {}, { spent: 0 });
-  return fn();
 }
 
 function plain(v) {
@@ -100,10 +79,11 @@ function expression(source) {
   return program.body[0];
 }
 
-function environment(scope, bytes) {
+function environment(scope, bytes, budget) {
   const env = new Environment();
   const features = (scope.device && scope.device.features) || [];
-  for (const [name, value] of Object.entries({ ...LITERALS, range, ...scope, ...functions(features, bytes) })) {
+  const names = { ...LITERALS, range: budget.range, ...scope, ...functions(features, bytes) };
+  for (const [name, value] of Object.entries(names)) {
     env.set(name, value);
   }
   return env;
@@ -113,44 +93,40 @@ function attempt(fn) {
   try {
     return fn();
   } catch (err) {
+    if (err instanceof BudgetError) return { error: overrun(err), budget: true };
     const error = String((err && err.message) || err);
-    return err instanceof BudgetError || err instanceof RangeError ? { error, budget: true } : { error };
+    return err instanceof RangeError ? { error, budget: true } : { error };
   }
+}
+
+/** `fn(budget)` as one job: the request's budgets ({work, value, output}), nothing spent yet. */
+function job(budget, fn) {
+  budget.spent = 0;
+  return fn(budget);
 }
 
 function evaluate(req) {
   const parsed = req.exprs.map((source) => attempt(() => ({ node: expression(source) })));
+  const budget = new Budget(req.budget || {});
   const envs = new Map();
   return req.jobs.map(([s, e]) => {
     if (parsed[e].error) return parsed[e];
-    if (!envs.has(s)) envs.set(s, environment(req.scopes[s], req.bytes));
+    if (!envs.has(s)) envs.set(s, environment(req.scopes[s], req.bytes, budget));
     const env = envs.get(s);
-    return attempt(() => budgeted(req.budget, () => plain(new Interpreter(env).evaluate(parsed[e].node, env))));
+    return attempt(() => job(budget, (b) => plain(new BudgetedInterpreter(env, b).evaluate(parsed[e].node, env))));
   });
 }
 
-// Template.render less its global range(), which builds any list it is asked for (range(300000000)): the same
-// globals, with the bounded range() above.
-function renderBounded(template, context) {
-  const env = new Environment();
-  const globals = { ...LITERALS, range, raise_exception: (message) => { throw new Error(message); } };
-  for (const [name, value] of Object.entries({ ...globals, ...context })) env.set(name, value);
-  return new Interpreter(env).run(template.parsed).value;
-}
-
+// The loader's render (Template.render's globals less its range(), which builds any list it is asked for, e.g.
+// range(300000000): the budget's bounded one), the rendered text counted against MAX_OUTPUT.
 function render(req) {
   const templates = new Map();
+  const budget = new Budget(req.budget || {});
   return req.jobs.map(([name, context]) => {
     if (!templates.has(name)) templates.set(name, attempt(() => ({ template: new Template(req.templates[name]) })));
     const t = templates.get(name);
     if (t.error || t.overrun) return t.error ? t : t.overrun;   // one overrun per template, not one per context
-    const result = attempt(() => budgeted(req.budget, () => {
-      const text = renderBounded(t.template, context);
-      if (text.length > BUDGET.output) {
-        throw new BudgetError(`rendered ${text.length} characters, more than ${BUDGET.output} (MAX_OUTPUT)`);
-      }
-      return { text };
-    }));
+    const result = attempt(() => job(budget, (b) => ({ text: renderBudgeted(t.template.parsed, context, b) })));
     if (result.budget) t.overrun = result;
     return result;
   });

@@ -1,7 +1,8 @@
 """@huggingface/jinja, the template engine of a JavaScript loader, in one long-lived Node process.
 
 ``open_engine()`` finds Node and the pinned npm package (the checkout's ``node_modules/``, or the directory named
-by ``CONFORMANCE_JINJA_JS``) and starts ``jinja_js.mjs``; requests are JSON lines over its stdin and stdout, so a
+by ``CONFORMANCE_JINJA_JS``) and starts ``jinja_js.mjs`` with the reference loader's ``"./jinja"`` entry (the
+manifest functions and the render budget it counts with); requests are JSON lines over its stdin and stdout, so a
 lint run pays Node's start once, however many expressions it compares.
 """
 
@@ -15,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from conformance.config import loader_entry
 from conformance.errors import ConformanceError
 
 ENGINE = "@huggingface/jinja"
@@ -70,7 +72,8 @@ class JsJinja:
     def __init__(self, directory: Path, version: str, node: str):
         self.version = version
         self.label = f"{ENGINE} {version}"
-        self._command = [node, f"--max-old-space-size={NODE_HEAP_MB}", str(SCRIPT), _entry(directory).as_uri()]
+        self._command = [node, f"--max-old-space-size={NODE_HEAP_MB}", str(SCRIPT), _entry(directory).as_uri(),
+                         loader_entry("./jinja").as_uri()]
         self._start()
 
     def _start(self) -> None:
