@@ -1,6 +1,6 @@
 // Plans calls with a JavaScript loader's planner, no WebGPU: the Node side of conformance/tools/loader_plans.py.
-// Usage: node loader_plan.mjs <file URL of the loader's planner module (exports readManifest, planCall, planSummary)>
-//        [<file URL of @huggingface/jinja's entry module>]
+// Usage: node loader_plan.mjs <file URL of the loader's "./plan" entry module (exports readManifest, planCall,
+//        planSummary)> [<file URL of @huggingface/jinja's entry module>]
 // Protocol: one JSON request per line on stdin, one JSON answer per line on stdout.
 //   {"manifest": {...}, "file": "manifest.json", "calls": [{"inputs", "attributes", "tunables", "profile"}, ...]}
 //     -> {"results": [{"plan": summary} | {"error": {"name", "reason", "argument", "message", "failures"}}, ...]}

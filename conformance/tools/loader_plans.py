@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from conformance.certify.loader_plans import Difference, call_of, differences, python_result
-from conformance.config import REPO_LOADER
+from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.errors import ManifestError
@@ -22,7 +22,6 @@ from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.tools.jsjinja import EngineUnavailable, JsJinja, _entry, locate
 
 SCRIPT = Path(__file__).with_name("loader_plan.mjs")
-PLAN_MODULE = Path("src") / "plan.js"
 
 
 class LoaderPlanner(JsJinja):
@@ -37,12 +36,16 @@ class LoaderPlanner(JsJinja):
 
 
 def open_planner(loader: Path | None = None) -> LoaderPlanner:
-    """Node planning with ``loader``'s planner (default: the repository's ``loader/``), or EngineUnavailable."""
+    """Node planning with the ``"./plan"`` entry of ``loader`` (a loader package's directory; default: the
+    reference loader), or EngineUnavailable."""
     node = shutil.which("node")
     if node is None:
         raise EngineUnavailable("no node on PATH")
     jinja, _ = locate()  # the loader imports @huggingface/jinja: this one, wherever the loader is
-    module = Path(loader or REPO_LOADER) / PLAN_MODULE
+    try:
+        module = loader_entry("./plan", loader)
+    except FileNotFoundError as err:
+        raise EngineUnavailable(f"no loader planner: {err}") from None
     if not module.is_file():
         raise EngineUnavailable(f"no loader planner at {module}")
     return LoaderPlanner(module, node, jinja)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from conformance.certify.published import published_files
-from conformance.config import REPO_LOADER
+from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.profile import BASELINE
 
-INDEX = REPO_LOADER / "src" / "index.js"
+INDEX = loader_entry(".")
 HERE = Path(__file__).resolve().parent
 #: A heap far below Node's default, so that a render that builds without bound dies in seconds, not after
 #: taking the machine's memory: what the budget must prevent then fails the test fast.
@@ -28,7 +28,7 @@ def call_loader(tmp_path: Path, packages: dict[str, Package], calls: dict[str, d
     """Each call ``{"package": name, "method": "plan" | "render", "inputs": {role: {"shape", "dtype"}},
     "options": {...}}`` made through the loader in one Node process; label -> ``{"ok": True, "value": ...}`` (the
     variant planned, or each pass's rendered length) or the error's ``{name, reason, argument, message, file}``;
-    ``index``: another loader's ``src/index.js``."""
+    ``index``: another loader's module (a patched copy's ``loader_entry(".", copy)``)."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("the loader tests need Node")
