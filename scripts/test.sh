@@ -64,6 +64,9 @@ step "the suite's own tests"
 python3 -m pytest tests -q -p no:cacheprovider -n 2 --durations=15 \
   --deselect tests/gate/test_lint.py::test_real_specs_pass \
   --deselect tests/cases/test_golden.py::test_check_passes_on_committed_goldens
+step "the reference JavaScript loader's own tests (loader/: npm test, node --test with no GPU: every golden call"
+echo "   planned as its golden file says, bad input and tampered packages refused, the render budget, the types by tsc)"
+(cd loader && npm test --silent)
 start_beside dawn python3 -m pytest conformance/ --webgpu=dawn --device=vulkan -q -p no:cacheprovider
 start_beside gl python3 -m pytest conformance/ --device=gl -q -p no:cacheprovider
 start_beside jsep python3 -m pytest conformance/ --impl onnxruntime-web-jsep --webgpu=chromium -q -p no:cacheprovider \
