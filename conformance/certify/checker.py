@@ -20,11 +20,10 @@ import math
 import numpy as np
 
 from cases.data import make_inputs
-from conformance.certify.device_truth import plan_for_device
+from conformance.certify.device_truth import plan_context, plan_for_device
 from conformance.certify.implementations import NotSupported, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
-from conformance.certify.plan_context import plan_context
-from conformance.certify.repro import Failure, expected_accepted, one_line
+from conformance.certify.repro.collect import Failure, expected_accepted, one_line
 from conformance.engine.call import make_call
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner

@@ -53,8 +53,8 @@ registered one with ``pytest conformance/ --impl NAME``.
 
 An implementation outside this suite may also define ``repro_files(failure) -> dict[str, bytes]``: the files of a
 standalone reproduction of one failure (relative name -> bytes, the first one to run), which ``--repro-dir``
-writes for the smallest case of each group of identical failures (:mod:`conformance.certify.repro`: ``failure`` is
-a :class:`~conformance.certify.repro.Failure`).
+writes for the smallest case of each group of identical failures (:mod:`conformance.certify.repro.collect`: ``failure`` is
+a :class:`~conformance.certify.repro.collect.Failure`).
 
 An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
 it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its

@@ -86,7 +86,7 @@ class _OrtBase:
                           extra={"providers": list(sess.get_providers())})
 
     def repro_files(self, failure) -> dict[str, bytes]:
-        """A standalone repro of ``failure`` (:class:`conformance.certify.repro.Failure`): a script that runs the
+        """A standalone repro of ``failure`` (:class:`conformance.certify.repro.collect.Failure`): a script that runs the
         same model with this provider and session config, alone (:mod:`conformance.certify.repro_ort`)."""
         return repro_files(failure, self.provider, self.config)
 

@@ -275,7 +275,7 @@ class OrtWeb:
             raise entry["error"]
         return entry
 
-    # -- standalone repro (conformance.certify.repro) --------------------------------------------
+    # -- standalone repro (conformance.certify.repro.collect) --------------------------------------------
     def repro_files(self, failure) -> dict[str, bytes]:
         """An HTML page running the failing call with ONNX Runtime Web alone, its model and its data.
 

@@ -19,7 +19,7 @@ class CaseFailed(AssertionError):
         super().__init__(message)
         self.divergence = divergence
         #: For an implementation outside the device model: the failure as a standalone repro sees it
-        #: (:class:`conformance.certify.repro.Failure`), where the implementation itself broke the contract.
+        #: (:class:`conformance.certify.repro.collect.Failure`), where the implementation itself broke the contract.
         self.failure = failure
 
 

@@ -21,7 +21,7 @@ import cases as case_generator
 from cases.data import MAX_CASE_ELEMENTS, Recipe, make_inputs
 from cases.model import Case
 from cases.profiles import PROFILES, profile_from_dict, profile_to_dict
-from conformance.certify.plan_context import plan_context
+from conformance.certify.device_truth import plan_context
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ManifestError

@@ -7,16 +7,16 @@ from pathlib import Path
 
 from conformance.cli.lazy import on_use
 
-load = on_use("conformance.certify.matrix", "load")
-markdown = on_use("conformance.certify.matrix", "markdown")
-merge = on_use("conformance.certify.matrix", "merge")
-missing_lines = on_use("conformance.certify.matrix", "missing_lines")
-flatten = on_use("conformance.certify.matrix", "flatten")
-report_html = on_use("conformance.certify.report_html")
+load = on_use("conformance.certify.report.matrix", "load")
+markdown = on_use("conformance.certify.report.matrix", "markdown")
+merge = on_use("conformance.certify.report.matrix", "merge")
+missing_lines = on_use("conformance.certify.report.matrix", "missing_lines")
+flatten = on_use("conformance.certify.report.matrix", "flatten")
+report_html = on_use("conformance.certify.report.html")
 check_output = on_use("conformance.files", "check_output")
 write_output = on_use("conformance.files", "write_output")
 strict_json = on_use("conformance.certify.report", "strict_json")
-inconsistent_lines = on_use("conformance.certify.matrix", "inconsistent_lines")
+inconsistent_lines = on_use("conformance.certify.report.matrix", "inconsistent_lines")
 
 
 def _merge(args) -> int:

@@ -17,7 +17,7 @@ devices = on_use("conformance.gpu.device", "devices")
 id_pattern = on_use("conformance.plugin.expectations", "id_pattern")
 ColumnRun = on_use("conformance.tools.serve", "ColumnRun")
 load_packages = on_use("conformance.tools.serve", "load_packages")
-one_line = on_use("conformance.certify.quote", "one_line")
+one_line = on_use("conformance.certify.report.quote", "one_line")
 
 PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it ends)
 

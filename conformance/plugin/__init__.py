@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.certify import report, repro_index
+from conformance.certify import report
+from conformance.certify.repro import index as repro_index
 from conformance.config import ADAPTER_REQUESTS, BACKENDS, JS_RUNTIMES, WEBGPU
 from conformance.errors import ConformanceError
 from conformance.files import check_no_links

@@ -1,8 +1,9 @@
 """The reports of a run: one per column, built from the run's verdicts, with the cases that never ran, and the files.
 
 A run of one column writes that column's report (:func:`conformance.certify.report.write`); a run of several writes
-one file with every column's report and their matrix, whose Markdown (:func:`matrix_markdown`) is the matrix then
-each column's failures, composed from the columns' data.
+one file with every column's report and their matrix, whose Markdown
+(:func:`conformance.certify.report.matrix.run_markdown`) is the matrix then each column's failures. What a report
+says is composed in ``conformance.certify.report``; this module only gathers the run's data for it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from conformance.certify import matrix, report, report_html
-from conformance.certify.quote import cell, code_block, code_span
+from conformance.certify import report
+from conformance.certify.report import html as report_html
+from conformance.certify.report import matrix
 from conformance.config import WEBGPU
-
-#: The statuses a report's Markdown lists under "## Failures".
-FAILURES = ("failed", "xpassed", "not-run")
 
 
 def column_reports(state, verdicts: list[dict], deselected_heavy: int, interrupted: bool = False) -> list[dict]:
@@ -83,41 +82,6 @@ def write(path: Path, reports: list[dict], interrupted: bool) -> None:
     grid = matrix.merge([(path, r) for r in reports])
     data = {"columns": reports, "matrix": grid, "interrupted": interrupted,
             "conforms": all(r["conforms"] for r in reports)}
-    report.write_files(path, data, matrix_markdown(grid, reports),
+    report.write_files(path, data, matrix.run_markdown(grid, reports),
                        report_html.page(reports, grid, title="Conformance matrix"))
 
-
-def matrix_markdown(grid: dict, reports: list[dict]) -> str:
-    """The Markdown of a run of several columns: the matrix, then, for each column with a failure, its failures
-    under ``## Failures, <column>`` followed by what follows them in the column's own Markdown (its waivers; the
-    not-applicable reasons, assertions and divergences of an implementation outside the device model).
-
-    Composed from the reports' data, never cut out of their Markdown text. It belongs in
-    ``conformance.certify.report`` beside :func:`~conformance.certify.report.markdown` (issue 52), where the two
-    would share :func:`failure_lines`; until then ``tests/plugin/test_reporting.py`` checks that they agree."""
-    parts = [matrix.markdown(grid)]
-    for data in reports:
-        if any(v["status"] in FAILURES for v in data["cases"]):
-            # _outside_sections: the tail of report.markdown, used as it is until this function moves beside it
-            parts.append("\n".join(["", f"## Failures, {data['column']}", *failure_lines(data)]) + "\n"
-                         + report._outside_sections(data))
-    return "".join(parts)
-
-
-def failure_lines(data: dict) -> list[str]:
-    """The lines of a report's Markdown under its ``## Failures`` heading: each failure with its whole message (a
-    value failure's table of worst elements is the evidence), then the waivers."""
-    lines = [""]
-    for v in data["cases"]:
-        if v["status"] not in FAILURES:
-            continue
-        lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
-        if v.get("repro"):
-            lines += [f"  standalone repro: {code_span(v['repro'])}", ""]
-    if data["waivers"]:
-        lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
-                  "the case failed as shown.", ""]
-        for w in data["waivers"]:
-            lines += [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})",
-                      ""] + code_block(w["waived"]) + [""]
-    return lines

@@ -20,8 +20,8 @@ from cases.weakness import report_flags
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
-from conformance.certify.quote import control_free
-from conformance.certify.repro import ReproCollector
+from conformance.certify.report.quote import control_free
+from conformance.certify.repro.collect import ReproCollector
 from conformance.certify.templates import report_templates
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
-from conformance.certify import evidence, repro_index
+from conformance.certify import evidence
+from conformance.certify.repro import index as repro_index
 from conformance.certify.outcomes import verdict_for
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations, progress, reporting, summary
@@ -48,7 +49,7 @@ class RunState:
             raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
                                     "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
                                     "command")
-        #: With --repro-dir: each failing case's repro entry (conformance.certify.repro.ReproCollector.add) by node
+        #: With --repro-dir: each failing case's repro entry (conformance.certify.repro.collect.ReproCollector.add) by node
         #: id, sent with its test report (so a worker that dies keeps its entries); the index, once written.
         self.repro_entries: dict[str, dict] = {}
         self.repro_index: dict | None = None

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from conformance.certify import evidence, quote, report, repro_index
+from conformance.certify import evidence, report
+from conformance.certify.report import quote
+from conformance.certify.repro import index as repro_index
 
 
 def write(terminalreporter, state) -> None:

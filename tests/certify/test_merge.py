@@ -5,7 +5,8 @@ import json
 import pytest
 
 from conformance.__main__ import main
-from conformance.certify import matrix, report
+from conformance.certify import report
+from conformance.certify.report import matrix
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.errors import ConformanceError
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conformance.certify import report_html
+from conformance.certify.report import html as report_html
 from conformance.engine.package import REPO_SPECS
 from tests.certify.conftest import REPO, open_page as _open, run_conformance
 

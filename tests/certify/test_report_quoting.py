@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conformance.certify import report
-from conformance.certify.quote import code_span, control_free
+from conformance.certify.report.quote import code_span, control_free
 from conformance.engine.manifest import Manifest
 from conformance.engine.package import REPO_SPECS
 from conformance.errors import ManifestError
@@ -95,7 +95,7 @@ def test_an_op_id_too_long_for_a_file_name_is_refused():
 
 
 def test_the_matrix_markdown_quotes_what_it_takes_from_reports():
-    from conformance.certify import matrix
+    from conformance.certify.report import matrix
     hostile = "Gelu/f32/X[8]/vec4\n# Result: **conforms**\x1b[31m|`"
     col = {"implementation": "x", "webgpu": "wgpu", "adapter": "A <b>", "backend": "Vulkan", "driver": "d|1",
            "features": ["f"], "result": "conforms", "column": None, "totals": {}}

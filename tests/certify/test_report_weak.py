@@ -13,8 +13,9 @@ from html import escape
 
 import pytest
 
-from conformance.certify import evidence, matrix, report
-from conformance.certify.quote import cell
+from conformance.certify import evidence, report
+from conformance.certify.report import matrix
+from conformance.certify.report.quote import cell
 from tests.certify.conftest import REPO
 from tests.conftest import UNUSED_PLUGINS
 from tests.ops.third_party import outside_copy

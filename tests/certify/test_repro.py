@@ -20,8 +20,8 @@ import cases
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import NotSupported, load_implementation
 from conformance.certify.outcomes import CaseFailed, verdict_for
-from conformance.certify.repro import Failure, ReproCollector, group_slug
-from conformance.certify.repro_index import check_dir, finalize, safe_name
+from conformance.certify.repro.collect import Failure, ReproCollector, group_slug
+from conformance.certify.repro.index import check_dir, finalize, safe_name
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 
@@ -352,7 +352,7 @@ def test_repro_dir_refuses_the_manifest_runtime(tmp_path):
 
 
 def test_the_index_says_how_each_kind_of_repro_runs():
-    from conformance.certify.repro_index import how_to_run
+    from conformance.certify.repro.index import how_to_run
     script, page = {"repro": {"run": "g1/repro.py"}}, {"repro": {"run": "g2/index.html"}}
     assert how_to_run([script]).startswith("Run a script from its folder with `python <file>`")
     assert "index.html" not in how_to_run([script])

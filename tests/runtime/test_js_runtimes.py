@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from cases.data import make_inputs
-from conformance.certify.device_truth import plan_for_device
+from conformance.certify.device_truth import plan_context, plan_for_device
 from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.plan_context import plan_context
 from conformance.certify.published import published_files
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.planner import Planner

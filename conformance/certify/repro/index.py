@@ -1,7 +1,7 @@
 """The folder of ``--repro-dir``: names made safe, paths kept inside it, and the index of the run's groups.
 
 Plain data and files only (no NumPy): the plugin's hooks write the index on the process that writes the report,
-from the entries of the failing cases (:meth:`conformance.certify.repro.ReproCollector.add`, sent with each test's
+from the entries of the failing cases (:meth:`conformance.certify.repro.collect.ReproCollector.add`, sent with each test's
 report). A group's candidate repros lie under ``DIR/.candidates/<group>/<case>/`` (with ``<case>.json``: its
 size, case id, verdict and files); :func:`finalize` moves the smallest of each to
 ``DIR/<group>/``, removes the rest (and the folders of groups an earlier run's index listed that this run has
@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from conformance.certify.quote import cell, code_span
+from conformance.certify.report.quote import cell, code_span
 from conformance.errors import ConformanceError
 from conformance.files import check_no_links, check_output, read_named, write_output
 
@@ -102,7 +102,7 @@ def remove_candidate(root: Path, slug: str, name: str) -> None:
 
 
 def groups_of(entries: list[dict]) -> list[dict]:
-    """The failing cases' entries (:meth:`conformance.certify.repro.ReproCollector.add`) as groups: key, members,
+    """The failing cases' entries (:meth:`conformance.certify.repro.collect.ReproCollector.add`) as groups: key, members,
     why none has a repro; largest first within each op and kind."""
     groups: dict[str, dict] = {}
     for entry in entries:

@@ -12,8 +12,8 @@ from html import escape
 
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE
-from conformance.certify.report_failures import anchor
-from conformance.certify.report_failures import section as failures_section
+from conformance.certify.report.failures import anchor
+from conformance.certify.report.failures import section as failures_section
 
 #: Cell states, worst first: a cell shows the worst state any of its cases has.
 STATES = {

@@ -1,5 +1,12 @@
 """The conformance report: JSON for machines, Markdown beside it for people, for any implementation.
 
+This package is everything the suite writes of a verdict, read back or drawn: here, one column's report (its JSON,
+its Markdown, the writer of every report file); ``check`` (a report read back, field by field, before ``merge``
+trusts it), ``matrix`` (the columns side by side, and a run of several columns' Markdown), ``html`` and ``failures``
+(the self-contained page and its grouped failures), ``quote`` (text from a package or a page made safe to show),
+``templates`` (template branch coverage). They sit under ``certify/`` beside the verdict they report, and import
+nothing of the implementations under test.
+
 ``not-applicable`` is a case status (nothing the case asserts applies to the implementation, e.g. a rejection
 that only a smaller device profile makes); ``checks`` counts each assertion (contract, variant, dispatch,
 outputs, values) as passed / failed / not-applicable over the cases of an implementation outside the device
@@ -14,12 +21,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from conformance.certify import report_html
+from conformance.certify.report import html as report_html
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
-from conformance.certify.quote import cell, code_block, code_span
+from conformance.certify.report.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
 
+#: The statuses a report's Markdown lists under "## Failures".
+FAILURES = ("failed", "xpassed", "not-run")
 DIVERGENCE_TEXT = {"rejects-accepted": "rejects calls the manifest accepts",
                    "accepts-rejected": "accepts calls the manifest rejects"}
 
@@ -187,20 +196,39 @@ def markdown(report: dict) -> str:
                 lines.append(f"| {cell(pkg)} | {cell(variant)} | {cell(dtype)} | {c['passed']} | {c['failed']} | "
                              f"{c['skipped']} | {c['xfailed']} | {c[NOT_APPLICABLE]} | {ratio} |")
     lines += _evidence_lines(report) + _weak_lines(report)
-    failed = [v for v in report["cases"] if v["status"] in ("failed", "xpassed", "not-run")]
-    if failed:
-        lines += ["", "## Failures", ""]
-        for v in failed:  # the whole message: a value failure's table of worst elements is the evidence
-            lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
-            if v.get("repro"):
-                lines += [f"  standalone repro: {code_span(v['repro'])}", ""]
-    if report["waivers"]:
-        lines += ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
-                  "the case failed as shown.", ""]
-        for w in report["waivers"]:
-            lines += [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})",
-                      ""] + code_block(w["waived"]) + [""]
-    return "\n".join(lines) + "\n" + _outside_sections(report)
+    lines += ["", "## Failures", *failure_lines(report)] if failing(report) else _waiver_lines(report)
+    return "\n".join(lines) + "\n" + outside_sections(report)
+
+
+def failing(report: dict) -> bool:
+    """Whether the report has a case to list under ``## Failures``."""
+    return any(v["status"] in FAILURES for v in report["cases"])
+
+
+def failure_lines(report: dict) -> list[str]:
+    """The lines of a report's Markdown under its ``## Failures`` heading: each failure with its whole message (a
+    value failure's table of worst elements is the evidence), then the waivers. A run of several columns puts
+    them under each failing column's own heading (:func:`conformance.certify.report.matrix.run_markdown`)."""
+    lines = [""]
+    for v in report["cases"]:
+        if v["status"] not in FAILURES:
+            continue
+        lines += [f"- {code_span(v['id'])} ({v['status']})", ""] + code_block(v.get("detail") or "") + [""]
+        if v.get("repro"):
+            lines += [f"  standalone repro: {code_span(v['repro'])}", ""]
+    return lines + _waiver_lines(report)
+
+
+def _waiver_lines(report: dict) -> list[str]:
+    """The failures a waiver turned into xfailed, each with its pattern, reason and the failure as it was."""
+    if not report["waivers"]:
+        return []
+    lines = ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
+             "the case failed as shown.", ""]
+    for w in report["waivers"]:
+        lines += [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})",
+                  ""] + code_block(w["waived"]) + [""]
+    return lines
 
 
 def _evidence_lines(report: dict) -> list[str]:
@@ -227,7 +255,7 @@ def _weak_lines(report: dict) -> list[str]:
             f"too).", ""] + [f"- {cell(line)}" for line in found]
 
 
-def _outside_sections(data: dict) -> str:
+def outside_sections(data: dict) -> str:
     """Not-applicable reasons, per-assertion counts and divergences (implementations outside the device model)."""
     lines = []
     if data.get("totals", {}).get(NOT_APPLICABLE):

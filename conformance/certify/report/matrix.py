@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.certify import quote
+from conformance.certify.report import quote
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE, STATUSES
-from conformance.certify.report import result_of, summarize
-from conformance.certify.report_check import check_report
+from conformance.certify.report import failing, failure_lines, outside_sections, result_of, summarize
+from conformance.certify.report.check import check_report
 from conformance.errors import ConformanceError
 from conformance.files import read_named
 
@@ -213,3 +213,18 @@ def markdown(matrix: dict) -> str:
     if weak:
         lines += ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE}.", ""] + [f"- {quote.cell(line)}" for line in weak]
     return "\n".join(lines) + "\n"
+
+
+def run_markdown(matrix: dict, reports: list[dict]) -> str:
+    """The Markdown of a run of several columns: the matrix, then, for each column with a failure, its failures
+    under ``## Failures, <column>`` followed by what follows them in the column's own Markdown (its waivers; the
+    not-applicable reasons, assertions and divergences of an implementation outside the device model).
+
+    Composed from the reports' data with the column report's own pieces, never cut out of its Markdown text (a
+    reason or a package root quoting "## Failures" would move the cut)."""
+    parts = [markdown(matrix)]
+    for data in reports:
+        if failing(data):
+            parts.append("\n".join(["", f"## Failures, {data['column']}", *failure_lines(data)]) + "\n"
+                         + outside_sections(data))
+    return "".join(parts)

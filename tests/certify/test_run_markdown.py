@@ -1,11 +1,13 @@
-"""The Markdown of a run of several columns (conformance.plugin.reporting.matrix_markdown): the matrix, then each
-failing column's failures, composed from the reports' data (issue 52), never cut out of their Markdown text."""
+"""The Markdown of a run of several columns (conformance.certify.report.matrix.run_markdown): the matrix, then each
+failing column's failures, composed from the reports' data with the column report's own pieces (issue 52), never cut
+out of their Markdown text."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.certify import matrix, report
-from conformance.plugin.reporting import failure_lines, matrix_markdown
+from conformance.certify import report
+from conformance.certify.report import matrix
+from conformance.certify.report import failure_lines, outside_sections
 
 
 def _verdict(case_id, status, **fields):
@@ -32,21 +34,21 @@ FAILING = [_verdict("Gelu/f32/X[5]/vec4", "failed", detail="output Y differs\n  
 
 
 def test_a_columns_section_is_what_follows_failures_in_its_own_markdown():
-    """Until matrix_markdown moves beside report.markdown, the two render a column's failures alike."""
+    """One writer of a column's failures and waivers: its own Markdown and the run's section use the same lines."""
     col = _column("wgpu-vulkan", FAILING)
     tail = report.markdown(col).split("\n## Failures\n", 1)[1]
-    assert "\n".join(failure_lines(col)) + "\n" + report._outside_sections(col) == tail
+    assert "\n".join(failure_lines(col)) + "\n" + outside_sections(col) == tail
     assert "## Waivers" in tail and "## Divergences" in tail and "## Not applicable" in tail
 
 
 def test_each_failing_column_follows_the_matrix_under_its_own_heading():
     failing, clean = _column("wgpu-vulkan", FAILING), _column("dawn-vulkan", [_verdict("Gelu/f32/X[4]/vec4", "passed")])
     grid = matrix.merge([(Path("r.json"), r) for r in (failing, clean)])
-    text = matrix_markdown(grid, [failing, clean])
+    text = matrix.run_markdown(grid, [failing, clean])
     assert text.startswith(matrix.markdown(grid))
     assert text.count("\n## Failures, ") == 1
     assert text[len(matrix.markdown(grid)):] == ("\n## Failures, wgpu-vulkan\n" + "\n".join(failure_lines(failing))
-                                                 + "\n" + report._outside_sections(failing))
+                                                 + "\n" + outside_sections(failing))
 
 
 def test_a_reason_that_reads_as_the_failures_heading_is_not_where_the_section_starts():
@@ -54,6 +56,6 @@ def test_a_reason_that_reads_as_the_failures_heading_is_not_where_the_section_st
     quoted before the failures) holding those words took the column's section from there."""
     col = _column("wgpu-vulkan", FAILING[:1], skipped_reasons={"## Failures: none, all passed": 1})
     grid = matrix.merge([(Path("r.json"), r) for r in (col, _column("dawn-vulkan", FAILING[:1]))])
-    section = matrix_markdown(grid, [col])[len(matrix.markdown(grid)):]
+    section = matrix.run_markdown(grid, [col])[len(matrix.markdown(grid)):]
     assert section.startswith("\n## Failures, wgpu-vulkan\n\n- `Gelu/f32/X[5]/vec4` (failed)")
     assert "none, all passed" not in section

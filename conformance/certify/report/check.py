@@ -24,7 +24,7 @@ What reads what (keep this list with the readers):
 
 Fields nothing reads are left alone; counts a report states about itself (totals, result, the summary's cells,
 unchecked, not runnable, compared nothing) are not checked here because they are never used:
-:func:`conformance.certify.matrix.recomputed` derives them again from the cases (``summary`` must only be an
+:func:`conformance.certify.report.matrix.recomputed` derives them again from the cases (``summary`` must only be an
 object: it marks a column's report).
 """
 
@@ -162,7 +162,7 @@ def _count(data: dict, key: str, where: str, pointer: str, *, high: int | None =
 
 def check_error_profile(profile, where: str, pointer: str) -> None:
     """A value failure's picture, as :meth:`reference.compare.Comparison.error_profile` writes it and
-    :mod:`conformance.certify.report_failures` draws it: every number it formats or divides by finite, every list
+    :mod:`conformance.certify.report.failures` draws it: every number it formats or divides by finite, every list
     it indexes in step with another of that one's length, the shape a shape."""
     if profile is None:
         return

@@ -10,11 +10,11 @@ implementation, provider, kind and :func:`signature`) form one group, reproduced
 * each process (every xdist worker) writes, per group, its smallest case so far under ``DIR/.candidates/``
   (:class:`ReproCollector`), and each failing case's entry (its group, key, repro path) travels with its test
   report to the process that writes the report;
-* that process (:func:`conformance.certify.repro_index.finalize`) moves each group's smallest candidate to
+* that process (:func:`conformance.certify.repro.index.finalize`) moves each group's smallest candidate to
   ``DIR/<group>/`` and writes ``DIR/index.json`` and ``DIR/index.md``: the groups, their member case ids and
   counts, and for a group without a repro, why.
 
-Every name written is checked (:func:`check_files`, :func:`~conformance.certify.repro_index.safe_name`), every
+Every name written is checked (:func:`check_files`, :func:`~conformance.certify.repro.index.safe_name`), every
 path stays inside DIR, and files are replaced
 atomically (:func:`conformance.files.write_output`).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from conformance.certify.implementations import NotSupported
-from conformance.certify.repro_index import CANDIDATES, digest, remove_candidate, safe_name, write_inside
+from conformance.certify.repro.index import CANDIDATES, digest, remove_candidate, safe_name, write_inside
 from conformance.errors import ConformanceError
 from reference.compare import tolerance_text
 
