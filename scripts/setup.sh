@@ -23,7 +23,7 @@ python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 
 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >"$log" 2>&1 \
   || { cat "$log" >&2; echo "setup failed: npm ci" >&2; exit 1; }
 python3 -c "import conformance, wgpu" || { echo "setup failed: the project is not importable" >&2; exit 1; }
-# the JavaScript-runtime columns (conformance/gpu/backends/js_runtime.py): Dawn for Node's binary (`webgpu` carries every
+# the JavaScript-runtime columns (conformance/impls/js_loader/runtime.py): Dawn for Node's binary (`webgpu` carries every
 # platform's), and Deno where npm has it for this platform (an optional package: Linux x86_64 with glibc)
 [ -f node_modules/webgpu/dist/linux-x64/dawn.node ] \
   || { echo "setup failed: npm ci left no node_modules/webgpu/dist/linux-x64/dawn.node" >&2; exit 1; }

@@ -192,11 +192,11 @@ def _rejected(err: ContractError) -> Rejected:
 
 #: The built-in implementations, as "module:factory" (loaded on selection: ONNX Runtime is optional).
 BUILTIN = {DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementation",
-           "onnxruntime-cpu": "conformance.certify.onnxruntime:OrtCpu",
-           "onnxruntime-webgpu": "conformance.certify.onnxruntime:OrtWebGpu",
-           "onnxruntime-web": "conformance.certify.onnxruntime_web:OrtWeb",
-           "onnxruntime-web-jsep": "conformance.certify.onnxruntime_web:OrtWebJsep",
-           "js-loader": "conformance.certify.js_loader:JsLoader"}
+           "onnxruntime-cpu": "conformance.impls.onnxruntime.native:OrtCpu",
+           "onnxruntime-webgpu": "conformance.impls.onnxruntime.native:OrtWebGpu",
+           "onnxruntime-web": "conformance.impls.onnxruntime.web:OrtWeb",
+           "onnxruntime-web-jsep": "conformance.impls.onnxruntime.web:OrtWebJsep",
+           "js-loader": "conformance.impls.js_loader.loader:JsLoader"}
 #: ``--impl js-loader:PATH_OR_URL.mjs``: the js-loader implementation running another loader module.
 LOADER_PREFIX = "js-loader:"
 

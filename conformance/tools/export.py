@@ -16,7 +16,7 @@ from pathlib import Path
 import cases
 from conformance.certify.testjson import MAX_ELEMENTS, TEST_FILE, build_test
 from conformance.engine.call import make_call
-from conformance.certify.published import template_digests
+from conformance.impls.js_loader.published import template_digests
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE

@@ -2,7 +2,7 @@
 
 ``compare_package(package, cases, engine)`` plans each case's call with the suite's planner and with the loader's
 planner in Node (``loader_plan.mjs``, one process for a whole run), and returns the differences
-(:mod:`conformance.certify.loader_plans`): the variant, each pass's constants, bindings (with the packed uniform
+(:mod:`conformance.impls.js_loader.plans`): the variant, each pass's constants, bindings (with the packed uniform
 bytes and fields) and dispatch, the outputs; for a refused call the reason and, for ``no-variant``, each
 variant's first false predicate with its values, as the message says it.
 """
@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conformance.certify.loader_plans import Difference, call_of, differences, python_result
+from conformance.impls.js_loader.plans import Difference, call_of, differences, python_result
 from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner

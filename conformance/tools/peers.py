@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from conformance.certify.onnxruntime import OrtWebGpu, ort_ops, session_key, short_error
+from conformance.impls.onnxruntime.native import OrtWebGpu, ort_ops, session_key, short_error
 from conformance.ops.registry import find
 
 #: How the ONNX Runtime WebGPU peer is timed (see ``time_bound_runs``).

@@ -20,11 +20,10 @@ from playwright.sync_api import sync_playwright
 from cases.golden import CASES_DIR, load_matching_golden
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import Rejected, load_implementation
-from conformance.certify.onnxruntime_web import OrtWeb, ProviderFallback
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, verdict_for
 from conformance.engine.package import load_package
 from conformance.gpu.backends import chromium
-from conformance.gpu.backends.served import ort_dist
+from conformance.impls.onnxruntime.web import OrtWeb, ProviderFallback, ort_dist
 from conformance.ops import record_for
 
 pytestmark = pytest.mark.browsers
@@ -81,7 +80,7 @@ def test_a_new_session_releases_the_pages_earlier_ones_and_a_repeated_call_reuse
     assert other.impl["session_reused"] is False
     live = [e["name"] for e in impl._sessions.values() if "name" in e]
     assert len(live) == 1 and live != names                                      # one live session, the new one
-    gone = impl._call(impl._page, ["ortRun", 0, names[0], {}])
+    gone = impl.call(impl._page, ["ortRun", 0, names[0], {}])
     assert "no session" in gone["error"]                                         # and the page let the old one go
 
 
@@ -102,7 +101,7 @@ def test_a_node_the_provider_does_not_take_fails_as_a_cpu_fallback_never_a_rejec
     """Neither provider has float64 kernels: with fallback disabled the session fails (JSEP: "fallback to CPU EP has
     been explicitly disabled"; the C++ provider: the Mul its optimizer made of Gelu has no provider), and that is
     a failure naming the CPU, never a Rejected (which would pass every rejection case)."""
-    case = SimpleNamespace(package=op, attributes=None)
+    case = SimpleNamespace(package=op, attributes={})
     with pytest.raises(ProviderFallback, match="would run on the CPU") as err:
         _impl(impl).run(case, {"X": np.linspace(-1, 1, 8)})
     assert not isinstance(err.value, Rejected)

@@ -1,5 +1,6 @@
 """The page server hands out ONNX Runtime Web's files (the pinned npm package's dist/) and the page runtime's ORT
-commands, and nothing else under those paths."""
+commands, and nothing else under those paths: the routes ONNX Runtime Web registers with the page server when its
+module is imported."""
 from __future__ import annotations
 
 import urllib.error
@@ -7,7 +8,8 @@ import urllib.request
 
 import pytest
 
-from conformance.gpu.backends.served import PageServer, ort_dist
+from conformance.gpu.backends.served import PageServer
+from conformance.impls.onnxruntime.web import ort_dist  # registers ext/ort.mjs and ort/
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +44,19 @@ def test_ort_web_bundles_and_webassembly_are_served_with_their_types(server):
 def test_nothing_else_is_handed_out_under_ort_and_ext(server, path):
     status, _, body = get(server.url + path)
     assert status in (403, 404) and body.startswith(b"refused")
+
+
+def test_a_file_of_dist_that_links_out_of_it_is_refused(server, tmp_path, monkeypatch):
+    """The route ONNX Runtime Web registers hands out regular files inside its dist/ only."""
+    (tmp_path / "victim.txt").write_text("precious\n")
+    dist = tmp_path / "ortpkg" / "dist"
+    dist.mkdir(parents=True)
+    (dist / "ort.webgpu.min.mjs").write_text("// the package's own\n")
+    (dist / "ort-wasm-simd-threaded.jsep.wasm").symlink_to(tmp_path / "victim.txt")
+    monkeypatch.setenv("CONFORMANCE_ORT_WEB", str(dist.parent))
+    assert get(server.url + "ort/ort.webgpu.min.mjs")[::2] == (200, b"// the package's own\n")
+    status, _, body = get(server.url + "ort/ort-wasm-simd-threaded.jsep.wasm")
+    assert status == 404 and b"precious" not in body and b"outside" in body, body
 
 
 def test_without_the_token_nothing_is_served(server):

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from cases.golden import load_golden
-from conformance.certify.loader_plans import python_result
+from conformance.impls.js_loader.plans import python_result
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
 from conformance.tools.jsjinja import EngineUnavailable

@@ -1,8 +1,10 @@
 """The stages' dependencies point one way, and no module hides which stage it uses.
 
 Layers, lowest first: the shared foundation (``conformance.errors``, ``conformance.config``), the manifest engine,
-the op records (``conformance.ops``), the case generator (``cases``), the GPU runtime, certification, then the plugin and the tools side by side, then the
-command lines. A module may import its own package and any lower layer; ``reference`` imports nothing of the suite.
+the op records (``conformance.ops``), the case generator (``cases``), the GPU runtime, certification (the verdict and
+its reports), the implementations under test other than the suite's own runtime (``conformance.impls``: certification
+names them only by entry-point strings), then the plugin and the tools side by side, then the command lines. A module
+may import its own package and any lower layer; ``reference`` imports nothing of the suite.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ LAYERS = [
     ("cases", 2, "cases"),
     ("conformance.gpu", 3, "gpu"),
     ("conformance.certify", 4, "certify"),
+    ("conformance.impls", 4.5, "impls"),   # ONNX Runtime, ORT Web, the JS loader: certify's interface, gpu's pages
     ("conformance.plugin", 5, "plugin"), ("conformance.tools", 5, "tools"),
     ("conformance.cli", 6, "cli"), ("conformance.__main__", 6, "cli"), ("cases.__main__", 6, "cli"),
     ("conformance.test_kernels", 6, "cli"),

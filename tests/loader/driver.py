@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.certify.published import published_files
+from conformance.impls.js_loader.published import published_files
 from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.profile import BASELINE

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.certify.outcomes import CaseFailed
-from conformance.gpu.backends.js_runtime import unavailable
+from conformance.impls.js_loader.runtime import unavailable
 from tests.browsers.test_js_loader import MISBEHAVING, PLANTS, WRAPPER, check, loader_impl
 from tests.browsers.test_js_loader_evidence import GETKERNEL, NOTHING, ON_THE_CPU
 from tests.browsers.test_js_loader_evidence import PLANTS as WORK_PLANTS

@@ -1,5 +1,5 @@
 """The reference loader outside browsers: Node with Dawn for Node and Deno with its wgpu, each through
-``js_runtime_host.mjs`` (conformance/gpu/backends/js_runtime.py starts it), run golden cases of the shipped packages;
+``runtime_host.mjs`` (conformance/impls/js_loader/runtime.py starts it), run golden cases of the shipped packages;
 the loader's plan equals the suite's, its outputs agree with the float64 reference, and a call the device cannot run
 (f16 without shader-f16) is refused as the manifest says. A loader that hangs costs its case the driver's deadline
 and the next case gets a fresh host; a missing runtime is one line that says to run npm ci."""
@@ -14,12 +14,12 @@ import pytest
 
 from cases.data import make_inputs
 from conformance.certify.device_truth import plan_context, plan_for_device
-from conformance.certify.loader_plans import differences, python_result
-from conformance.certify.published import published_files
+from conformance.impls.js_loader.plans import differences, python_result
+from conformance.impls.js_loader.published import published_files
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
-from conformance.gpu.backends.js_runtime import (RUNTIMES, JsRuntime, RuntimeTimeout, RuntimeUnavailable,
+from conformance.impls.js_loader.runtime import (RUNTIMES, JsRuntime, RuntimeTimeout, RuntimeUnavailable,
                                                  unavailable)
 from conformance.ops.registry import find
 from reference import compare

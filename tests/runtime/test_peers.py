@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from conformance.certify import onnxruntime as ort_impl
+from conformance.impls.onnxruntime import native as ort_impl
 from conformance.tools import peers
 
 MI = 1 << 20

@@ -16,10 +16,10 @@ What reads what (keep this list with the readers):
 * ``matrix.merge`` / ``markdown``: ``packages[].package`` and ``files`` (sha256 per file, compared), ``device``
   (``adapter``, ``backend``, ``driver``, ``webgpu``, ``features``), ``weak[]`` (``package``, ``kind``,
   ``message``: :func:`conformance.certify.evidence.flag_lines` formats all three);
-* ``report_html``: the device's ``type``, ``implementation``, ``provider``, ``browser``, ``onnxruntime-web``,
+* ``html``: the device's ``type``, ``implementation``, ``provider``, ``browser``, ``onnxruntime-web``,
   ``user_agent`` and ``limits``; per case ``divergence``, ``rerun``, ``repro`` and a value failure's
   ``error_profile`` (:func:`check_error_profile`: ``role``, ``shape``, ``profile``, ``failing``, ``checked``,
-  ``mismatches``, ``by_input`` with ``range``, ``worst``, ``failing``, ``count``), which ``report_failures``
+  ``mismatches``, ``by_input`` with ``range``, ``worst``, ``failing``, ``count``), which ``failures``
   draws.
 
 Fields nothing reads are left alone; counts a report states about itself (totals, result, the summary's cells,

@@ -1,8 +1,8 @@
 """The folder of ``--repro-dir``: names made safe, paths kept inside it, and the index of the run's groups.
 
 Plain data and files only (no NumPy): the plugin's hooks write the index on the process that writes the report,
-from the entries of the failing cases (:meth:`conformance.certify.repro.collect.ReproCollector.add`, sent with each test's
-report). A group's candidate repros lie under ``DIR/.candidates/<group>/<case>/`` (with ``<case>.json``: its
+from the entries of the failing cases (:meth:`conformance.certify.repro.collect.ReproCollector.add`, sent with
+each test's report). A group's candidate repros lie under ``DIR/.candidates/<group>/<case>/`` (with ``<case>.json``: its
 size, case id, verdict and files); :func:`finalize` moves the smallest of each to
 ``DIR/<group>/``, removes the rest (and the folders of groups an earlier run's index listed that this run has
 not) and writes ``DIR/index.json`` and ``DIR/index.md``.
@@ -102,8 +102,8 @@ def remove_candidate(root: Path, slug: str, name: str) -> None:
 
 
 def groups_of(entries: list[dict]) -> list[dict]:
-    """The failing cases' entries (:meth:`conformance.certify.repro.collect.ReproCollector.add`) as groups: key, members,
-    why none has a repro; largest first within each op and kind."""
+    """The failing cases' entries (:meth:`conformance.certify.repro.collect.ReproCollector.add`) as groups: key,
+    members, why none has a repro; largest first within each op and kind."""
     groups: dict[str, dict] = {}
     for entry in entries:
         group = groups.setdefault(entry["slug"], {"slug": entry["slug"], "key": entry["key"], "members": [],

@@ -37,7 +37,7 @@ from conformance.errors import DeviceError
 from conformance.gpu.backends import EXECUTABLES
 from conformance.gpu.backends import enumerate_adapters as adapters_of_implementation
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, PageGone, Session, WebGPUError
-from conformance.gpu.backends.served import Channel, PageServer
+from conformance.gpu.backends.served import Channel, PageServer, imports_generation
 
 CHROMIUM = EXECUTABLES["chromium"]
 #: --enable-unsafe-webgpu: the one flag needed: without it requestAdapter() answers null on Linux.
@@ -170,6 +170,7 @@ class Backend:
         self._thread.start()
         self._lock = threading.RLock()
         self._session: Session | None = None
+        self._imports = 0   # the page server's import map generation when the page was loaded
         self._pw = self._browser = None
         self.closed = False
         self.gpu_kills = 0  # hung GPU processes killed so far
@@ -227,8 +228,16 @@ class Backend:
         with self._lock:
             if self.closed:
                 raise WebGPUError("the browser backend is closed")
+            if self._session is not None and not self._session.lost and self._imports != imports_generation():
+                # an implementation registered page imports after this page loaded: a fresh page has them
+                self._session.lose("the page was loaded before an implementation added to its import map")
+                try:
+                    self._call(self._session.transport.page.close(run_before_unload=False), 10)
+                except Exception:  # noqa: BLE001 -- a page that will not close is left to the browser
+                    pass
             if self._session is None or self._session.lost:
                 client = self.server.client()
+                self._imports = imports_generation()
                 try:
                     page, cdp = self._call(self._new_page(client), 30)
                 except Exception:  # the browser itself is unusable: start another one

@@ -17,6 +17,13 @@ The server is made to face a network:
   at most :data:`MAX_PAGES_PER_ADDRESS`; a page that says hello and never polls (no column is made for it), or whose
   column has finished, is freed once it is not heard from for :data:`IDLE_SECONDS` (``PageServer.free_abandoned``),
   so neither a script holding the URL nor tabs left open lock browsers out.
+
+The server knows no implementation under test by name. One that runs in the page (``conformance.impls``: ONNX
+Runtime Web, a JavaScript loader) registers, when its module is imported, its page module (``ext/<name>.mjs``,
+loaded by the page runtime on ``["extend", 0, name]``), the static routes it needs (a first path segment and a
+function answering a path under it: ORT Web's ``dist/``, a loader's files) and the bare names the page's import
+map resolves (:func:`register`). The page's HTML is made when it is asked for, with the import map as registered
+then (an import map must come before the first module a page imports).
 """
 
 from __future__ import annotations
@@ -24,7 +31,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import os
 import re
 import secrets
 import socket
@@ -32,11 +38,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 from conformance.errors import ConformanceError
-from conformance.files import MAX_DATA_FILE, read_confined
-from conformance.gpu.backends.loader_files import IMPORT_MAP, LoaderFileError, loader_file
 from conformance.gpu.backends.page import (DEFAULT_TIMEOUT, RUNTIME_JS, Adapter, MalformedAnswer, PageGone, Session,
                                            WebGPUError)
 
@@ -51,24 +56,85 @@ POLL_SECONDS = 10.0            # how long one poll waits for a batch before an i
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
 IDLE_SECONDS = ALIVE_SECONDS   # ... and, with no column running, gives its place back (a reload then makes a new one)
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-#: Modules the page runtime may load on top of its WebGPU commands (``["extend", 0, name]``): name -> file here.
-EXTENSIONS = {"ort": Path(__file__).with_name("page_ort.mjs"), "loader": Path(__file__).with_name("page_loader.mjs")}
-#: Files of the pinned npm package ``onnxruntime-web`` (``dist/``) the server hands out under ``ort/``: its
-#: JavaScript and WebAssembly only, so that a page runs ONNX Runtime Web from 127.0.0.1 and fetches nothing else.
-ORT_FILE = re.compile(r"ort[a-z0-9.-]*\.(mjs|wasm)\Z")
 MIME = {"mjs": "text/javascript; charset=utf-8", "wasm": "application/wasm"}
+
+#: A static route's answer to a path (its segments, the first one the route's): (body, MIME type), or None when
+#: the route has no such path (refused as any unknown path is); :class:`RouteRefused` to refuse it saying why.
+Route = Callable[[list], "tuple[bytes, str] | None"]
+#: Page modules the page runtime may load on top of its WebGPU commands (``["extend", 0, name]``): name -> file.
+EXTENSIONS: dict[str, Path] = {}
+#: Static routes: first path segment -> :data:`Route`.
+ROUTES: dict[str, Route] = {}
+#: The page's import map: bare module name -> URL relative to the page.
+IMPORTS: dict[str, str] = {}
+#: First path segments the server answers itself: no registration takes them.
+OWN_PATHS = frozenset({"driven", "ext", "blob", "hello", "poll"})
+#: What each page module registered (name -> its routes' segments and its imports), so that a second
+#: registration of the same module (a reload) replaces its own and never takes another's.
+_REGISTERED: dict[str, tuple[frozenset, frozenset]] = {}
+_imports_changed = [0]   # how often IMPORTS changed: a page loaded before the last change lacks some of them
+
+
+class RouteRefused(ConformanceError):
+    """A registered route refuses a path it owns (a file missing, outside its folder, too large): sent as a 404
+    saying why."""
+
+
+def register(name: str, module: Path, *, routes: dict[str, Route] | None = None,
+             imports: dict[str, str] | None = None) -> None:
+    """Offer an implementation's page module as ``ext/<name>.mjs`` (its ``commands()`` added to the page runtime's
+    on ``["extend", 0, name]``), its static ``routes`` (first path segment -> :data:`Route`) and the bare module
+    names its page imports (``imports``: name -> URL relative to the page, the page's import map). Called when the
+    implementation's module is imported, which a run does before it opens a page; a page loaded before a change of
+    the import map (:func:`imports_generation`) is replaced by its backend where it can be (a launched browser).
+    Registering a name again replaces what it registered before; a route or an import another page module holds
+    is refused."""
+    routes, imports = dict(routes or {}), dict(imports or {})
+    others = [held for other, held in _REGISTERED.items() if other != name]
+    taken = [f"{seg}/" for seg in routes if seg in OWN_PATHS or any(seg in segs for segs, _ in others)]
+    taken += [spec for spec in imports if any(spec in specs for _, specs in others)]
+    if not NAME.match(name) or taken:
+        raise ConformanceError(f"page module {name!r} ({module}) cannot be registered: "
+                               + (f"{', '.join(taken)} already taken" if taken else
+                                  "a name is 1-64 letters, digits, - or _"))
+    old_routes, old_imports = _REGISTERED.get(name, ((), ()))
+    for seg in old_routes:
+        ROUTES.pop(seg, None)
+    for spec in old_imports:
+        IMPORTS.pop(spec, None)
+    before = dict(IMPORTS)
+    EXTENSIONS[name] = Path(module)
+    ROUTES.update(routes)
+    IMPORTS.update(imports)
+    _REGISTERED[name] = (frozenset(routes), frozenset(imports))
+    if IMPORTS != before:
+        _imports_changed[0] += 1
+
+
+def imports_generation() -> int:
+    """Which import map a page loaded now gets (a count of its changes): a page whose generation is older lacks
+    a module some implementation's page imports."""
+    return _imports_changed[0]
 
 
 def _page_html(title: str, body: str, script: str) -> bytes:
+    imports = json.dumps({"imports": IMPORTS})
     return ("<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>"
-            f"<title>{title}</title><script type=importmap>{IMPORT_MAP}</script>{body}<script>{RUNTIME_JS}</script><script>{script}</script>").encode()
+            f"<title>{title}</title><script type=importmap>{imports}</script>{body}<script>{RUNTIME_JS}</script>"
+            f"<script>{script}</script>").encode()
 
 
-SERVED_PAGE = _page_html("webgpu-kernel-conformance", "<h1>webgpu-kernel-conformance</h1>"
-                         "<p id=status>starting</p><progress id=bar value=0 max=1></progress>"
-                         "<p id=verdict></p><pre id=log></pre>", SERVED_JS)
-DRIVEN_PAGE = _page_html("webgpu", "", "const q = new URLSearchParams(location.search);"
-                         "window.__wgpu.setBlobBase(`blob/${q.get('client')}/${q.get('key')}/`);")
+def served_page() -> bytes:
+    """The page a browser opens at the server's URL (a column per page), with the import map registered now."""
+    return _page_html("webgpu-kernel-conformance", "<h1>webgpu-kernel-conformance</h1>"
+                      "<p id=status>starting</p><progress id=bar value=0 max=1></progress>"
+                      "<p id=verdict></p><pre id=log></pre>", SERVED_JS)
+
+
+def driven_page() -> bytes:
+    """The page Playwright's Chromium loads (``chromium.py``): the page runtime, its blobs through this server."""
+    return _page_html("webgpu", "", "const q = new URLSearchParams(location.search);"
+                      "window.__wgpu.setBlobBase(`blob/${q.get('client')}/${q.get('key')}/`);")
 
 
 class PageClient:
@@ -87,6 +153,7 @@ class PageClient:
         self.column = False            # whether ``on_page`` was told of it (it has a column, which reports it)
         self.key = secrets.token_urlsafe(16)   # what the page shows to speak for this column (hello, polls, blobs)
         self.generation = 0            # bumped by every hello: a reloaded page is a new generation
+        self.imports = 0               # the import map's generation when the page said hello (imports_generation)
         self.user_agent = ""
         self.closed: str | None = None
         self.progress: dict = {}       # what the page shows: done, total, failed, verdict
@@ -199,6 +266,7 @@ class PageClient:
     def hello(self, user_agent: str) -> dict:
         with self._cond:
             self.generation += 1
+            self.imports = imports_generation()
             self.user_agent = user_agent[:500]
             self.last_seen = self.clock()
             self.downloads.clear()
@@ -489,35 +557,29 @@ def _handler(server: PageServer):
                 return
             parts, _ = route
             if not parts:
-                self._send(200, SERVED_PAGE, "text/html; charset=utf-8")
+                self._send(200, served_page(), "text/html; charset=utf-8")
             elif parts == ["driven"]:
-                self._send(200, DRIVEN_PAGE, "text/html; charset=utf-8")
+                self._send(200, driven_page(), "text/html; charset=utf-8")
             elif len(parts) == 2 and parts[0] == "ext" and parts[1].endswith(".mjs") and parts[1][:-4] in EXTENSIONS:
                 self._send(200, EXTENSIONS[parts[1][:-4]].read_bytes(), MIME["mjs"])
-            elif len(parts) == 2 and parts[0] == "ort" and ORT_FILE.match(parts[1]):
-                self._send_ort(parts[1])
-            elif parts and parts[0] in ("loaders", "jinja"):   # JavaScript loaders (loader_files.py)
-                try:
-                    self._send(200, *loader_file(parts))
-                except LoaderFileError as err:
-                    self._refuse(404, f"refused: {err}")
+            elif parts and parts[0] in ROUTES:   # registered by an implementation that runs in the page
+                self._send_routed(parts)
             elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
                 body = client.uploads.pop(parts[3], None)
                 self._send(404) if body is None else self._send(200, body)
             else:
                 self._refuse(404, "refused: no such path")
 
-        def _send_ort(self, name: str):
-            dist = ort_dist()
-            path = dist / name if dist is not None else None
-            if path is None or not path.is_file():
-                return self._refuse(404, f"refused: no {name} in onnxruntime-web's dist/ "
-                                         f"({dist or 'node_modules/onnxruntime-web not found: run npm ci'})")
-            try:          # a regular file inside dist/, never through a link out of it
-                body = read_confined(dist, path, MAX_DATA_FILE)
-            except ConformanceError as err:
+        def _send_routed(self, parts: list[str]):
+            """Answer ``parts`` by the route registered for its first segment (a path it has not: refused as any
+            unknown path is)."""
+            try:
+                found = ROUTES[parts[0]](parts)
+            except RouteRefused as err:
                 return self._refuse(404, f"refused: {err}")
-            self._send(200, body, MIME[name.rsplit(".", 1)[1]])
+            if found is None:
+                return self._refuse(404, "refused: no such path")
+            self._send(200, *found)
 
         def do_POST(self):
             route = self._route()
@@ -576,16 +638,6 @@ def _handler(server: PageServer):
     return Handler
 
 
-def ort_dist() -> Path | None:
-    """``node_modules/onnxruntime-web/dist`` of the suite's own checkout (or of ``CONFORMANCE_ORT_WEB``, a package
-    directory), None when neither has one."""
-    override = os.environ.get("CONFORMANCE_ORT_WEB", "").strip()
-    here = Path(__file__).resolve()
-    # never the current directory's: run inside a kernel repository's checkout, that is the pull request's own
-    roots = [Path(override)] if override else [d / "node_modules" / "onnxruntime-web" for d in here.parents]
-    return next((r / "dist" for r in roots if (r / "dist" / "ort.webgpu.min.mjs").is_file()), None)
-
-
 # -- a column per page ------------------------------------------------------------------------------
 def engine_of(user_agent: str) -> str:
     """"Firefox 153.0", "Chrome 156.0.7000.0", "Safari 18.1"... from a user agent (its last product wins)."""
@@ -624,6 +676,10 @@ class PageBackend:
         with self._lock:
             if self.closed:
                 raise WebGPUError("the browser backend is closed")
+            if self._session is not None and not self._session.lost and self.relaunch is not None \
+                    and self.client.imports != imports_generation():   # its import map predates a registration
+                self._session.lose("the page was loaded before an implementation added to its import map")
+                self.relaunch()
             if self._session is None or self._session.lost:
                 if not self.client.wait_alive(self.connect_timeout):
                     raise WebGPUError(f"no page polls for column {self.client.id} (waited {self.connect_timeout:g} s"

@@ -31,20 +31,19 @@ from pathlib import Path
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
-from conformance.certify.loader_plans import differences, dispatch_problems, dispatched, evidence_of, python_outcome
-from conformance.certify.onnxruntime_web import (PageUnavailable, adapter_fields, available_in_page, not_installed,
-                                                 page_call, page_of)
 from conformance.config import REPO_LOADER
-from conformance.certify.published import published_files
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
 from conformance.errors import ConformanceError
-from conformance.gpu.render import context, render, template_environment
-from conformance.gpu.backends.js_runtime import RUNTIMES, JsRuntime, RuntimeFailed
-from conformance.gpu.backends.js_runtime import unavailable as runtime_unavailable
-from conformance.gpu.backends.loader_files import jinja_dist, serve_loader
 from conformance.gpu.backends.page import WebGPUError
+from conformance.impls.in_page import InPage, PageUnavailable, adapter_fields, not_installed
+from conformance.impls.js_loader.files import jinja_dist, serve_loader
+from conformance.impls.js_loader.plans import differences, dispatch_problems, dispatched, evidence_of, python_outcome
+from conformance.impls.js_loader.published import published_files
+from conformance.impls.js_loader.runtime import RUNTIMES, JsRuntime, RuntimeFailed
+from conformance.impls.js_loader.runtime import unavailable as runtime_unavailable
+from conformance.gpu.render import context, render, template_environment
 
 NAME = "js-loader"
 URL = re.compile(r"https?://", re.IGNORECASE)
@@ -62,10 +61,11 @@ def _profile(got: dict) -> DeviceProfile:
     return DeviceProfile("page device (js-loader)", limits=limits, features=features)
 
 
-class JsLoader:
+class JsLoader(InPage):
     """A JavaScript loader module run by ``page_loader.mjs`` in the browser of ``--webgpu``."""
 
     name = NAME
+    runs_what = "a JavaScript loader"
     has_variants = True
     follows_device_model = True
 
@@ -77,6 +77,7 @@ class JsLoader:
             self.name = f"{NAME}:{loader}"
         self._module: str | None = None   # the module's URL as the page imports it
         self._page = None
+        self._backend = None                       # the browser (or the runtime's host) that page is of
         self._profile: DeviceProfile | None = None
         self.device_features: frozenset | None = None
         self._kernels: dict[str, Exception | None] = {}
@@ -99,15 +100,15 @@ class JsLoader:
             return f"{self.name}: --webgpu={self.webgpu} imports a loader from a file, not a URL (a browser column can)"
         if self.webgpu in RUNTIMES and runtime_unavailable(self.webgpu):
             return f"{self.name}: --webgpu={self.webgpu}: {runtime_unavailable(self.webgpu)}"
-        return available_in_page(self)
+        return super().available()
 
     @property
     def profile(self) -> DeviceProfile:
-        self._ensure_page()
+        self.ensure_page()
         return self._profile
 
     def describe(self) -> dict:
-        browser = getattr(self._backend, "engine", None) if getattr(self, "_backend", None) else None
+        browser = self.engine(self._backend)
         return {"implementation": self.name, "module": self.loader, "browser": browser,
                 **adapter_fields({"info": self._adapter}), **_adapter_details(self._adapter, browser),
                 "features": sorted(self.device_features or ())}
@@ -127,7 +128,7 @@ class JsLoader:
         return got["plan"]["variant"]
 
     def run(self, case, inputs) -> ImplResult:
-        page = self._ensure_page()
+        page = self.ensure_page()
         feeds = {role: None if a is None else [a.dtype.name, list(a.shape), page.data_ref(np.ascontiguousarray(a).tobytes())]
                  for role, a in inputs.items()}
         got = self._call_kernel(case, feeds)
@@ -212,13 +213,13 @@ class JsLoader:
                        argument=rejected.get("argument"), failures=rejected.get("failures"), report=report)
 
     def _call_kernel(self, case, feeds: dict, plan_only: bool = False) -> dict:
-        page = self._ensure_page()
+        page = self.ensure_page()
         why = self._kernel(page, case.package)
         if why is not None:
             raise LoaderFailed(f"{self.name}: getKernel() failed for {case.package}: {why}")
-        options = {"attributes": dict(getattr(case, "attributes", None) or {}), "tunables": dict(case.tunables),
+        options = {"attributes": dict(case.attributes), "tunables": dict(case.tunables),
                    "limits": dict(case.profile.limits), "features": sorted(case.profile.features)}
-        got = self._call(page, ["loaderRun", 0, case.package, feeds, options, plan_only])
+        got = self.call(page, ["loaderRun", 0, case.package, feeds, options, plan_only])
         if not isinstance(got, dict):
             raise LoaderFailed(f"{self.name}: the page answered loaderRun with {str(got)[:200]}")
         return got
@@ -228,11 +229,13 @@ class JsLoader:
         if name not in self._kernels:
             files, version = self._files[name]
             refs = {str(v): {f: page.data_ref(data) for f, data in named.items()} for v, named in files.items()}
-            got = self._call(page, ["loaderKernel", 0, name, self._module, refs, version])
+            got = self.call(page, ["loaderKernel", 0, name, self._module, refs, version])
             self._kernels[name] = _error_text(got["error"]) if isinstance(got, dict) and "error" in got else None
         return self._kernels[name]
 
-    def _ensure_page(self):
+    def ensure_page(self):
+        """The page (or the runtime's host) with the loader's device open; a fresh one (a new page, a host started
+        again) gets the kernels again."""
         backend, page = self._host()
         if page is self._page and getattr(page, "starts", 0) == self._starts:
             return page
@@ -242,8 +245,8 @@ class JsLoader:
         if self._module is None:
             self._module = self.loader if URL.match(self.loader) or self.webgpu in RUNTIMES \
                 else serve_loader(Path(self.loader))
-        self._call(page, ["extend", 0, "loader"])
-        got = self._call(page, ["loaderDevice", 0])
+        self.call(page, ["extend", 0, "loader"])
+        got = self.call(page, ["loaderDevice", 0])
         if not isinstance(got, dict) or "error" in got:
             raise PageUnavailable(f"{self.name}: no WebGPU device in the page: "
                                   f"{got.get('error') if isinstance(got, dict) else got}")
@@ -255,9 +258,9 @@ class JsLoader:
 
     def _host(self):
         """(what runs the loader, the object taking its commands): a browser and its page, or a JavaScript runtime's
-        host process (Node with Dawn, Deno with wgpu), which answers the same commands (``js_runtime.py``)."""
+        host process (Node with Dawn, Deno with wgpu), which answers the same commands (``runtime.py``)."""
         if self.webgpu not in RUNTIMES:
-            return page_of(self.name, self.webgpu)
+            return self.page()
         if self._runtime is None:
             self._runtime = JsRuntime(self.webgpu, None if URL.match(self.loader) else self.loader)
         try:
@@ -265,9 +268,6 @@ class JsLoader:
         except RuntimeFailed as exc:
             raise PageUnavailable(f"{self.name}: {exc}") from None
         return self._runtime, self._runtime
-
-    def _call(self, page, cmd: list):
-        return page_call(self.name, page, cmd)
 
 
 def _adapter_details(info: dict | None, browser: str | None) -> dict:

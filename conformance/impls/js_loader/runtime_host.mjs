@@ -1,13 +1,13 @@
 // The host of a JavaScript loader outside browsers: runs under Node (WebGPU from Dawn for Node, npm `webgpu`) or
 // Deno (`deno run --unstable-webgpu`, whose WebGPU is wgpu), gets one adapter, and answers requests read from stdin,
 // one JSON object a line, with page_loader.mjs's own commands: the loader is imported, handed the watched device and
-// called exactly as in the page, and what it did is recorded and encoded the same way, so js_runtime.py (the Python
+// called exactly as in the page, and what it did is recorded and encoded the same way, so runtime.py (the Python
 // driver that starts this) decodes it as the page's and the suite judges it on the same evidence.
 //
-//   node js_runtime_host.mjs --webgpu node_modules/webgpu/index.js --jinja .../jinja/dist/index.js [--loader M.js]
+//   node runtime_host.mjs --webgpu node_modules/webgpu/index.js --jinja .../jinja/dist/index.js [--loader M.js]
 //        [--dawn-option backend=opengles ...] [--feature-level compatibility] [--scratch DIR]
 //   deno run --unstable-webgpu --no-config --no-remote --no-npm --import-map MAP.json --allow-read=... \
-//        js_runtime_host.mjs [--loader M.js] [--scratch DIR]
+//        runtime_host.mjs [--loader M.js] [--scratch DIR]
 //
 // Requests (one JSON object a line; `id` is echoed):
 //   {id, op: "device"}                      -> {id, device: {runtime, runtimeVersion, webgpu, adapter: {vendor,
@@ -90,7 +90,7 @@ function pack(u8) {
 const process_id = () => (IS_DENO ? Deno.pid : process.pid);
 
 // -- the adapter and the commands ------------------------------------------------------------------
-let LOST = null;     // why the device was lost: the next case gets a fresh host (js_runtime.py)
+let LOST = null;     // why the device was lost: the next case gets a fresh host (runtime.py)
 let ADAPTER = null;  // how the adapter was had: {dawnOptions, featureLevel, webgpu}
 
 async function nodeAdapter() {

@@ -15,7 +15,7 @@ import io
 import numpy as np
 
 from conformance.certify.implementations import NotSupported, Rejected
-from conformance.certify.onnx_models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
+from conformance.impls.onnxruntime.models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
                                              one_node_model)
 from conformance.ops import record_for
 

@@ -423,7 +423,7 @@ export function watchDevice(real) {
 }
 
 /**
- * The loader commands, for the page (page_runtime.js) and for js_runtime_host.mjs (Node, Deno): one host logic
+ * The loader commands, for the page (page_runtime.js) and for runtime_host.mjs (Node, Deno): one host logic
  * every way a loader is run. `pack`/`unpack`: the transport's data refs; `requestAdapter`: how this runtime gets
  * its adapter (the page: navigator.gpu's default); `onLost(info)`: told when the device is lost.
  */

@@ -1,4 +1,4 @@
-"""A JavaScript loader outside browsers: ``js_runtime_host.mjs`` under Node (Dawn for Node) or Deno (wgpu).
+"""A JavaScript loader outside browsers: ``runtime_host.mjs`` under Node (Dawn for Node) or Deno (wgpu).
 
 :class:`JsRuntime` starts the host in one process (the runtime's binary from the checkout's ``node_modules``, put
 there by ``npm ci``), sends it the package's files once per kernel and each case's inputs, and reads back what the
@@ -41,11 +41,11 @@ import numpy as np
 
 from conformance.config import JS_RUNTIMES, REPO_LOADER
 from conformance.errors import ConformanceError
-from conformance.gpu.backends.loader_files import jinja_dist
+from conformance.impls.js_loader.files import jinja_dist
 from conformance.gpu.backends.page import WebGPUError
 
 RUNTIMES = JS_RUNTIMES
-HOST = Path(__file__).with_name("js_runtime_host.mjs")
+HOST = Path(__file__).with_name("runtime_host.mjs")
 MARK = b"@jsrt "
 #: Seconds a request may take before the host is stopped (a case: planning, compiling, dispatching, reading back).
 CASE_TIMEOUT = 60.0

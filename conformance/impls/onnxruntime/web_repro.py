@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from conformance.certify.onnx_models import mapped_model
+from conformance.impls.onnxruntime.models import mapped_model
 from conformance.gpu.backends.enable_webgpu import how_to_enable
 from conformance.ops import record_for
 

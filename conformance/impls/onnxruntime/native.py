@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
-from conformance.certify.onnx_models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
+from conformance.impls.onnxruntime.models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
                                              one_node_model, session)
-from conformance.certify.repro_ort import files as repro_files
+from conformance.impls.onnxruntime.repro import files as repro_files
 from conformance.ops import known_ops, record_for
 
 
@@ -76,7 +76,7 @@ class _OrtBase:
         mapping = record_for(case.package).ort
         op = mapping.op_type
         present, dtypes = model_inputs(self.name, mapping, inputs, ELEMENT_TYPES, "ONNX element type")
-        sess = self.session_for(session_key(case.package, dtypes, dict(getattr(case, "attributes", None) or {})))
+        sess = self.session_for(session_key(case.package, dtypes, dict(case.attributes)))
         try:
             ys = sess.run(None, {r: inputs[r] for r in present})
         except Exception as exc:  # onnxruntime's own errors: Fail, InvalidArgument, ...
@@ -87,7 +87,7 @@ class _OrtBase:
 
     def repro_files(self, failure) -> dict[str, bytes]:
         """A standalone repro of ``failure`` (:class:`conformance.certify.repro.collect.Failure`): a script that runs the
-        same model with this provider and session config, alone (:mod:`conformance.certify.repro_ort`)."""
+        same model with this provider and session config, alone (:mod:`conformance.impls.onnxruntime.repro`)."""
         return repro_files(failure, self.provider, self.config)
 
     # -- sessions ------------------------------------------------------------------------------

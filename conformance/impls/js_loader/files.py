@@ -1,6 +1,9 @@
 """What the page server hands out for JavaScript loaders (the ``js-loader`` implementation): the loader modules
 and @huggingface/jinja, which the page imports under the bare name ``@huggingface/jinja`` (its import map).
 
+Registered with the page server when this module is imported: ``page_loader.mjs`` (beside it) as the page module
+``loader``, the routes ``loaders/`` and ``jinja/``, and the import map's ``@huggingface/jinja``.
+
 A loader is served from the directory that holds it, by a name: ``loaders/<name>/<path>`` (``reference`` is this
 repository's ``loader/``; ``--impl js-loader:PATH.mjs`` adds PATH's directory). Only regular ``.js``/``.mjs``/
 ``.json`` files inside that directory, through no symlink, at most MAX_PACKAGE_FILE each.
@@ -13,18 +16,19 @@ import os
 from pathlib import Path
 
 from conformance.config import REPO_LOADER
-from conformance.errors import ConformanceError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
+from conformance.gpu.backends.served import RouteRefused, register
 
 LOADERS: dict[str, Path] = {"reference": REPO_LOADER}
 SUFFIXES = {".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
             ".json": "application/json"}
-IMPORT_MAP = '{"imports": {"@huggingface/jinja": "./jinja/index.js"}}'
+#: The page's import map entries for a loader: its bare import of @huggingface/jinja, served under ``jinja/``.
+IMPORTS = {"@huggingface/jinja": "./jinja/index.js"}
 _NAMES = itertools.count(1)
 JINJA = ("@huggingface", "jinja")
 
 
-class LoaderFileError(ConformanceError):
+class LoaderFileError(RouteRefused):
     """A loader file that cannot be served (outside its directory, not a regular file, too large)."""
 
 
@@ -63,3 +67,7 @@ def loader_file(parts: list[str]) -> tuple[bytes, str]:
     if suffix not in SUFFIXES or any(p in ("..", ".") for p in parts[2:]):
         raise LoaderFileError(f"refused: {'/'.join(parts[2:])!r} is not a .js, .mjs or .json file of the loader")
     return read_confined(root, root.joinpath(*parts[2:]), MAX_PACKAGE_FILE, LoaderFileError), SUFFIXES[suffix]
+
+
+register("loader", Path(__file__).with_name("page_loader.mjs"), routes={"loaders": loader_file, "jinja": loader_file},
+         imports=IMPORTS)

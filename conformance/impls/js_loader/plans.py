@@ -2,7 +2,7 @@
 the loader dispatched against the plan's passes.
 
 Used by the Node planning check (``conformance/tools/loader_plans.py``) and by the ``js-loader`` implementation
-(``conformance/certify/js_loader.py``), which judges the plan a loader made in the browser and the work the page
+(``conformance/impls/js_loader/loader.py``), which judges the plan a loader made in the browser and the work the page
 saw it do on its device (:func:`dispatch_problems`).
 """
 

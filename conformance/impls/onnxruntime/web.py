@@ -3,11 +3,12 @@
 ``onnxruntime-web`` runs the C++ WebGPU execution provider compiled to WebAssembly (``ort.webgpu.min.mjs``,
 ``WebGpuExecutionProvider``); ``onnxruntime-web-jsep`` runs JSEP, the TypeScript kernels (``ort.min.mjs``,
 ``JsExecutionProvider``). Both go through the one page runtime of the browser columns (``--webgpu=chromium``:
-Playwright's Chromium; ``--webgpu=firefox`` or ``page:<id>``: a served page), which loads
-``backends/page_ort.mjs`` and ORT Web's files from the suite's server (the pinned npm package in
-``node_modules/``), one thread, no cross-origin isolation.
+Playwright's Chromium; ``--webgpu=firefox`` or ``page:<id>``: a served page), which loads ``page_ort.mjs``
+(beside this module) and ORT Web's files from the suite's server (the pinned npm package in ``node_modules/``),
+one thread, no cross-origin isolation. Both are registered with the page server when this module is imported:
+the page module as ``ort``, ORT Web's ``dist/`` under ``ort/``.
 
-The models are the native provider's (:func:`conformance.certify.onnx_models.mapped_model`: one node of the op
+The models are the native provider's (:func:`conformance.impls.onnxruntime.models.mapped_model`: one node of the op
 record's ``OrtMapping``, unknown dimensions), one session per (op, dtypes, attributes) kept in the page. A session
 is made with CPU fallback disabled and must place every node on the provider under test (ORT's verbose session
 log names each node's provider); one that does not is a failure saying so, never a pass or a rejection.
@@ -17,22 +18,24 @@ page's console warnings and errors that came with its result.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
+import os
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, Rejected
-from conformance.certify.onnx_models import mapped_model, model_inputs
-from conformance.certify.onnxruntime import ort_op_type, session_key
-from conformance.certify.onnxruntime_web_repro import repro_files
 from conformance.errors import ConformanceError
-from conformance.gpu.backends import IMPLEMENTATIONS, PAGE_PREFIX, unavailable
-from conformance.gpu.backends.page import WebGPUError, adapter_name
-from conformance.gpu.backends.served import PAGES, ort_dist
+from conformance.files import MAX_DATA_FILE, read_confined
+from conformance.gpu.backends.page import WebGPUError
+from conformance.gpu.backends.served import MIME, RouteRefused, register
+from conformance.impls.in_page import InPage, PageUnavailable, adapter_fields, not_installed
+from conformance.impls.onnxruntime.models import mapped_model, model_inputs
+from conformance.impls.onnxruntime.native import ort_op_type, session_key
+from conformance.impls.onnxruntime.web_repro import repro_files
 from conformance.ops import record_for
 
 #: What ORT says when a node would need the CPU provider and fallback is disabled ("... has been explicitly
@@ -41,74 +44,22 @@ FALLBACK = re.compile(r"fallback to CPU EP has been explicitly disabled|Provider
 _INSTANCES = itertools.count(1)
 #: Terminal colours ORT's log puts around its errors.
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-#: The browsers ``--webgpu`` may name (a served ``page:<id>`` besides).
-BROWSERS = ("chromium", "firefox")
 #: JavaScript typed arrays the page builds tensors with (ORT Web's element types).
 WEB_DTYPES = ("float32", "float16", "int32", "int64", "uint8", "int8", "bool", "float64")
+#: Files of the pinned npm package ``onnxruntime-web`` (``dist/``) the server hands out under ``ort/``: its
+#: JavaScript and WebAssembly only, so that a page runs ONNX Runtime Web from 127.0.0.1 and fetches nothing else.
+ORT_FILE = re.compile(r"ort[a-z0-9.-]*\.(mjs|wasm)\Z")
 
 
 class ProviderFallback(ConformanceError):
     """A node of the model was not placed on the provider under test (the CPU took it): a failure."""
 
 
-class PageUnavailable(ConformanceError):
-    """The page could not load ONNX Runtime Web; the message says why."""
-
-
-def _browser(webgpu: str):
-    """The browser backend of ``--webgpu`` (the one page runtime's owner), started on first use."""
-    if webgpu.startswith(PAGE_PREFIX):
-        backend = PAGES.get(webgpu[len(PAGE_PREFIX):])
-        if backend is None:
-            raise PageUnavailable(f"no served page {webgpu!r} (pages: {', '.join(PAGES) or 'none'})")
-        return backend
-    if webgpu not in BROWSERS:
-        raise PageUnavailable(f"--webgpu={webgpu}: ONNX Runtime Web runs in a browser; use "
-                              f"{', '.join('--webgpu=' + b for b in BROWSERS)} or a served page:<id>")
-    why = unavailable(webgpu)
-    if why:
-        raise PageUnavailable(why)
-    return importlib.import_module(IMPLEMENTATIONS[webgpu]).default_backend()  # loaded on selection (Playwright)
-
-
-def page_of(who: str, webgpu: str):
-    """(the browser backend of ``--webgpu``, its live page Session); PageUnavailable saying why there is none."""
-    backend = _browser(webgpu)
-    try:
-        return backend, backend.session()
-    except WebGPUError as exc:
-        raise PageUnavailable(f"{who}: no page: {exc}") from None
-
-
-def not_installed(impl, what: str, missing: str, variable: str) -> str:
-    """Why ``impl`` cannot run here: the npm package it loads in the page is missing. Said before a browser opens,
-    with how to install it."""
-    return (f"{impl.name}: {what} is not installed: no node_modules/{missing} (run `npm ci` in the suite's checkout, "
-            f"or set {variable} to that package's directory)")
-
-
-def available_in_page(impl) -> str | None:
-    """None when ``impl``'s page is up with what it needs (``impl._ensure_page()``), else why not."""
-    try:
-        impl._ensure_page()
-    except (ConformanceError, Exception) as exc:  # noqa: BLE001 -- any reason the page cannot run the implementation
-        return f"{impl.name}: {exc}"
-    return None
-
-
-def page_call(who: str, page, cmd: list):
-    """One command to the page; a page that is lost (it did not answer within the backstop, it went away) or
-    answered malformed is this call's failure, said as one (the next call gets a fresh page)."""
-    try:
-        return page.call(cmd)
-    except WebGPUError as exc:
-        raise PageUnavailable(f"{who}: {cmd[0]}: {exc}") from None
-
-
-class OrtWeb:
+class OrtWeb(InPage):
     """ONNX Runtime Web's C++ WebGPU provider (``ort.webgpu.min.mjs``) in the browser of ``--webgpu``."""
 
     name = "onnxruntime-web"
+    runs_what = "ONNX Runtime Web"
     flavor = "webgpu"                       # page_ort.mjs FLAVORS
     bundle = "ort.webgpu.min.mjs"
     provider = "WebGpuExecutionProvider"
@@ -121,6 +72,7 @@ class OrtWeb:
     def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium"):
         self.webgpu = webgpu                # wgpu or dawn: available() says it needs a browser
         self._page = None                   # the page Session the state below belongs to
+        self._backend = None                # the browser backend that page is of
         self._sessions: dict[tuple, dict] = {}
         self._ops: dict[str, str] = {}
         self._adapter: dict | None = None
@@ -133,7 +85,7 @@ class OrtWeb:
     def available(self) -> str | None:
         if ort_dist() is None:
             return not_installed(self, "ONNX Runtime Web", f"onnxruntime-web/dist/{self.bundle}", "CONFORMANCE_ORT_WEB")
-        return available_in_page(self)
+        return super().available()
 
     def prepare(self, package) -> None:
         self._ops[package.name] = ort_op_type(self.name, package)
@@ -152,18 +104,18 @@ class OrtWeb:
             if "error" not in entry:
                 del self._sessions[key]
         if names and self._page is not None and not self._page.lost:
-            self._call(self._page, ["ortRelease", 0, names])
+            self.call(self._page, ["ortRelease", 0, names])
 
     def describe(self) -> dict:
         return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
-                "bundle": self.bundle, "browser": self._engine(), **adapter_fields(self._adapter),
+                "bundle": self.bundle, "browser": self.engine(self._backend), **adapter_fields(self._adapter),
                 "features": sorted(self.device_features or ())}
 
     def run(self, case, inputs) -> ImplResult:
         mapping = record_for(case.package).ort
         present, dtypes = model_inputs(self.name, mapping, inputs, WEB_DTYPES, "ONNX Runtime Web tensor type")
-        attributes = dict(getattr(case, "attributes", None) or {})
-        page = self._ensure_page()
+        attributes = dict(case.attributes)
+        page = self.ensure_page()
         key = session_key(case.package, dtypes, attributes)
         made = self._session(page, key, mapping, dtypes, attributes)
         reused = made.get("reused", False)
@@ -174,7 +126,7 @@ class OrtWeb:
         start = time.perf_counter()
         feeds = {r: [inputs[r].dtype.name, list(inputs[r].shape), page.data_ref(inputs[r].tobytes())]
                  for r in present}
-        got = self._call(page, ["ortRun", 0, made["name"], feeds])
+        got = self.call(page, ["ortRun", 0, made["name"], feeds])
         report.update(run_ms=_ms(got, "ms"), round_trips=page.batches - before,
                       wall_ms=round((time.perf_counter() - start) * 1000, 3))
         _console(report, None if reused else made.get("console"), got)
@@ -205,34 +157,24 @@ class OrtWeb:
         return ImplResult(outputs, extra={"providers": [self.provider], "report": report})
 
     # -- the page --------------------------------------------------------------------------------
-    def _ensure_page(self):
+    def ensure_page(self):
         """The live page Session with ORT Web loaded; a fresh page (after a loss) starts with no sessions."""
-        backend, page = page_of(self.name, self.webgpu)
+        backend, page = self.page()
         if page is self._page:
             return page
         self._sessions.clear()
-        self._adapter = self._call(page, ["adapterInfo", 0])
+        self._adapter = self.call(page, ["adapterInfo", 0])
         features = self._adapter.get("features") if isinstance(self._adapter, dict) else None
         self.device_features = frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) \
             else frozenset()
-        self._call(page, ["extend", 0, "ort"])
-        loaded = self._call(page, ["ortLoad", 0, self.flavor])
+        self.call(page, ["extend", 0, "ort"])
+        loaded = self.call(page, ["ortLoad", 0, self.flavor])
         if not isinstance(loaded, dict) or "error" in loaded:
             raise PageUnavailable(f"the page could not load ONNX Runtime Web ({self.bundle}): "
                                   f"{loaded.get('error') if isinstance(loaded, dict) else loaded}")
         self.version = loaded.get("version")
         self._backend, self._page = backend, page
         return page
-
-    def _call(self, page, cmd: list):
-        return page_call(self.name, page, cmd)
-
-    def _engine(self) -> str | None:
-        backend = getattr(self, "_backend", None)
-        try:
-            return backend.engine if backend is not None else None
-        except Exception:  # noqa: BLE001 -- a description is a courtesy
-            return None
 
     def _session(self, page, key, mapping, dtypes: dict, attributes: dict) -> dict:
         """The page's session for ``key``, made once; raises what making it said (each time it is asked)."""
@@ -248,7 +190,7 @@ class OrtWeb:
                 self._sessions[key] = {"error": Rejected(f"{self.name}: no model for {mapping.op_type} with {shown}:"
                                                          f" {exc}", reason="model")}
                 return self._raise(key)
-            got = self._call(page, ["ortSession", 0, self.flavor, name, page.data_ref(model)])
+            got = self.call(page, ["ortSession", 0, self.flavor, name, page.data_ref(model)])
             if not isinstance(got, dict):
                 raise PageUnavailable(f"{self.name}: the page answered ortSession with {str(got)[:200]}")
             placements = got.get("placements") if isinstance(got.get("placements"), dict) else {}
@@ -314,11 +256,33 @@ def _console(report: dict, *sources) -> None:
         report["console"] = lines[:20]
 
 
-def adapter_fields(adapter: dict | None) -> dict:
-    """The page's adapter for the report: ``adapter`` one readable line (never the raw ``adapter.info`` object,
-    which the terminal and the HTML would print as a Python dict), ``adapter_info`` that object as the page gave it."""
-    info = (adapter or {}).get("info") if isinstance(adapter, dict) else None
-    if not isinstance(info, dict) or not info:
-        return {"adapter": None}
-    return {"adapter": adapter_name(info), "adapter_info": info}
 
+def ort_dist() -> Path | None:
+    """``node_modules/onnxruntime-web/dist`` of the suite's own checkout (or of ``CONFORMANCE_ORT_WEB``, a package
+    directory), None when neither has one."""
+    override = os.environ.get("CONFORMANCE_ORT_WEB", "").strip()
+    here = Path(__file__).resolve()
+    # never the current directory's: run inside a kernel repository's checkout, that is the pull request's own
+    roots = [Path(override)] if override else [d / "node_modules" / "onnxruntime-web" for d in here.parents]
+    return next((r / "dist" for r in roots if (r / "dist" / "ort.webgpu.min.mjs").is_file()), None)
+
+
+def ort_file(parts: list[str]) -> tuple[bytes, str] | None:
+    """The page server's route ``ort/<file>``: a file of ORT Web's ``dist/`` (:data:`ORT_FILE`), a regular file
+    inside it and never through a link out of it; None for any other path under ``ort/``."""
+    if len(parts) != 2 or not ORT_FILE.match(parts[1]):
+        return None
+    name = parts[1]
+    dist = ort_dist()
+    path = dist / name if dist is not None else None
+    if path is None or not path.is_file():
+        raise RouteRefused(f"no {name} in onnxruntime-web's dist/ "
+                           f"({dist or 'node_modules/onnxruntime-web not found: run npm ci'})")
+    try:
+        body = read_confined(dist, path, MAX_DATA_FILE)
+    except ConformanceError as err:
+        raise RouteRefused(str(err)) from None
+    return body, MIME[name.rsplit(".", 1)[1]]
+
+
+register("ort", Path(__file__).with_name("page_ort.mjs"), routes={"ort": ort_file})
