@@ -12,9 +12,9 @@ import pytest
 
 from conformance import BASELINE, ConformanceError, load_kernel
 from conformance.engine.package import REPO_SPECS
-from conformance.gpu import render as render_module
+from conformance.shader import render as render_module
 from conformance.gpu.device import get_device
-from conformance.gpu.render import render, work_spent
+from conformance.shader.render import render, work_spent
 from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer
 from conformance.tools.bench import Baselines

@@ -29,9 +29,9 @@ from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE, DEFAULT_LIMITS, KNOWN_FEATURES, DeviceProfile
 from conformance.errors import ConformanceError, ContractError, DeviceError, ExpressionError, NoVariantError
-from conformance.gpu.stress import stressed
 from conformance.ops import record_for
 from conformance.ops.registry import find
+from conformance.shader.stress import stressed
 from reference import ElementTolerance, Tolerance, compare
 
 #: Rejection cases whose inputs would exceed this many bytes are checked without allocating them.
@@ -55,8 +55,8 @@ class Checker:
     """Checks cases of the packages under test through one implementation."""
 
     def __init__(self, impl, make_inputs=make_inputs, stress_runs: int = 0, repros: bool = False):
-        """``stress_runs``: run each accepted case that many times under ``--stress`` (conformance.gpu.stress) with
-        seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic.
+        """``stress_runs``: run each accepted case that many times under ``--stress`` (conformance.shader.stress)
+        with seeds 1, 2, ..., each checked, and all outputs identical where the op's record says it is deterministic.
         ``repros``: a failure of an implementation outside the device model carries what a standalone repro needs
         (``CaseFailed.failure``; ``--repro-dir``)."""
         self.impl = impl

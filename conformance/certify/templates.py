@@ -1,11 +1,11 @@
 """The conformance report's template coverage: per template of the packages under test, which branches their
-golden cases render (``conformance.gpu.branches``, pooled over packages sharing a template), and a
+golden cases render (``conformance.shader.branches``, pooled over packages sharing a template), and a
 ``dead-template-branch`` weakness flag for each branch none renders."""
 
 from __future__ import annotations
 
 from cases.weakness import dead_branches
-from conformance.gpu.branches import pooled, template_coverage
+from conformance.shader.branches import pooled, template_coverage
 
 
 def report_templates(packages_with_cases) -> tuple[list[dict], list[dict]]:

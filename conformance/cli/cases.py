@@ -19,7 +19,7 @@ cases = on_use("cases")
 golden = on_use("cases.golden")
 missing_record_note = on_use("conformance.ops", "missing_record_note")
 kernel_packages = on_use("conformance.engine.package")
-branches = on_use("conformance.gpu.branches")
+branches = on_use("conformance.shader.branches")
 weakness = on_use("cases.weakness")
 workers = on_use("cases.workers")
 

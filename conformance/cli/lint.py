@@ -12,6 +12,7 @@ from conformance.config import REPO_SPECS, default_backend
 from conformance.errors import DeviceError
 
 get_device = on_use("conformance.gpu.device", "get_device")
+lint_compile = on_use("conformance.tools.lint_compile")
 Finding = on_use("conformance.tools.lint", "Finding")
 lint = on_use("conformance.tools.lint", "lint")
 jsjinja = on_use("conformance.tools.jsjinja")
@@ -21,12 +22,12 @@ def _lint(args) -> int:
     start = time.perf_counter()
     findings, opened = [], []
 
-    def open_device():
-        """The device to compile on (None: it cannot open), opened once the cases are generated."""
+    def open_compiler():
+        """What compiles on the device (None: it cannot open), opened once the cases are generated."""
         backend, adapter, webgpu = default_backend()
         try:
             opened.append(get_device(args.device or backend, args.adapter or adapter, args.webgpu or webgpu))
-            return opened[0]
+            return device_compiler(opened[0])
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
             return None
@@ -44,7 +45,10 @@ def _lint(args) -> int:
     notes: list[str] = []
     try:
         with batch_collections():
-            findings += lint(Path(args.dir), None if args.no_compile else open_device, engine, compared, notes)
+            # compiling loads conformance.gpu and its WebGPU package here, before any package is checked, so that
+            # a missing one is said at once; --no-compile loads neither
+            device_compiler = None if args.no_compile else lint_compile.DeviceCompiler
+            findings += lint(Path(args.dir), None if args.no_compile else open_compiler, engine, compared, notes)
     finally:
         if engine is not None:
             engine.close()

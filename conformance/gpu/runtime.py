@@ -6,7 +6,7 @@ and once with each output bound together with a guard region after it, filled wi
 that run, so a kernel that writes past its output is caught (:attr:`Run.guards_intact`). The two runs' outputs
 must be bit-identical (:attr:`Run.identical`): a kernel that behaves differently when it can see the guard
 (``arrayLength``, the sentinel) gives itself away instead of being certified on a run production never makes.
-Where every pass uses its outputs only in plain stores (:mod:`conformance.gpu.kernel_view`), the kernel cannot
+Where every pass uses its outputs only in plain stores (:mod:`conformance.shader.kernel_view`), the kernel cannot
 see how they are bound, so the guarded run alone is made: its bytes are production's (:attr:`Run.runs` says 1).
 
 Guards against hostile or broken kernels (issue 10):
@@ -40,11 +40,11 @@ from conformance.engine.dtypes import ITEM_BYTES
 from conformance.engine.package import Package
 from conformance.engine.plan import BindingPlan, PassPlan, Plan
 from conformance.errors import ConformanceError, KernelRuntimeError
-from conformance.gpu import stress
 from conformance.gpu.backends import for_compiler
 from conformance.gpu.device import Device, abandon
-from conformance.gpu.kernel_view import comments_masked, stores_only
-from conformance.gpu.render import render_with_sources
+from conformance.shader import stress
+from conformance.shader.kernel_view import comments_masked, stores_only
+from conformance.shader.render import render_with_sources
 
 #: The guard after each output: GUARD_RATIO times the output's size, at least GUARD_MIN_BYTES, at most
 #: GUARD_MAX_BYTES (and within the device's buffer and binding limits). A write up to that far past the end
@@ -451,7 +451,7 @@ class Runtime:
 
     def _compiler_sees_the_comments(self, wgsl: str) -> bool:
         """Whether this device's compiler compiles ``wgsl`` with its comments masked: it ends and nests every
-        comment where :mod:`conformance.gpu.kernel_view` does. Asked once per shader text and device."""
+        comment where :mod:`conformance.shader.kernel_view` does. Asked once per shader text and device."""
         key = ("comments-agree", hashlib.sha256(wgsl.encode("utf-8")).hexdigest())
         known = self.device.pipelines.get(key)
         if known is None:

@@ -24,9 +24,8 @@ from conformance.engine.package import REPO_SPECS, Package, duplicate_names, fin
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
-from conformance.gpu.branches import pooled, template_coverage
-from conformance.gpu.render import render, template_environment
-from conformance.gpu.runtime import Runtime
+from conformance.shader.branches import pooled, template_coverage
+from conformance.shader.render import render, template_environment
 from conformance.tools import portable
 from conformance.tools.jsjinja import EngineUnavailable
 from conformance.tools.loader_plans import compare_package, open_planner
@@ -180,14 +179,15 @@ def binding_problems(pass_plan, wgsl: str) -> list[str]:
     return out
 
 
-def shaders(package: Package, generated, device) -> list[Finding]:
-    """Per variant and dtype: render, check bindings, compile on ``device`` (None: render only)."""
+def shaders(package: Package, generated, compiler=None) -> list[Finding]:
+    """Per variant and dtype: render, check bindings, compile with ``compiler`` (a
+    :class:`~conformance.tools.lint_compile.DeviceCompiler`; None: render only)."""
     m, planner, out = package.manifest, Planner(package.manifest), []
-    runtime = Runtime(device, package) if device else None
+    pipeline = compiler.for_package(package) if compiler else None
     env = template_environment(package)   # each template compiled once for all the renders below
     order = {v.id: i for i, v in enumerate(m.variants)}
     for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        if device and "float16" in dtypes and "shader-f16" not in device.profile.features:
+        if compiler and "float16" in dtypes and "shader-f16" not in compiler.features:
             continue
         plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
         for pass_plan, spec in zip(plan.passes, m.variant(vid).passes):
@@ -198,9 +198,9 @@ def shaders(package: Package, generated, device) -> list[Finding]:
                 out.append(Finding(m.file, spec.pointer, f"{where}: {err}"))
                 continue
             out += [Finding(m.file, spec.pointer, f"{where}: {p}") for p in binding_problems(pass_plan, wgsl)]
-            if runtime:
+            if pipeline:
                 try:
-                    runtime.pipeline(plan, pass_plan)
+                    pipeline(plan, pass_plan)
                 except KernelRuntimeError as err:
                     out.append(Finding(m.file, spec.pointer, f"{where}: {err}"))
     return out
@@ -331,16 +331,19 @@ def _finding(package: Package, err: Exception) -> Finding:
     return Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}")
 
 
-def lint(directory: Path, device=None, engine=None, compared: dict | None = None,
+def lint(directory: Path, compiler=None, engine=None, compared: dict | None = None,
          notes: list[str] | None = None) -> list[Finding]:
-    """Every finding for the packages at or under ``directory``; ``device`` (or a function that opens it, called
-    once the packages are checked without it) None skips compilation, ``engine`` (a ``jsjinja.JsJinja``) None the
-    portable-subset check, whose counts go into ``compared`` (package name -> ``portable.Stats``), and the
-    reference loader's plans of every generated call (both need Node and @huggingface/jinja). ``notes``, when
-    given, receives what is not an error but weakens the package's certification (a package without op record).
+    """Every finding for the packages at or under ``directory``; ``compiler`` (a
+    :class:`~conformance.tools.lint_compile.DeviceCompiler`, or a function that opens one, called once the
+    packages are checked without it; it may give None) None skips compilation, ``engine`` (a
+    ``jsjinja.JsJinja``) None the portable-subset check, whose counts go into ``compared`` (package name ->
+    ``portable.Stats``), and the reference loader's plans of every generated call (both need Node and
+    @huggingface/jinja). ``notes``, when given, receives what is not an error but weakens the package's
+    certification (a package without op record).
 
     What needs no device runs in worker processes, a package each (``cases.workers``); the device is opened
-    after them, in this process, and compiles each package's renders."""
+    after them, in this process, and compiles each package's renders. This module imports nothing of
+    ``conformance.gpu``: linting without compiling never loads it (``tests/layout/test_imports.py``)."""
     dirs = find_package_dirs(Path(directory))
     if not dirs:
         return [Finding(str(directory), "", "no kernel package here (no manifest.json)")]
@@ -350,7 +353,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
         findings += problems
         if package is not None:
             packages.append(package)
-    render_here = device is not None   # with a device, this process renders what it compiles
+    render_here = compiler is not None   # with a device, this process renders what it compiles
     planner = None
     if engine is not None:
         try:
@@ -363,7 +366,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
     finally:
         if planner is not None:
             planner.close()
-    device = device() if callable(device) else device
+    compiler = compiler() if callable(compiler) else compiler
     linted = []
     for package, result in zip(packages, checked):
         note = missing_record_note(package.name)
@@ -377,7 +380,7 @@ def lint(directory: Path, device=None, engine=None, compared: dict | None = None
             continue
         if render_here:
             try:
-                findings += shaders(package, result.generated, device)
+                findings += shaders(package, result.generated, compiler)
             except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
                 findings.append(_finding(package, err))
         linted.append((package, result.coverage))

@@ -26,8 +26,8 @@ from conformance.engine.expressions import (Absent, Builtin, Compilations, Compi
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.gpu.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, case_plans, context, render,
-                                     render_observed, template_environment)
+from conformance.shader.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, case_plans, context, render,
+                                        render_observed, template_environment)
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.

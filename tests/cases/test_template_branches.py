@@ -1,4 +1,4 @@
-"""Template branch coverage, computed by rendering (conformance.gpu.branches): the markers change no byte of the
+"""Template branch coverage, computed by rendering (conformance.shader.branches): the markers change no byte of the
 WGSL, a branch no case renders is a dead-template-branch flag with its file, line and condition, lint fails a
 shipped package with one and only flags another author's, and every branch of every shipped template is
 rendered by a golden case."""
@@ -18,8 +18,8 @@ from conformance.engine.package import REPO_SPECS, find_package_dirs, load_packa
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE
 from conformance.errors import TemplateError
-from conformance.gpu import branches
-from conformance.gpu.render import render
+from conformance.shader import branches
+from conformance.shader.render import render
 from conformance.tools import lint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_markers_change_no_byte_of_the_wgsl():
         plan = planner.plan(make_call(package.manifest, case.call_args(), case.profile, case.tunables))
         for pass_plan in plan.passes:
             env.ran = set()
-            assert branches._render(env, package, plan, pass_plan) == render(package, plan, pass_plan), case.id
+            assert render(package, plan, pass_plan, env) == render(package, plan, pass_plan), case.id
             assert env.ran, "no marker ran"
     assert len(seen) == len(package.manifest.variants)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cases
-from conformance.gpu.render import case_plans
+from conformance.shader.render import case_plans
 
 from conformance.certify.testjson import TEST_FORMAT, decode_array, encode_array, load_test_cases
 from conformance.engine.package import load_package

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from conformance.engine.package import load_package
-from conformance.gpu.stress import DEFAULT_RUNS
+from conformance.shader.stress import DEFAULT_RUNS
 from conformance.tools.mutate.mutants import mark_unrendered, package_mutants
 from conformance.tools.mutate.runner import stress_runs
 

@@ -11,6 +11,7 @@ import pytest
 
 from conformance.__main__ import main
 from conformance.tools.lint import binding_problems, lint
+from conformance.tools.lint_compile import DeviceCompiler
 from tests.gate.conftest import FASTGELU, GELU, ROOT, edit_manifest, variant
 
 
@@ -81,7 +82,7 @@ def test_undefined_template_name(specs):
 def test_wgsl_that_does_not_compile(specs, device):
     template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
     template.write_text(template.read_text().replace("const CLAMP: f32 = 10.0;", "const CLAMP: f32 = ;"))
-    found = messages(lint(specs / GELU, device))
+    found = messages(lint(specs / GELU, DeviceCompiler(device)))
     assert found and all("WGSL compilation failed" in f for f in found), found
     # every variant and dtype (f16 too: the device has shader-f16)
     shown = {f.split(": ", 2)[1].split(" (case")[0] for f in found}

@@ -13,8 +13,8 @@ import pytest
 
 from conformance import BASELINE, ConformanceError, load_kernel
 from conformance.engine.package import REPO_SPECS
-from conformance.gpu import render as render_module
-from conformance.gpu.render import MAX_TEMPLATE, MAX_VALUE, RENDER_WORK_LIMIT, render, work_spent
+from conformance.shader import render as render_module
+from conformance.shader.render import MAX_TEMPLATE, MAX_VALUE, RENDER_WORK_LIMIT, render, work_spent
 from tests.hostile.conftest import TEMPLATE, seed
 
 GELU = "com.microsoft.Gelu"

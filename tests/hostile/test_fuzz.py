@@ -21,7 +21,7 @@ from conformance.engine.manifest import Manifest
 from conformance.engine.package import REPO_SPECS, Package
 from conformance.engine.planner import Planner
 from conformance.gpu.kernel import Kernel
-from conformance.gpu.render import render
+from conformance.shader.render import render
 from tests.hostile.conftest import PROFILE as PROFILE_NAME
 from tests.hostile.conftest import SEEDS, examples, seed
 

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.config import REPO_LOADER
 from conformance.engine.package import load_package
-from conformance.gpu import render
+from conformance.shader import render
 from tests.hostile.conftest import TEMPLATE
 from tests.loader.driver import call_loader
 
@@ -78,7 +78,7 @@ def test_a_template_over_max_template_is_refused_before_it_is_parsed(tmp_path):
 
 
 def test_the_loaders_budget_is_the_python_sandboxs():
-    """One set of numbers: the loader's constants are the sandbox's (conformance/gpu/render.py)."""
+    """One set of numbers: the loader's constants are the sandbox's (conformance/shader/render.py)."""
     names = ["RENDER_WORK_LIMIT", "MAX_VALUE", "MAX_OUTPUT", "MAX_TEMPLATE"]
     script = f"const m = await import({json.dumps((REPO_LOADER / 'src' / 'budget.js').resolve().as_uri())}); " \
              f"console.log(JSON.stringify({json.dumps(names)}.map((n) => m[n])));"

@@ -9,7 +9,7 @@ import pytest
 from conformance import BASELINE, ConformanceError, load_kernel
 from conformance.certify.testjson import TEST_FORMAT
 from conformance.engine.package import REPO_SPECS
-from conformance.gpu.render import render
+from conformance.shader.render import render
 from conformance.tools.diff import Side, packages
 from tests.hostile.conftest import run_cli, run_conformance
 

@@ -24,7 +24,7 @@ import pytest
 
 from conformance import BASELINE, TemplateError, load_kernel
 from conformance.engine.package import REPO_SPECS
-from conformance.gpu.render import MAX_VALUE, RENDER_WORK_LIMIT, render
+from conformance.shader.render import MAX_VALUE, RENDER_WORK_LIMIT, render
 from tests.hostile.conftest import ROOT, TEMPLATE
 
 BACKSTOP_S = 120      # only against a hang: an open gap fails instead of stalling the suite
@@ -103,7 +103,7 @@ BOMBS = [
 
 def render_is_bounded() -> bool:
     """Whether render.py bounds operators, filters, output and work (the patch in issue 10's report)."""
-    from conformance.gpu import render as module
+    from conformance.shader import render as module
     return hasattr(module, "RENDER_WORK_LIMIT")
 
 
@@ -161,7 +161,7 @@ _CHILD = textwrap.dedent("""
     import json, resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
     from conformance import BASELINE, TemplateError, load_kernel
-    from conformance.gpu.render import render, work_spent
+    from conformance.shader.render import render, work_spent
     kernel = load_kernel(sys.argv[1])
     plan = kernel.plan(profile=BASELINE, X=((8,), "float32"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

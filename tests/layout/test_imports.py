@@ -1,10 +1,12 @@
 """The stages' dependencies point one way, and no module hides which stage it uses.
 
 Layers, lowest first: the shared foundation (``conformance.errors``, ``conformance.config``), the manifest engine,
-the op records (``conformance.ops``), the case generator (``cases``), the GPU runtime, certification (the verdict and
-its reports), the implementations under test other than the suite's own runtime (``conformance.impls``: certification
-names them only by entry-point strings), then the plugin and the tools side by side, then the command lines. A module
-may import its own package and any lower layer; ``reference`` imports nothing of the suite.
+the op records (``conformance.ops``), the case generator (``cases``), the shader text work that needs no device
+(``conformance.shader``: rendering, branch coverage, the stress rewrite, the stores-only check), the GPU runtime,
+certification (the verdict and its reports), the implementations under test other than the suite's own runtime
+(``conformance.impls``: certification names them only by entry-point strings), then the plugin and the tools side
+by side, then the command lines. A module may import its own package and any lower layer; ``reference`` imports
+nothing of the suite.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ LAYERS = [
     ("conformance.engine", 1, "engine"),
     ("conformance.ops", 1.5, "ops"),   # op records: reference + foundation only; read by cases, certify, tools
     ("cases", 2, "cases"),
+    ("conformance.shader", 2.5, "shader"),   # WGSL text work, no device: engine + foundation; read by gpu and up
     ("conformance.gpu", 3, "gpu"),
     ("conformance.certify", 4, "certify"),
     ("conformance.impls", 4.5, "impls"),   # ONNX Runtime, ORT Web, the JS loader: certify's interface, gpu's pages
@@ -167,6 +170,50 @@ def test_imports_sit_at_module_level():
             if top not in LAZY_ALLOWED or not commented:
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {target}")
     assert not bad, "function-local imports:\n" + "\n".join(bad)
+
+
+#: Work on WGSL text that needs no device, and what reaches it without one: the shader stage, lint's checks (what
+#: ``lint --no-compile`` runs), mutate's mutants and the template check (issue 52, item 5).
+DEVICE_FREE = ("conformance.shader", "conformance.tools.lint", "conformance.tools.mutate.mutants",
+               "conformance.certify.templates")
+
+
+def reached(start: str) -> dict[str, str]:
+    """Every module of ours that ``start`` loads through module-level imports (``on_use`` ones included), each
+    with the module that imported it first."""
+    graph = defaultdict(set)
+    for name, _, target, _, local in project_imports():
+        if not local and target in OURS and target != name:
+            graph[name].add(target)
+    seen, todo = {start: ""}, [start]
+    while todo:
+        name = todo.pop()
+        for target in sorted(graph[name]):
+            if target not in seen:
+                seen[target] = name
+                todo.append(target)
+    return seen
+
+
+def test_the_device_free_work_reaches_nothing_of_the_gpu_stage():
+    """Rendering, branch coverage, the stress rewrite and the stores-only check live below ``conformance.gpu``, and
+    the tools that only read WGSL reach them without loading the device stage."""
+    starts = sorted(m for m in OURS if any(m == s or m.startswith(s + ".") for s in DEVICE_FREE))
+    assert set(DEVICE_FREE) <= set(starts), f"moved? {sorted(set(DEVICE_FREE) - set(starts))}"
+    bad = [f"{start}: {via} imports {module}" for start in starts
+           for module, via in reached(start).items() if module.startswith("conformance.gpu")]
+    assert not bad, "\n".join(bad)
+
+
+def test_lint_without_compiling_loads_no_gpu():
+    """``python -m conformance lint --no-compile`` renders and checks every pass with neither ``conformance.gpu``
+    nor a WebGPU implementation loaded (the command imports what it runs when it runs it)."""
+    code = ("import sys; from conformance.__main__ import main; "
+            f"main(['lint', {str(ROOT / 'specs' / 'com.microsoft.Gelu')!r}, '--no-compile', '--no-js']); "
+            "print([m for m in sys.modules if m.startswith(('conformance.gpu', 'wgpu', 'dawn'))], "
+            "'conformance.shader.render' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[] True", out.stdout + out.stderr
 
 
 def test_the_plugin_costs_nothing_until_it_runs():

@@ -20,6 +20,7 @@ from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
 from conformance.ops import RecordNotFound, record_for, register, registry, unregister
 from conformance.tools.lint import lint
+from conformance.tools.lint_compile import DeviceCompiler
 
 from .third_party import write_distribution, write_package
 
@@ -43,7 +44,7 @@ def test_the_record_comes_from_the_entry_point(muladd):
 
 
 def test_it_lints_clean(muladd, device):
-    assert [f.message for f in lint(muladd.root, device)] == []
+    assert [f.message for f in lint(muladd.root, DeviceCompiler(device))] == []
 
 
 def test_it_generates_and_certifies(muladd, device):

@@ -1,12 +1,12 @@
 """A kernel that uses its outputs only in plain stores is run once, guarded; any other is run twice and compared
-(conformance.gpu.kernel_view). The lexical check answers False for everything it does not recognise."""
+(conformance.shader.kernel_view). The lexical check answers False for everything it does not recognise."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from conformance import BASELINE, load_kernel
-from conformance.gpu.kernel_view import comment_spans, comments_masked, stores_only
+from conformance.shader.kernel_view import comment_spans, comments_masked, stores_only
 
 HEAD = ("struct Params { count: u32, }\n"
         "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
@@ -116,7 +116,7 @@ def test_finding_the_comments_reads_the_text_a_bounded_number_of_times(monkeypat
     """Linear: the characters the searches scan add up to a small multiple of the text, however many comments it
     holds (each search from the end of the last comment; the former reader searched for ``/*`` from every code
     segment to the end of the text)."""
-    import conformance.gpu.kernel_view as view
+    import conformance.shader.kernel_view as view
     scanned = [0]
 
     class Counting:

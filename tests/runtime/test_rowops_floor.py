@@ -13,7 +13,7 @@ from conformance import BASELINE
 from conformance.engine.package import REPO_SPECS
 from conformance.gpu import tuning
 from conformance.gpu.kernel import Kernel
-from conformance.gpu.render import render
+from conformance.shader.render import render
 
 SWEEP = runpy.run_path(str(REPO_SPECS.parent / "research" / "rowops_sweep.py"))
 ROW_OPS = SWEEP["ROW_OPS"]

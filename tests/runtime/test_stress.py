@@ -13,7 +13,7 @@ from conformance.certify.checker import Checker
 from conformance.certify.implementations import ImplResult, ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, verdict_for
 from conformance.engine.package import REPO_SPECS, load_package
-from conformance.gpu import stress
+from conformance.shader import stress
 from conformance.tools.mutate.mutants import package_mutants
 from tests.conftest import UNUSED_PLUGINS, golden_cases
 

@@ -43,7 +43,7 @@ from conformance.impls.js_loader.plans import differences, dispatch_problems, di
 from conformance.impls.js_loader.published import published_files
 from conformance.impls.js_loader.runtime import RUNTIMES, JsRuntime, RuntimeFailed
 from conformance.impls.js_loader.runtime import unavailable as runtime_unavailable
-from conformance.gpu.render import context, render, template_environment
+from conformance.shader.render import context, render, template_environment
 
 NAME = "js-loader"
 URL = re.compile(r"https?://", re.IGNORECASE)
@@ -237,9 +237,10 @@ class JsLoader(InPage):
         """The page (or the runtime's host) with the loader's device open; a fresh one (a new page, a host started
         again) gets the kernels again."""
         backend, page = self._host()
-        if page is self._page and getattr(page, "starts", 0) == self._starts:
+        starts = page.starts if isinstance(page, JsRuntime) else 0   # a page is loaded once; a host restarts
+        if page is self._page and starts == self._starts:
             return page
-        self._starts = getattr(page, "starts", 0)
+        self._starts = starts
         self._kernels.clear()
         self._dispatch_base = self._dispatches
         if self._module is None:

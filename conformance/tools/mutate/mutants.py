@@ -15,7 +15,7 @@ from conformance.engine.call import make_call
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.files import copy_package, read_confined
-from conformance.gpu.render import context, render, template_environment
+from conformance.shader.render import context, render, template_environment
 
 
 @dataclass

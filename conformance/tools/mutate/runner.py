@@ -22,14 +22,14 @@ from conformance.config import default_backend
 from conformance.engine.package import load_package
 from conformance.errors import ConformanceError
 from conformance.files import copy_package
-from conformance.gpu.stress import DEFAULT_RUNS
 from conformance.progress import Progress
+from conformance.shader.stress import DEFAULT_RUNS
 from conformance.tools.mutate.equivalence import argue
 from conformance.tools.mutate.mutants import Mutant, mark_unrendered, package_mutants
 from conformance.tools.mutate.report import summarize, write
 
 REPO = Path(__file__).resolve().parents[3]
-#: Mutant kinds run under --stress (conformance.gpu.stress).
+#: Mutant kinds run under --stress (conformance.shader.stress).
 STRESSED_KINDS = ("race", "barrier")
 TEST_KERNELS = REPO / "conformance" / "test_kernels.py"
 

@@ -177,7 +177,7 @@ def _with_index(wgsl: str, seed: int) -> str:
     body_at = wgsl.index("{", close_at) + 1
     shift = GROUP_SHIFTS[(seed - 1) % len(GROUP_SHIFTS)]
     helper = f"""
-// --stress (conformance/gpu/stress.py): seed {seed}, delays of 0..{SPIN_MAX - 1} iterations, groups of {2 ** shift}
+// --stress (conformance/shader/stress.py): seed {seed}, delays of 0..{SPIN_MAX - 1} iterations, groups of {2 ** shift}
 var<private> {PREFIX}lid: u32;
 var<workgroup> {PREFIX}sink: atomic<u32>;
 fn {PREFIX}spin(site: u32) {{

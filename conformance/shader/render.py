@@ -45,7 +45,7 @@ COMPILE_WORK_PER_BYTE = 16    # what compiling one byte of template is charged (
 PACKAGE_RENDER_WORK = 1 << 27  # work units per loaded package, all its renders together (a shipped one spends under 13 M in a run)
 RENDER_TIME_BACKSTOP = 60.0   # seconds: only against a hang no counted operation sees; never a verdict on speed
 _SPENT: "weakref.WeakKeyDictionary[Package, int]" = weakref.WeakKeyDictionary()   # loaded package -> work units
-_ENVIRONMENTS: "weakref.WeakKeyDictionary[Package, _TemplateSandbox]" = weakref.WeakKeyDictionary()
+_ENVIRONMENTS: "weakref.WeakKeyDictionary[Package, TemplateSandbox]" = weakref.WeakKeyDictionary()
 _COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
             "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
@@ -122,7 +122,10 @@ def _bounded_filter(env, name, fn):
     return run
 
 
-class _TemplateSandbox(ImmutableSandboxedEnvironment):
+class TemplateSandbox(ImmutableSandboxedEnvironment):
+    """The render sandbox: Jinja2's immutable sandbox, strict undefined, each operation charged to the render's
+    work budget. :func:`render` renders in one; a subclass watches a render (``branches``, ``_ObservedSandbox``)."""
+
     code_generator_class = _BoundedCodeGenerator
     intercepted_binops = frozenset(["*", "**", "%", "+"])
 
@@ -255,7 +258,7 @@ class _TemplateSandbox(ImmutableSandboxedEnvironment):
         return result
 
 
-class _ObservedSandbox(_TemplateSandbox):
+class _ObservedSandbox(TemplateSandbox):
     """The sandbox telling ``observe(kind, value, line)`` each value a ``{{ }}`` writes (kind ``"output"``) and
     each intercepted operation (``"binop"``: operator, left, right, result; ``"concat"``: the parts ``~`` joins),
     with the template line (None for a constant Jinja folds while compiling). The portable-subset check uses it to
@@ -374,14 +377,14 @@ def _template_line(exc: BaseException, name: str) -> int | None:
     return lines[-1] if lines else None
 
 
-def render(package: Package, plan: Plan, pass_plan: PassPlan, environment: _TemplateSandbox | None = None) -> str:
+def render(package: Package, plan: Plan, pass_plan: PassPlan, environment: TemplateSandbox | None = None) -> str:
     """The WGSL; renders given the same ``template_environment(package)`` compile each template once."""
-    return _render(environment or _TemplateSandbox(package), package, plan, pass_plan)
+    return _render(environment or TemplateSandbox(package), package, plan, pass_plan)
 
 
-def template_environment(package: Package) -> _TemplateSandbox:
+def template_environment(package: Package) -> TemplateSandbox:
     """A template environment for many renders of one package (each still under every per-render limit)."""
-    return _TemplateSandbox(package)
+    return TemplateSandbox(package)
 
 
 def render_observed(package: Package, plan: Plan, pass_plan: PassPlan, observe) -> str:
@@ -401,9 +404,9 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
     environment any of whose templates changed on disk since it compiled them is replaced by a fresh one."""
     env = _ENVIRONMENTS.get(package)
     if env is None or not package.templates_unchanged(env.sources):
-        env = _ENVIRONMENTS[package] = _TemplateSandbox(package)
+        env = _ENVIRONMENTS[package] = TemplateSandbox(package)
     if not env.lock.acquire(blocking=False):
-        env = _TemplateSandbox(package)   # another thread renders with it: this render gets its own
+        env = TemplateSandbox(package)   # another thread renders with it: this render gets its own
         env.lock.acquire()
     try:
         env.used = {}
@@ -413,7 +416,7 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
         env.lock.release()
 
 
-def _render(env: _TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:
+def _render(env: TemplateSandbox, package: Package, plan: Plan, pass_plan: PassPlan) -> str:
     name = pass_plan.shader
     spent = _SPENT.get(package, 0)
     if spent > PACKAGE_RENDER_WORK:

@@ -1,11 +1,11 @@
 """Template branch coverage, computed by rendering: which ``{% if %}`` / ``{% elif %}`` / ``{% else %}`` branch,
 ``{% for %}`` body and macro each case's plan renders.
 
-The sandbox of :mod:`conformance.gpu.render` parses every template of the package; before it is compiled, its
+The sandbox of :mod:`conformance.shader.render` parses every template of the package; before it is compiled, its
 Jinja2 AST gets a marker statement at the start of each branch body, loop body and macro body (and an empty
 ``else`` where an ``if`` has none, to see a condition that never fails). A marker writes nothing: the WGSL is the
-one :func:`conformance.gpu.render.render` gives, byte for byte (``tests/gpu/test_branches.py``). Rendering each
-distinct pass context once, the markers that ran say which branches the case's plan renders.
+one :func:`conformance.shader.render.render` gives, byte for byte (``tests/cases/test_template_branches.py``).
+Rendering each distinct pass context once, the markers that ran say which branches the case's plan renders.
 
 A branch, loop body or macro that no case renders is *dead* for those cases (``cases.weakness.dead_branches``
 turns them into ``dead-template-branch`` flags); one rendered only into passes that dispatch nothing (empty
@@ -24,7 +24,7 @@ from jinja2 import nodes
 
 from conformance.engine.package import Package
 from conformance.errors import ConformanceError
-from conformance.gpu.render import _render, _TemplateSandbox, case_plans, context
+from conformance.shader.render import TemplateSandbox, case_plans, context, render
 
 #: The global a marker calls: an identifier no template of this suite uses.
 HIT = "__branch_hit__"
@@ -124,7 +124,7 @@ def _else_lines(source: str) -> dict[tuple[str, int, int], int]:
     return found
 
 
-class _CoverageSandbox(_TemplateSandbox):
+class _CoverageSandbox(TemplateSandbox):
     """The render sandbox with a marker at the start of every branch: :attr:`branches` per template parsed,
     :attr:`ran` the branches the current render ran."""
 
@@ -221,7 +221,7 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
             if key not in ran_by_context:
                 env.ran = set()
                 try:
-                    _render(env, package, plan, pass_plan)
+                    render(package, plan, pass_plan, env)
                 except ConformanceError as err:
                     errors.setdefault(pass_plan.shader, str(err))
                 ran_by_context[key] = frozenset(env.ran)
