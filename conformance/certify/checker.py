@@ -1,16 +1,16 @@
 """One case checked end to end through an implementation: contract, variant, dispatch, outputs, guards, values.
 
-Every implementation goes through :class:`Checker`, this project's manifest runtime included; what differs is
-the contract it is held to:
+Every implementation goes through :class:`Checker`, this project's manifest runtime included. The checker runs the
+steps they share (prepare once per package, the case's inputs, the run, output shapes, dtypes and guards, the
+inputs left intact, values against the op's reference, ``--stress``); what differs is the contract each is held
+to, chosen once from the implementation (:func:`conformance.certify.rules.rules_for`):
 
-* an implementation that *follows the device model* (``follows_device_model``: the manifest runtime) is held to
-  the case as generated: the case's device profile and tunables, the manifest's rejection reason and details,
-  the variant and dispatch of every case, and no dispatch for a rejected call;
-* any other implementation is held to the manifest's contract on an unbounded device with the default tunables:
-  it must accept what that accepts (outputs of the right shapes, dtypes and values) and reject what it rejects,
-  for any reason. What the manifest rejects only under the case's profile or tunables is *not applicable*, and
-  the variant and dispatch are checked only where it reports them on the baseline profile. Refusing an accepted
-  call or accepting a rejected one is a *divergence*.
+* an implementation that *follows the device model* (:class:`~conformance.certify.implementations.DeviceModel`:
+  this project's runtime, a JavaScript loader) is held to the case as generated for its device
+  (:class:`~conformance.certify.rules.DeviceModelRules`);
+* any other implementation is held to the manifest's contract on an unbounded device with the default tunables
+  (:class:`~conformance.certify.rules.ContractRules`): what the manifest rejects only under the case's profile or
+  tunables is *not applicable*, and refusing an accepted call or accepting a rejected one is a *divergence*.
 """
 
 from __future__ import annotations
@@ -20,23 +20,20 @@ import math
 import numpy as np
 
 from cases.data import make_inputs
-from conformance.certify.device_truth import plan_context, plan_for_device
-from conformance.certify.implementations import NotSupported, Rejected
-from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, Expected, Verdict
+from conformance.certify.device_truth import plan_context
+from conformance.certify.implementations import Hooks, NotSupported, Rejected
+from conformance.certify.outcomes import CaseFailed, CaseSkipped, Expected, Verdict
 from conformance.certify.repro.collect import Failure, expected_accepted, one_line
-from conformance.engine.call import make_call
+from conformance.certify.rules import rules_for
+from conformance.certify.testjson import StoredCase
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE, DEFAULT_LIMITS, KNOWN_FEATURES, DeviceProfile
-from conformance.errors import ConformanceError, ContractError, DeviceError, ExpressionError, NoVariantError
+from conformance.errors import ConformanceError, DeviceError, ExpressionError
 from conformance.ops import record_for
 from conformance.ops.registry import find
 from conformance.shader.stress import stressed
 from reference import ElementTolerance, Tolerance, compare
-
-#: Rejection cases whose inputs would exceed this many bytes are checked without allocating them.
-MAX_REJECTION_BYTES = 64 << 20
-
 
 def unbounded_profile() -> DeviceProfile:
     """No limits, every feature: what a call must satisfy on *any* device is the op's contract."""
@@ -44,11 +41,6 @@ def unbounded_profile() -> DeviceProfile:
     # the expression sandbox refuses integers beyond 128 bits (2**40 cubed, times 256, is 2**128)
     limits = {k: (v if k in ALIGNMENT_LIMITS else 1 << 36) for k, v in DEFAULT_LIMITS.items()}
     return DeviceProfile("unbounded", limits=limits, features=BASELINE.features | KNOWN_FEATURES)
-
-
-def input_bytes(case) -> int:
-    return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in
-               (arg for arg in case.inputs.values() if arg is not None))
 
 
 class Checker:
@@ -63,16 +55,17 @@ class Checker:
         self.repros = repros
         self.stress_runs = stress_runs
         self._make_inputs = make_inputs
-        self.strict = bool(getattr(impl, "follows_device_model", False))
+        self.hooks = Hooks(impl)
         self._prepared: dict[str, Exception | None] = {}
         self._planners: dict[str, Planner] = {}
-        self._unbounded = unbounded_profile()
+        self.unbounded = unbounded_profile()
+        #: What the implementation is held to: the device model or the manifest's contract (conformance.certify.rules).
+        self.rules = rules_for(self)
         self._unavailable: str | None | bool = False  # False: not asked yet
 
     def inputs_for(self, case) -> dict:
         """The case's input arrays: stored (test.json) or regenerated, bit-exactly, from its recipe."""
-        stored = getattr(case, "stored", None)
-        return stored.arrays() if stored is not None else self._make_inputs(case)
+        return case.stored.arrays() if isinstance(case, StoredCase) else self._make_inputs(case)
 
     def unavailable(self) -> str | None:
         """Why the implementation cannot run here (its ``available()``, asked once), or None."""
@@ -86,19 +79,18 @@ class Checker:
         if self.unavailable():
             raise CaseSkipped(self._unavailable)
         self._prepare(package)
+        rules = self.rules
         try:
-            if self.strict:
-                case = self._for_device(case, package, verdict)
+            case = rules.for_device(case, package, verdict)
             expect = Expected.of(case.expect)
             if case.expect["outcome"] == "planning-failed":
                 raise CaseFailed(f"{case.id}: planning failed: {expect.detail} (an expression of the manifest "
                                  f"fails for this call; `python -m conformance lint` names each such call)")
-            if not self.strict:
-                self._check_applies(case, package, expect, verdict)
+            rules.applies(case, package, expect, verdict)
             if expect.accepted:
                 self._check_accepted(case, package, expect, verdict)
             else:
-                self._check_rejected(case, expect, verdict)
+                rules.check_rejected(case, expect, verdict)
         except CaseFailed as err:
             console = verdict.impl.get("console")
             if not console:
@@ -109,8 +101,7 @@ class Checker:
         except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
             raise CaseFailed(f"{case.id}: {err}") from None
         finally:
-            if self.strict:
-                verdict.checks.clear()  # every assertion applies to the device model: the report counts cases
+            rules.done(verdict)
 
     def _prepare(self, package: Package) -> None:
         key = str(package.root)
@@ -123,7 +114,7 @@ class Checker:
         if self._prepared[key] is not None:
             raise CaseSkipped(str(self._prepared[key]))
 
-    def _planner(self, package: Package) -> Planner:
+    def planner(self, package: Package) -> Planner:
         return self._planners.setdefault(str(package.root), Planner(package.manifest))
 
     def _manifest_planner(self, manifest) -> Planner:
@@ -132,40 +123,7 @@ class Checker:
             self._planners[key] = Planner(manifest)
         return self._planners[key]
 
-    def _for_device(self, case, package: Package, verdict: Verdict):
-        """The case as the device under test must answer it (see :mod:`conformance.certify.device_truth`)."""
-        moved, change = plan_for_device(case, self._planner(package), self.impl.profile)
-        if change:
-            verdict.replanned = change
-            verdict.variant = moved.expect.get("variant", "rejected") if moved.accepted else "rejected"
-        return moved
-
-    def contract(self, case, package: Package) -> tuple[bool, str | None]:
-        """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
-        try:
-            self._planner(package).plan(make_call(package.manifest, _call_args(case), self._unbounded, None))
-            return True, None
-        except NoVariantError as err:
-            first = next(iter(err.failures.items()), ("?", "?"))
-            return False, f"no-variant: {first[0]}: {first[1]}"
-        except (ContractError, ExpressionError) as err:
-            return False, f"{getattr(err, 'reason', 'expression')}: {err}"
-
-    def _check_applies(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
-        """For an implementation outside the device model: the case applies only where the contract decides it."""
-        contract_ok, contract_why = self.contract(case, package)
-        verdict.extra["contract_why"] = contract_why
-        if expect.accepted != contract_ok:
-            # accepted on the case's profile but not on an unbounded one cannot happen; the reverse is the device model
-            verdict.checks.update(contract="not-applicable")
-            what = f"profile {case.profile.name!r}" + (f", tunables {case.tunables}" if case.tunables else "")
-            raise CaseNotApplicable(f"the manifest rejects this call only under {what} ({expect.reason}); "
-                                    f"{self.impl.name} is not bound by the manifest's device model")
-        if input_bytes(case) > MAX_REJECTION_BYTES:
-            verdict.checks.update(contract="not-applicable")
-            raise CaseNotApplicable(f"{input_bytes(case)} bytes of inputs: too large to run here")
-
-    def _run(self, case, inputs, expect: Expected, verdict: Verdict):
+    def run_impl(self, case, inputs, expect: Expected, verdict: Verdict):
         """The implementation's result, or Rejected; any other suite error fails the case with its message.
         What the implementation reports of the call (``extra["report"]``, ``Rejected.report``) goes on the verdict."""
         try:
@@ -173,7 +131,7 @@ class Checker:
             verdict.impl.update(result.extra.get("report") or {})
             return result
         except Rejected as err:
-            verdict.impl.update(getattr(err, "report", None) or {})
+            verdict.impl.update(err.report)
             raise
         except ExpressionError as err:   # the call never ran: an expression of the manifest failed for it
             raise CaseFailed(f"{case.id}: planning failed: {err}") from None
@@ -181,58 +139,6 @@ class Checker:
             what = f"expected a rejection ({expect.reason}), but the call ran and failed" if not expect.accepted \
                 else "the call failed"
             raise CaseFailed(f"{case.id}: {what}: {type(err).__name__}: {err}") from None
-
-    def _check_rejected(self, case, expect: Expected, verdict: Verdict) -> None:
-        checks = verdict.checks
-        dispatches = getattr(self.impl, "dispatch_count", None)
-        before = dispatches() if dispatches else 0
-        try:
-            if self.strict and input_bytes(case) > MAX_REJECTION_BYTES:
-                variant = self.impl.plan(case)
-                raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
-                                 f"the call was accepted as variant {variant!r}")
-            inputs = self.inputs_for(case)
-            result = self._run(case, inputs, expect, verdict)
-        except Rejected as err:
-            if self.strict:
-                self._check_reason(case, expect, err)
-                if dispatches and dispatches() != before:
-                    raise CaseFailed(f"{case.id}: the call was rejected ({err.reason}) but "
-                                     f"{dispatches() - before} dispatch(es) ran") from None
-                verdict.detail = str(err)
-            else:
-                checks.update(contract="passed")
-                verdict.detail = f"rejected, as the manifest does ({expect.reason}): {err}"
-            return
-        if self.strict:
-            raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but the "
-                             f"call was accepted as variant {result.variant!r}")
-        checks.update(contract="failed")
-        shapes = ", ".join(f"{r} {y.dtype}{list(y.shape)}" for r, y in result.outputs.items())
-        reason = verdict.extra.get("contract_why") or expect.reason or ""
-        why = reason.splitlines()[0]
-        text = (f"{self.impl.name} accepts a call the manifest rejects ({why}); it returned {shapes}"
-                + _interpret(case, inputs, result))
-        raise CaseFailed(f"{case.id}: {text}", divergence="accepts-rejected", failure=self._failure(
-            "accepts-rejected", text, case, inputs, lambda: {"outcome": "rejected", "reason": reason},
-            {"outcome": "accepted", "outputs": dict(result.outputs)}))
-
-    @staticmethod
-    def _check_reason(case, expect: Expected, err: Rejected) -> None:
-        if err.reason != expect.reason:
-            raise CaseFailed(f"{case.id}: expected rejection {expect.reason!r} ({expect.detail_text()}), got "
-                             f"{err.reason!r}:\n{err}") from None
-        if err.failures and isinstance(expect.detail, dict) and expect.detail:
-            if err.failures != dict(expect.detail):
-                lines = [f"  {vid}: expected {expect.detail.get(vid)!r}\n  {' ' * len(vid)}  got      "
-                         f"{err.failures.get(vid)!r}"
-                         for vid in sorted(set(err.failures) | set(expect.detail))
-                         if err.failures.get(vid) != expect.detail.get(vid)]
-                raise CaseFailed(f"{case.id}: rejected for other reasons than expected:\n" + "\n".join(lines))
-        elif err.reason != "expression" and isinstance(expect.detail, str) and expect.detail \
-                and err.argument not in (None, expect.detail):
-            raise CaseFailed(f"{case.id}: expected the rejection to name argument {expect.detail!r}, "
-                             f"it names {err.argument!r}:\n{err}")
 
     def _check_accepted(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
         if not self.stress_runs:
@@ -260,29 +166,16 @@ class Checker:
         checks = verdict.checks
         inputs = self.inputs_for(case)
         try:
-            result = self._run(case, inputs, expect, verdict)
+            result = self.run_impl(case, inputs, expect, verdict)
         except Rejected as err:
-            if self.strict:
-                raise CaseFailed(f"{case.id}: expected variant {expect.variant!r}, but the call was rejected:\n"
-                                 f"{err}") from None
-            lacking = self._lacking_features(case)
-            if lacking:   # refusing what the device cannot do is right; running it anyway is checked
-                checks.update(contract="not-applicable")
-                raise CaseNotApplicable(f"{self.impl.name} refuses the call on a device without "
-                                        f"{', '.join(lacking)}: {err}") from None
-            checks.update(contract="failed")
-            text = f"{self.impl.name} rejects a call the manifest accepts (as variant {expect.variant!r})"
-            raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=self._failure(
-                "rejects-accepted", f"{text}: {err}", case, inputs,
-                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
-                {"outcome": "rejected", "message": str(err)})) from None
-        if not self.strict:
-            checks.update(contract="passed")
+            self.rules.refused(case, package, expect, inputs, err, verdict)
+            raise   # refused() raises what the refusal is (the rules decide)
+        self.rules.ran(checks)
         problems = self._plan_problems(case, expect, result, checks) + self._output_problems(case, expect, inputs,
                                                                                               result, checks)
         if problems:
             shown = all(p.startswith("output ") for p in problems)   # what a repro can show
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=self._failure(
+            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=self.failure_for(
                 "values", "; ".join(problems), case, inputs,
                 lambda: self.contract_outcome(case, package.manifest, inputs, expect),
                 {"outcome": "accepted", "outputs": dict(result.outputs)}) if shown else None)
@@ -294,18 +187,9 @@ class Checker:
         checks["values"] = "passed"
         return result.outputs
 
-    def _lacking_features(self, case) -> list[str]:
-        """The features a call needs that the implementation's device lacks (it says which it has, in
-        ``device_features``): shader-f16 for an f16 tensor."""
-        have = getattr(self.impl, "device_features", None)
-        if have is None or self.strict:
-            return []
-        f16 = any(arg is not None and arg[1] == "float16" for arg in case.inputs.values())
-        return ["shader-f16"] if f16 and "shader-f16" not in have else []
-
     def _plan_problems(self, case, expect: Expected, result, checks: dict) -> list[str]:
         """Variant and dispatch: always for the device model, else where reported on the baseline profile."""
-        applies = self.strict or (case.profile.name == "baseline" and not case.tunables)
+        applies = self.rules.plan_checked(case)
         problems = []
         for name, got, want, same in (
                 ("variant", result.variant, expect.variant, lambda g, w: g == w),
@@ -347,7 +231,7 @@ class Checker:
             pristine = self.inputs_for(case)  # regenerated once more, bit-exactly, from the case's recipe
             changed = [role for role, arr in inputs.items()
                        if arr is not None and not np.array_equal(arr, pristine[role], equal_nan=True)]
-        problems += [f"input {role}: modified by the {'kernel' if self.strict else 'implementation'}"
+        problems += [f"input {role}: modified by the {self.rules.actor}"
                      for role in changed]
         return problems
 
@@ -358,8 +242,7 @@ class Checker:
         output elements were compared."""
         record = find(manifest.op_id)
         words = record.word("unconstrained") if record else "non-finite inputs"
-        attributes = getattr(case, "attributes", None)
-        reference = record.compute(inputs, attributes) if record is not None else None
+        reference = record.compute(inputs, case.attributes) if record is not None else None
         if reference is not None:
             self._check_contract_outputs(case, record, inputs, reference, outputs)
         if all(y.size == 0 for y in outputs.values()):
@@ -381,7 +264,7 @@ class Checker:
                 verdict.worst_ratio = result.worst_ratio
                 verdict.error_profile = result.error_profile(role, y.shape)
                 raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}",
-                                 failure=self._failure(
+                                 failure=self.failure_for(
                                      "values", f"output {role} differs from the reference: {result.message()}",
                                      case, inputs,
                                      lambda: expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
@@ -398,8 +281,8 @@ class Checker:
     def _expected(self, case, manifest, inputs, reference: dict | None, dtypes: dict) -> tuple[dict, dict]:
         """(role -> float64 expected values, role -> tolerance) for outputs of ``dtypes`` (role -> dtype name):
         the stored case's (test.json), else the op record's reference and tolerance model."""
-        stored = getattr(case, "stored", None)
-        if stored is not None:
+        if isinstance(case, StoredCase):
+            stored = case.stored
             expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
                         .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
             tolerance = {role: stored_tolerance(t, expected[role].shape) for role, t in stored.tolerance.items()}
@@ -409,14 +292,15 @@ class Checker:
             record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
         # the tolerance model may depend on the call's data (row ops derive it from each row)
         plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
-        attributes = getattr(case, "attributes", None)
-        return reference, {role: record.tolerance_for(dtype, inputs, attributes, plan) for role, dtype in dtypes.items()}
+        return reference, {role: record.tolerance_for(dtype, inputs, case.attributes, plan)
+                           for role, dtype in dtypes.items()}
 
-    def _failure(self, kind: str, text: str, case, inputs, expected, observed: dict) -> Failure | None:
-        """The failure as a standalone repro sees it (``expected()`` made only then), where repros are wanted."""
-        if self.strict or not self.repros:
+    def failure_for(self, kind: str, text: str, case, inputs, expected, observed: dict) -> Failure | None:
+        """The failure as a standalone repro sees it (``expected()`` made only then), where repros are wanted (and
+        the rules give failures a repro: an implementation outside the device model)."""
+        if not self.rules.repros or not self.repros:
             return None
-        return Failure(kind, one_line(text), case.id, case.package, dict(inputs), _attributes(case), expected(),
+        return Failure(kind, one_line(text), case.id, case.package, dict(inputs), dict(case.attributes), expected(),
                        observed)
 
     def contract_outcome(self, case, manifest, inputs, expect: Expected) -> dict:
@@ -424,7 +308,7 @@ class Checker:
         its tolerance (an empty output: its shape and dtype), or, without a reference, the shapes and why."""
         try:
             record = find(manifest.op_id)
-            reference = record.compute(inputs, getattr(case, "attributes", None)) if record is not None else None
+            reference = record.compute(inputs, case.attributes) if record is not None else None
             dtypes = {role: dtype for role, (shape, dtype) in expect.outputs.items() if 0 not in shape}
             expected, tolerance = self._expected(case, manifest, inputs, reference, dtypes)
         except Exception as err:  # noqa: BLE001 -- a repro without values says why, the case still fails as it did
@@ -466,15 +350,6 @@ def _breach(result, role: str, expected) -> str:
             f"its last one; byte {offset} after its end)")
 
 
-def _attributes(case) -> dict:
-    return dict(getattr(case, "attributes", None) or {})
-
-
-def _call_args(case) -> dict:
-    """The case's call: tensors by role and its attributes by name (a case of another origin may have none)."""
-    return {**dict(case.inputs), **dict(getattr(case, "attributes", None) or {})}
-
-
 def stored_tolerance(t: dict, shape) -> Tolerance:
     """A tolerance of test.json: atol + rtol |expected|, or per-element absolute parts (``elementAtol``)."""
     reason = t.get("reason") or "stored in test.json"
@@ -482,14 +357,3 @@ def stored_tolerance(t: dict, shape) -> Tolerance:
         element = np.array(t["elementAtol"], dtype=np.float64).reshape(shape)
         return ElementTolerance(t["atol"], t["rtol"], reason, t["dtype"], element_atol=element)
     return Tolerance(t["atol"], t["rtol"], reason, t["dtype"])
-
-
-def _interpret(case, inputs, result) -> str:
-    """For a call the manifest rejects but the implementation ran: what the op's record guesses it computed."""
-    record = find(case.package)
-    if record is None or record.interpret is None:
-        return ""
-    try:
-        return record.interpret(inputs, result.outputs)
-    except Exception:  # interpretation is a courtesy
-        return ""

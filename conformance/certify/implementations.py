@@ -31,6 +31,9 @@ field             type                                             meaning
 ``profile``       ``conformance.engine.profile.DeviceProfile``     the device profile the manifest plans under
                                                                    (``profile.name``: ``baseline``, ``no-f16``...)
 ``tunables``      ``dict[str, int]``                               overrides of the manifest's tunables
+``attributes``    ``dict[str, Any]``                               the op attributes the call passes (the others
+                                                                   take the manifest's defaults); ``call_args()``
+                                                                   is the inputs and these together
 ``data``          ``cases.data.Recipe``                            how ``inputs`` were generated (seeded)
 ``expect``        ``dict``                                         the manifest's outcome: ``{"outcome":
                                                                    "accepted", "variant", "passes", "outputs":
@@ -51,16 +54,32 @@ pass ``--impl module:factory`` for one importable without registering; it is cal
 with no arguments. Select a
 registered one with ``pytest conformance/ --impl NAME``.
 
-An implementation outside this suite may also define ``repro_files(failure) -> dict[str, bytes]``: the files of a
-standalone reproduction of one failure (relative name -> bytes, the first one to run), which ``--repro-dir``
-writes for the smallest case of each group of identical failures (:mod:`conformance.certify.repro.collect`: ``failure`` is
-a :class:`~conformance.certify.repro.collect.Failure`).
+The interface is declared here, once: :class:`Implementation` (what every implementation offers),
+:class:`DeviceModel` (what one that plans by the manifest itself offers besides) and :class:`Hooks` (the optional
+members, each with the default that applies where an implementation lacks it; the suite reads them only through
+it):
 
-An implementation that sets ``follows_device_model = True`` plans by the manifest itself (this project's runtime):
-it is held to each case's device profile and tunables, its rejections must give the manifest's reason, and its
-variant and dispatch are checked on every case. It also offers ``profile`` (what its device supports),
-``plan(case)`` (the variant, without running: for rejection cases too large to allocate) and
-``dispatch_count()`` (to prove a rejected call dispatched nothing).
+* ``follows_device_model = True``: the implementation plans by the manifest itself (this project's runtime, a
+  JavaScript loader) and is a :class:`DeviceModel`: it is held to each case's device profile and tunables, its
+  rejections must give the manifest's reason, and its variant and dispatch are checked on every case
+  (:mod:`conformance.certify.rules`). It offers ``profile`` (what its device supports), ``plan(case)`` (the
+  variant, without running: for rejection cases too large to allocate) and ``dispatch_count()`` (to prove a
+  rejected call dispatched nothing). Default: False, held to the manifest's contract on an unbounded device.
+* ``device_features``: the features of the device it runs on, where it knows them (a frozenset of WebGPU feature
+  names); an implementation outside the device model that refuses an f16 call on a device without
+  ``shader-f16`` is then *not applicable*, not a divergence. Default: None (unknown).
+* ``provider``: what inside it runs the kernels (an execution provider), named in reports and repro groups.
+  Default: None.
+* ``describe() -> dict``: what the cases ran on, for the report's device line. Default: its name, provider and
+  ``available()``.
+* ``compilations() -> int``: shader compilations so far, summed over the run's processes. Default: not counted.
+* ``repro_files(failure) -> dict[str, bytes]``: the files of a standalone reproduction of one failure (relative
+  name -> bytes, the first one to run; it may raise :class:`NotSupported`), which ``--repro-dir`` writes for the
+  smallest case of each group of identical failures (:mod:`conformance.certify.repro.collect`: ``failure`` is a
+  :class:`~conformance.certify.repro.collect.Failure`). Default: none, and the repro index says so.
+
+This project's runtime is :class:`ManifestImplementation`, below; the others under test live in
+``conformance.impls`` and are named here only by their entry-point strings (:data:`BUILTIN`).
 """
 
 from __future__ import annotations
@@ -118,6 +137,8 @@ class ImplResult:
 
 @runtime_checkable
 class Implementation(Protocol):
+    """What every implementation under test offers (see the module's docstring for each member)."""
+
     name: str
     has_variants: bool
 
@@ -126,6 +147,66 @@ class Implementation(Protocol):
     def prepare(self, package) -> None: ...
 
     def run(self, case, inputs: dict[str, np.ndarray | None]) -> ImplResult: ...
+
+
+class DeviceModel(Protocol):
+    """What an implementation that plans by the manifest itself offers besides (``follows_device_model = True``).
+    Not runtime-checkable on purpose: asking for ``profile`` opens the implementation's device."""
+
+    follows_device_model: bool
+
+    @property
+    def profile(self) -> DeviceProfile: ...
+
+    def plan(self, case) -> str: ...
+
+    def dispatch_count(self) -> int: ...
+
+
+#: The members a DeviceModel adds to an Implementation.
+DEVICE_MODEL = ("profile", "plan", "dispatch_count")
+
+
+class Hooks:
+    """An implementation's optional members, each with the default that applies where it lacks one: the one place
+    the suite reads them (the checker, the rules, the case runner, the repro collector)."""
+
+    def __init__(self, impl):
+        self.impl = impl
+
+    @property
+    def device_model(self) -> DeviceModel | None:
+        """The implementation, where it follows the device model; else None (the manifest's contract applies)."""
+        return self.impl if getattr(self.impl, "follows_device_model", False) else None
+
+    @property
+    def device_features(self) -> frozenset | None:
+        return getattr(self.impl, "device_features", None)
+
+    @property
+    def provider(self) -> str | None:
+        return getattr(self.impl, "provider", None)
+
+    def describe(self) -> dict | None:
+        """What the cases ran on; without ``describe()``: the name, provider and why it is unavailable, if it is
+        (outside the device model, what it runs on is its own)."""
+        describe = getattr(self.impl, "describe", None)
+        if describe is not None:
+            return describe()
+        return {"implementation": self.impl.name, "provider": self.provider, "available": self.impl.available()}
+
+    def compilations(self) -> int | None:
+        """Shader compilations so far; None where the implementation does not count them."""
+        count = getattr(self.impl, "compilations", None)
+        return count() if count is not None else None
+
+    @property
+    def makes_repros(self) -> bool:
+        return getattr(self.impl, "repro_files", None) is not None
+
+    def repro_files(self, failure) -> dict[str, bytes]:
+        """Its standalone repro of ``failure`` (call only where :attr:`makes_repros`)."""
+        return self.impl.repro_files(failure)
 
 
 class ManifestImplementation:
@@ -169,15 +250,14 @@ class ManifestImplementation:
 
     def plan(self, case) -> str:
         try:
-            return self._kernels[case.package].plan(case.profile, case.tunables, **dict(case.inputs),
-                                                    **dict(getattr(case, "attributes", None) or {})).variant
+            return self._kernels[case.package].plan(case.profile, case.tunables, **case.call_args()).variant
         except ContractError as err:
             raise _rejected(err) from None
 
     def run(self, case, inputs) -> ImplResult:
         try:
             plan, run = self._kernels[case.package].run(case.profile, case.tunables, verify=True, **inputs,
-                                                        **dict(getattr(case, "attributes", None) or {}))
+                                                        **case.attributes)
         except ContractError as err:
             raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
@@ -187,7 +267,7 @@ class ManifestImplementation:
 
 def _rejected(err: ContractError) -> Rejected:
     failures = err.failures if isinstance(err, NoVariantError) else None
-    return Rejected(str(err), reason=getattr(err, "reason", "expression"), argument=err.argument, failures=failures)
+    return Rejected(str(err), reason=err.reason, argument=err.argument, failures=failures)
 
 
 #: The built-in implementations, as "module:factory" (loaded on selection: ONNX Runtime is optional).
@@ -240,6 +320,8 @@ def load_implementation(name: str, *, device: str = "auto", adapter: str | None 
     options = {k: v for k, v in (("device", device), ("adapter", adapter), ("webgpu", webgpu)) if k in params}
     impl = factory(**options, **extra)
     missing = [a for a in ("name", "available", "prepare", "run") if not hasattr(impl, a)]
+    if Hooks(impl).device_model is not None:   # held to the device model: it must offer what that asks
+        missing += [a for a in DEVICE_MODEL if not hasattr(type(impl), a) and not hasattr(impl, a)]
     if missing:
         raise ConformanceError(f"implementation {name!r} lacks {', '.join(missing)} "
                                f"(see conformance.certify.implementations)")

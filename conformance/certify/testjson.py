@@ -28,6 +28,7 @@ from conformance.errors import ConformanceError, ManifestError
 from conformance.files import MAX_DATA_FILE, read_confined
 from conformance.ops import record_for
 from conformance.ops.registry import find
+from reference import ElementTolerance
 
 TEST_FORMAT = "webgpu-kernel-conformance/test@1"
 TEST_FILE = "test.json"
@@ -109,7 +110,7 @@ def _expected(record, op: str, case, arrays, plan) -> tuple[dict, dict]:
     for role, o in outputs.items():
         tol = record.tolerance_for(o["dtype"], arrays, attributes, plan)
         entry = {"atol": tol.atol, "rtol": tol.rtol, "dtype": tol.dtype, "reason": tol.reason}
-        element = getattr(tol, "element_atol", None)
+        element = tol.element_atol if isinstance(tol, ElementTolerance) else None
         if element is not None:
             entry["elementAtol"] = np.broadcast_to(element, tuple(o["shape"])).ravel().tolist()
         if record.tolerance_parameters is not None:

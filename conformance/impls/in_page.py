@@ -2,9 +2,9 @@
 
 An in-page implementation (ONNX Runtime Web, a JavaScript loader) is its own module here, its page module (a
 ``.mjs`` whose ``commands()`` the page runtime adds to its own on ``["extend", 0, name]``) registered with the
-page server when that module is imported (:func:`conformance.gpu.backends.served.register`), and one line naming
-its factory (``BUILTIN`` in :mod:`conformance.certify.implementations`, or an entry point). What every one of
-them needs of the page is here, once:
+page server when that module is imported (:func:`conformance.gpu.backends.page_modules.register`), and one line
+naming its factory (``BUILTIN`` in :mod:`conformance.certify.implementations`, or an entry point). What every one
+of them needs of the page is here, once:
 
 * :meth:`InPage.page` opens the browser of ``--webgpu`` (``chromium``, ``firefox``, or a served ``page:<id>``)
   and its live page Session, or says why there is none (:class:`PageUnavailable`);

@@ -22,7 +22,7 @@ from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.report.quote import control_free
 from conformance.certify.repro.collect import ReproCollector
-from conformance.certify.templates import report_templates
+from conformance.certify.report.templates import report_templates
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
@@ -177,12 +177,7 @@ class CaseRunner:
 
     def describe(self, column: Column | None) -> dict | None:
         """The device (or implementation) a column ran on, for the report; opens nothing."""
-        impl = self.checker(column).impl
-        if hasattr(impl, "describe"):
-            return impl.describe()
-        # outside the device model: no adapter of ours; what it runs on is its own (a provider, where it says)
-        return {"implementation": impl.name, "provider": getattr(impl, "provider", None),
-                "available": impl.available()}
+        return self.checker(column).hooks.describe()
 
     # -- pytest ---------------------------------------------------------------------------------
     def parametrize(self, metafunc) -> None:
@@ -259,8 +254,9 @@ class CaseRunner:
             props.append((VERDICT_KEY, _json(verdict)))
             raise
         finally:
-            if hasattr(checker.impl, "compilations"):
-                props.append((COMPILATIONS_KEY, json.dumps([os.getpid(), checker.impl.compilations()])))
+            compilations = checker.hooks.compilations()
+            if compilations is not None:
+                props.append((COMPILATIONS_KEY, json.dumps([os.getpid(), compilations])))
         props.append((VERDICT_KEY, _json(verdict)))
 
     @pytest.hookimpl(tryfirst=True)

@@ -70,7 +70,7 @@ class RunState:
         self.heavy_total = 0
         self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
         self.weak: list[dict] = []   # the generator's weakness flags of the packages ({package, kind, message})
-        self.templates: list[dict] = []   # template branch coverage (conformance.certify.templates), for a report
+        self.templates: list[dict] = []   # template branch coverage (conformance.certify.report.templates)
         self.interrupted = False
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.

@@ -23,7 +23,7 @@ from conformance.certify.evidence import left_out_entry
 from conformance.certify.checker import Checker
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
-from conformance.certify.testjson import load_test_cases
+from conformance.certify.testjson import StoredCase, load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import Package, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
@@ -159,7 +159,7 @@ class ColumnRun:
                                                               if v["status"] == "skipped")),
                                  deselected_heavy=len(left_out), left_out=left_out,
                                  weak=[w for p, found, _ in self.packages for w in report_flags(
-                                     p, [c for c in found if getattr(c, "stored", None) is None])])
+                                     p, [c for c in found if not isinstance(c, StoredCase)])])
         self.data["column"] = self.slug
         self.data["user_agent"] = self.client.user_agent
         if self.error:

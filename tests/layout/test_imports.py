@@ -175,7 +175,7 @@ def test_imports_sit_at_module_level():
 #: Work on WGSL text that needs no device, and what reaches it without one: the shader stage, lint's checks (what
 #: ``lint --no-compile`` runs), mutate's mutants and the template check (issue 52, item 5).
 DEVICE_FREE = ("conformance.shader", "conformance.tools.lint", "conformance.tools.mutate.mutants",
-               "conformance.certify.templates")
+               "conformance.certify.report.templates")
 
 
 def reached(start: str) -> dict[str, str]:

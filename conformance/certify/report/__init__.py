@@ -111,7 +111,7 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
           weak: list[dict] = (), templates: list[dict] = (), left_out: list[dict] = ()) -> dict:
     """The report of one column; ``weak``: the case generator's weakness flags of the packages under test
     (``{package, kind, message}``, cases.weakness.of_package); ``templates``: their template branch coverage
-    (conformance.certify.templates); ``left_out``: the heavy cases selected but not run
+    (conformance.certify.report.templates); ``left_out``: the heavy cases selected but not run
     (:func:`conformance.certify.evidence.left_out_entry`), so that a variant only they reach is named."""
     totals = {s: sum(1 for v in verdicts if v["status"] == s) for s in STATUSES}
     evidence = assess(verdicts, left_out)

@@ -32,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.certify.implementations import NotSupported
+from conformance.certify.implementations import Hooks, NotSupported
 from conformance.certify.repro.index import CANDIDATES, digest, remove_candidate, safe_name, write_inside
 from conformance.errors import ConformanceError
+from reference import ElementTolerance
 from reference.compare import tolerance_text
 
 KINDS = ("accepts-rejected", "rejects-accepted", "values")
@@ -99,7 +100,7 @@ def group_key(failure: Failure, impl) -> dict:
     found = signature(failure)
     if found.startswith(f"{impl.name}: "):   # an implementation's messages that start with its name
         found = found[len(impl.name) + 2:]
-    return {"implementation": impl.name, "provider": getattr(impl, "provider", None), "op": _op(failure.package),
+    return {"implementation": impl.name, "provider": Hooks(impl).provider, "op": _op(failure.package),
             "kind": failure.kind, "signature": found}
 
 
@@ -167,7 +168,7 @@ class ReproCollector:
         """Record a failure that is no call's outcome (a node placed off the provider, a page that stopped...):
         no repro can show it, and the index says so in its own group instead of leaving the case out."""
         text = one_line(message.split(": ", 1)[1] if message.startswith(f"{case_id}: ") else message)
-        key = {"implementation": impl.name, "provider": getattr(impl, "provider", None), "op": _op(package),
+        key = {"implementation": impl.name, "provider": Hooks(impl).provider, "op": _op(package),
                "kind": "not-reproducible", "signature": _NUMBER.sub("N", text)}
         slug = group_slug(key)
         note = ("no standalone repro: this failure is not a call's outcome that the implementation alone shows; "
@@ -177,11 +178,11 @@ class ReproCollector:
 
     @staticmethod
     def _files(impl, failure: Failure) -> tuple[dict | None, str | None]:
-        make = getattr(impl, "repro_files", None)
-        if make is None:
+        hooks = Hooks(impl)
+        if not hooks.makes_repros:
             return None, f"{impl.name} defines no repro_files: nothing written"
         try:
-            return check_files(make(failure), impl.name), None
+            return check_files(hooks.repro_files(failure), impl.name), None
         except NotSupported as err:
             return None, f"{impl.name}: no repro: {err}"
         except ConformanceError as err:
@@ -212,7 +213,7 @@ def bounds(tolerances: dict, expected: dict) -> tuple[dict, str]:
         shape = tuple(np.shape(expected.get(role)))
         if tol is None:   # an empty output: its shape and dtype are the whole contract
             continue
-        element = getattr(tol, "element_atol", None)
+        element = tol.element_atol if isinstance(tol, ElementTolerance) else None
         atol = float(tol.atol) if element is None else np.asarray(element, dtype=np.float64).reshape(shape)
         out[role] = {"dtype": tol.dtype, "shape": shape, "atol": atol, "rtol": float(tol.rtol)}
         words.append(f"{role}: {tolerance_text(tol)}")

@@ -37,7 +37,8 @@ from conformance.errors import DeviceError
 from conformance.gpu.backends import EXECUTABLES
 from conformance.gpu.backends import enumerate_adapters as adapters_of_implementation
 from conformance.gpu.backends.page import DEFAULT_TIMEOUT, Adapter, PageGone, Session, WebGPUError
-from conformance.gpu.backends.served import Channel, PageServer, imports_generation
+from conformance.gpu.backends.page_modules import imports_generation
+from conformance.gpu.backends.served import Channel, PageServer
 
 CHROMIUM = EXECUTABLES["chromium"]
 #: --enable-unsafe-webgpu: the one flag needed: without it requestAdapter() answers null on Linux.

@@ -121,7 +121,7 @@
       finally { qs.destroy(); res.destroy(); rb.destroy(); }
     },
     async extend(_d, name) {
-      // more commands from a module the suite's server hands out (served.EXTENSIONS, each registered by an
+      // more commands from a module the suite's server hands out (page_modules.EXTENSIONS, each registered by an
       // implementation that runs in the page: "ort", "loader"), given this runtime's byte helpers; loaded once per page
       if (!EXTENDED.has(name)) EXTENDED.set(name, import(new URL(`ext/${name}.mjs`, location.href).href)
         .then((m) => Object.assign(OPS, m.commands({ pack, unpack }))));

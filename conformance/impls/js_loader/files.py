@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conformance.config import REPO_LOADER
 from conformance.files import MAX_PACKAGE_FILE, read_confined
-from conformance.gpu.backends.served import RouteRefused, register
+from conformance.gpu.backends.page_modules import RouteRefused, register
 
 LOADERS: dict[str, Path] = {"reference": REPO_LOADER}
 SUFFIXES = {".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",

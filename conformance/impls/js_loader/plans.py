@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from conformance.engine.call import make_call
 from conformance.engine.planner import Planner
-from conformance.errors import ContractError, ExpressionError
+from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def python_outcome(planner: Planner, case) -> tuple:
         plan = planner.plan(make_call(planner.manifest, case.call_args(), case.profile, case.tunables))
     except ContractError as err:
         return None, {"error": {"name": "ContractError", "reason": err.reason,
-                                "failures": getattr(err, "failures", None)}}
+                                "failures": err.failures if isinstance(err, NoVariantError) else None}}
     except ExpressionError as err:
         return None, {"error": {"name": "ExpressionError", "reason": None, "pointer": err.pointer}}
     summary = plan.as_dict()

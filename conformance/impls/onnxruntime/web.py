@@ -31,7 +31,7 @@ from conformance.certify.implementations import ImplResult, Rejected
 from conformance.errors import ConformanceError
 from conformance.files import MAX_DATA_FILE, read_confined
 from conformance.gpu.backends.page import WebGPUError
-from conformance.gpu.backends.served import MIME, RouteRefused, register
+from conformance.gpu.backends.page_modules import MIME, RouteRefused, register
 from conformance.impls.in_page import InPage, PageUnavailable, adapter_fields, not_installed
 from conformance.impls.onnxruntime.models import mapped_model, model_inputs
 from conformance.impls.onnxruntime.native import ort_op_type, session_key
