@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cases.profiles import PROFILE_ORDER, profile_named
-from conformance.engine.call import make_call
 from conformance.engine.dtypes import ITEM_BYTES, WGSL_DTYPE
 from conformance.engine.manifest import Manifest
 from conformance.engine.planner import Planner
@@ -78,8 +77,7 @@ class CallSpec:
 def scope_of(planner: Planner, spec: CallSpec):
     """The expression scope the planner would build, or None when the call fails before selection."""
     try:
-        return planner.scope(make_call(planner.manifest, spec.call_args(), profile_named(spec.profile),
-                                       dict(spec.tunables)))
+        return planner.scope(planner.call_for(spec.call_args(), profile_named(spec.profile), spec.tunables))
     except (ContractError, ExpressionError):
         return None
 
@@ -93,7 +91,7 @@ def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: d
     """The expected outcome of the call ``args`` (tensors and attributes by name) planned for ``profile`` (any
     profile, a device's own too)."""
     try:
-        plan = planner.plan(make_call(planner.manifest, args, profile, tunables))
+        plan = planner.plan_case(args, profile, tunables)
     except NoVariantError as exc:
         out = {"outcome": "rejected", "reason": exc.reason, "detail": dict(exc.failures)}
         if exc.argument:
@@ -123,7 +121,7 @@ def accepted(planner: Planner, spec: CallSpec) -> bool:
     """Whether the manifest takes the call; a call whose planning fails counts as taken (the manifest did not
     refuse it), so the families keep the calls around it and the case records the failure."""
     try:
-        planner.plan(make_call(planner.manifest, spec.call_args(), profile_named(spec.profile), dict(spec.tunables)))
+        planner.plan_case(spec.call_args(), profile_named(spec.profile), spec.tunables)
         return True
     except ContractError:
         return False

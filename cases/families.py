@@ -17,7 +17,6 @@ from cases.extremes import coverage, extreme_positions, layout_of, row_count, sp
 from cases.pool import _first_change
 from cases.profiles import limit_profile_name, profile_named
 from cases.shapes import companions, primary
-from conformance.engine.call import make_call
 from conformance.engine.expressions import attribute_paths
 from conformance.engine.planner import Planner
 from conformance.engine.profile import ALIGNMENT_LIMITS, BASELINE
@@ -112,7 +111,7 @@ class Ctx:
             return None
 
     def _planned(self, spec: CallSpec):
-        return self.planner.plan(make_call(self.m, spec.call_args(), profile_named(spec.profile), dict(spec.tunables)))
+        return self.planner.plan_case(spec.call_args(), profile_named(spec.profile), spec.tunables)
 
     def modulus(self) -> int:
         return max([k for _, k in self.analysis.moduli()] or [1])

@@ -10,7 +10,7 @@ the conformance report through :func:`of_package`).
 * a ``rows`` op without data recipes: rows far from zero mean (LayerNorm) or of large spread (Softmax) are where
   one-pass and cancelling formulas fail;
 * a template branch, loop body or macro that no case renders (``dead-template-branch``, from the template coverage
-  computed by rendering, ``conformance.gpu.branches``): code a consumer downloads that no case checks;
+  computed by rendering, ``conformance.shader.branches``): code a consumer downloads that no case checks;
 * one that only plans dispatching nothing render (``idle-template-branch``: empty tensors): in the WGSL, never run.
 """
 

@@ -22,7 +22,6 @@ from cases.golden import CASES_DIR, golden_path, load_golden  # noqa: E402
 from conformance.certify.checker import unbounded_profile  # noqa: E402
 from conformance.config import REPO_SPECS  # noqa: E402
 from conformance.engine import expressions  # noqa: E402
-from conformance.engine.call import make_call  # noqa: E402
 from conformance.engine.package import find_package_dirs, load_package  # noqa: E402
 from conformance.engine.planner import Planner  # noqa: E402
 from conformance.errors import ConformanceError  # noqa: E402
@@ -31,7 +30,7 @@ from conformance.errors import ConformanceError  # noqa: E402
 def outcome_text(planner: Planner, args: dict, profile, tunables) -> str:
     """The plan's repr, or the refusal's type, message and fields."""
     try:
-        return repr(planner.plan(make_call(planner.manifest, args, profile, tunables)))
+        return repr(planner.plan_case(args, profile, tunables))
     except ConformanceError as exc:
         fields = {k: getattr(exc, k, None) for k in ("reason", "argument", "pointer", "failures")}
         return f"{type(exc).__name__}: {exc} {fields!r}"
@@ -43,7 +42,7 @@ def package_digest(directory: Path, golden: Path = CASES_DIR) -> tuple[str, int,
     planner, unbounded = Planner(package.manifest), unbounded_profile()
     digest, count = hashlib.sha256(), 0
     for case in load_golden(golden_path(golden, package.name)):
-        args = {**dict(case.inputs), **dict(case.attributes or {})}
+        args = case.call_args()
         for profile, tunables in ((case.profile, dict(case.tunables)), (unbounded, None)):
             digest.update(outcome_text(planner, args, profile, tunables).encode("utf-8") + b"\0")
             count += 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 
 from cases.calls import outcome_on
-from conformance.engine.call import make_call
 from conformance.engine.planner import Planner
 from conformance.errors import ContractError, ExpressionError
 from conformance.ops import PlanContext
@@ -49,7 +48,7 @@ def plan_context(planner: Planner, case) -> PlanContext | None:
     """Variant, tunables (defaults and overrides) and constants of the manifest's plan for ``case`` on its profile;
     None where the manifest does not plan it (the value check of such a call uses a plan-free tolerance)."""
     try:
-        call = make_call(planner.manifest, case.call_args(), case.profile, dict(case.tunables))
+        call = planner.call_for(case.call_args(), case.profile, case.tunables)
         plan = planner.plan(call)
     except (ContractError, ExpressionError):
         return None

@@ -5,15 +5,16 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from jinja2 import nodes
 
-from conformance.engine.call import FROM_WGSL, Call, check_types, rank_violation
+from conformance.engine.call import FROM_WGSL, Call, check_types, make_call, rank_violation
 from conformance.engine.expressions import Absent, Evaluator, Namespace, RuleTable, Scope, builtins, format_value
 from conformance.engine.layout import binding_declaration, element_stride, element_type, pack_struct, split_workgroups
 from conformance.engine.manifest import BindingSpec, Manifest, PassSpec, VariantSpec
 from conformance.engine.plan import BindingPlan, Dispatch, OutputPlan, PassPlan, Plan
+from conformance.engine.profile import DeviceProfile
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 
@@ -121,6 +122,20 @@ class Planner:
 
     def plan(self, call: Call) -> Plan:
         return _remembered(self._plans, MAX_PLANS, call_key(call), lambda: self._plan(call))
+
+    def plan_case(self, args: Mapping[str, Any], profile: DeviceProfile,
+                  tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None) -> Plan:
+        """The plan of a case: the call ``args`` (tensors by role as ``(shape, dtype)``, an array or None, and
+        attributes by name: a case's ``call_args()``) on ``profile`` with ``tunables`` (overrides of the manifest's
+        defaults, a mapping or name-value pairs; None or empty: the defaults). The one way the suite plans a case,
+        a generated call or a caller's; raises the refusal (ContractError, ExpressionError) as :meth:`plan` does."""
+        return self.plan(self.call_for(args, profile, tunables))
+
+    def call_for(self, args: Mapping[str, Any], profile: DeviceProfile,
+                 tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None) -> Call:
+        """The :class:`Call` :meth:`plan_case` plans (:func:`make_call` with this planner's manifest), for what
+        needs the call itself: its :meth:`scope`, its tunables with the defaults filled in."""
+        return make_call(self.manifest, args, profile, dict(tunables or ()))
 
     def _plan(self, call: Call) -> Plan:
         m = self.manifest

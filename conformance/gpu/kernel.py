@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from conformance.config import default_backend
-from conformance.engine.call import make_call, split_attributes, tensor_arg
+from conformance.engine.call import split_attributes, tensor_arg
 from conformance.engine.package import REPO_SPECS, Package, load_package, package_versions
 from conformance.engine.plan import Plan
 from conformance.engine.planner import Planner
@@ -52,11 +52,11 @@ class Kernel:
         """
         tune = self.tuned and tunables is None and profile is None  # the device's table serves plain calls only
         profile = profile or self.device.profile
-        plan = self.planner.plan(make_call(self.manifest, args, profile, tunables))
+        plan = self.planner.plan_case(args, profile, tunables)
         if tune:
             tuned = self._tuned(plan)
             if tuned:
-                plan = self.planner.plan(make_call(self.manifest, args, profile, tuned))
+                plan = self.planner.plan_case(args, profile, tuned)
         return plan
 
     def _tuned(self, plan: Plan) -> dict[str, int]:

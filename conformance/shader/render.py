@@ -30,7 +30,6 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from conformance.engine.call import make_call
 from conformance.engine.package import Package, template_digest
 from conformance.engine.planner import Planner
 from conformance.engine.plan import PassPlan, Plan
@@ -361,12 +360,12 @@ def context(plan: Plan, pass_plan: PassPlan) -> dict:
 def case_plans(package: Package, cases):
     """(case, plan) of each accepted case of ``package`` that plans: what its templates are rendered for (a stale
     case that no longer plans is left out: it fails where it runs)."""
-    m, planner = package.manifest, Planner(package.manifest)
+    planner = Planner(package.manifest)
     for case in cases:
         if not case.accepted:
             continue
         try:
-            plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
+            plan = planner.plan_case(case.call_args(), case.profile, case.tunables)
         except ConformanceError:
             continue
         yield case, plan

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import cases
 from conformance.certify.testjson import MAX_ELEMENTS, TEST_FILE, build_test
-from conformance.engine.call import make_call
 from conformance.impls.js_loader.published import template_digests
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
@@ -42,7 +41,7 @@ def build_bench(package: Package) -> dict:
     out = []
     for args, with_optional in bench.bench_calls(_K, bench.SIZES, dtypes):
         try:
-            plan = planner.plan(make_call(m, args, BASELINE, None))
+            plan = planner.plan_case(args, BASELINE)
             variant = plan.variant
         except (ContractError, ExpressionError) as err:
             variant = f"rejected: {getattr(err, 'reason', 'expression')}"

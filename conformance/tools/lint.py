@@ -18,7 +18,6 @@ from pathlib import Path
 import cases
 from cases.weakness import dead_branch, idle_branch
 from cases import workers
-from conformance.engine.call import make_call
 from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, load_package
 from conformance.engine.planner import Planner
@@ -84,7 +83,7 @@ def unreachable(package: Package, generated) -> list[Finding]:
         variant, takers, failing = m.variant(vid), set(), {}
         for case in generated:
             try:
-                scope = planner.scope(make_call(m, case.call_args(), case.profile, case.tunables))
+                scope = planner.scope(planner.call_for(case.call_args(), case.profile, case.tunables))
             except ConformanceError:
                 continue
             if not _holds(variant, scope):
@@ -92,7 +91,7 @@ def unreachable(package: Package, generated) -> list[Finding]:
             if case.accepted:
                 takers.add(case.expect["variant"])
             elif _selects(m, variant, scope):  # its `when` chose it, then planning it failed: name the cause
-                failing.setdefault(_plan_failure(planner, m, case), case.id)
+                failing.setdefault(_plan_failure(planner, case), case.id)
         if failing:
             cause, first = next(iter(failing.items()))
             why = f"every call its `when` selects fails in planning ({cause}; e.g. case {first})"
@@ -111,10 +110,10 @@ def _selects(m, variant, scope) -> bool:
     return next((v for v in m.variants if _holds(v, scope)), None) is variant
 
 
-def _plan_failure(planner: Planner, m, case) -> str:
+def _plan_failure(planner: Planner, case) -> str:
     """The error planning ``case`` raises, first line: e.g. a binding whose length or element type fails."""
     try:
-        planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
+        planner.plan_case(case.call_args(), case.profile, case.tunables)
     except ConformanceError as err:
         return str(err).splitlines()[0]
     return "no error when planned again"
@@ -189,7 +188,7 @@ def shaders(package: Package, generated, compiler=None) -> list[Finding]:
     for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if compiler and "float16" in dtypes and "shader-f16" not in compiler.features:
             continue
-        plan = planner.plan(make_call(m, case.call_args(), case.profile, case.tunables))
+        plan = planner.plan_case(case.call_args(), case.profile, case.tunables)
         for pass_plan, spec in zip(plan.passes, m.variant(vid).passes):
             where = f"{'+'.join(WGSL_DTYPE[d] for d in dtypes)} (case {case.id}): pass {pass_plan.name}"
             try:

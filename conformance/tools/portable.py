@@ -19,7 +19,7 @@ from decimal import Decimal
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
 
-from conformance.engine.call import check_types, make_call
+from conformance.engine.call import check_types
 from conformance.engine.dtypes import WGSL_BYTES
 from conformance.engine.expressions import (Absent, Builtin, Compilations, Compiled, Evaluator, Namespace, RuleTable,
                                             unparse)
@@ -220,7 +220,7 @@ def _scopes(package: Package, generated):
     m, planner = package.manifest, Planner(package.manifest)
     for case in generated:
         try:
-            call = make_call(m, case.call_args(), case.profile, case.tunables)
+            call = planner.call_for(case.call_args(), case.profile, case.tunables)
             base = scope_for(m, call, check_types(m, call))
         except ConformanceError:
             continue

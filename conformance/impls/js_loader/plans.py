@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.engine.call import make_call
 from conformance.engine.planner import Planner
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 
@@ -41,7 +40,7 @@ def python_result(planner: Planner, case) -> dict:
 def python_outcome(planner: Planner, case) -> tuple:
     """(the suite's Plan of the case or None, :func:`python_result`'s dict of it)."""
     try:
-        plan = planner.plan(make_call(planner.manifest, case.call_args(), case.profile, case.tunables))
+        plan = planner.plan_case(case.call_args(), case.profile, case.tunables)
     except ContractError as err:
         return None, {"error": {"name": "ContractError", "reason": err.reason,
                                 "failures": err.failures if isinstance(err, NoVariantError) else None}}

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Callable
 
 import cases as case_generator
-from conformance.engine.call import make_call
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.files import copy_package, read_confined
@@ -337,7 +336,7 @@ def _plans(package) -> list:
     for case in case_generator.generate(package):
         if not case.accepted:
             continue
-        plan = planner.plan(make_call(package.manifest, case.call_args(), case.profile, case.tunables or None))
+        plan = planner.plan_case(case.call_args(), case.profile, case.tunables)
         for p in plan.passes:
             key = repr(sorted((k, repr(v)) for k, v in context(plan, p).items()))
             if key not in seen:
