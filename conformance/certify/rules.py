@@ -26,7 +26,6 @@ import numpy as np
 from conformance.certify.device_truth import plan_for_device
 from conformance.certify.implementations import DeviceModel, Rejected
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, Expected, Verdict
-from conformance.engine.call import make_call
 from conformance.engine.package import Package
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 from conformance.ops.registry import find
@@ -135,8 +134,7 @@ class ContractRules:
     def contract(self, case, package: Package) -> tuple[bool, str | None]:
         """(accepted on an unbounded device with default tunables, the rejection's text or None)."""
         try:
-            self.checker.planner(package).plan(make_call(package.manifest, case.call_args(), self.checker.unbounded,
-                                                         None))
+            self.checker.planner(package).plan_case(case.call_args(), self.checker.unbounded)
             return True, None
         except NoVariantError as err:
             first = next(iter(err.failures.items()), ("?", "?"))
