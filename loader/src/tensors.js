@@ -29,8 +29,8 @@ export function dtypeOf(data) {
 export function readInput(role, value) {
   if (value === null || value === undefined) return null;
   if (typeof value !== "object" || !("data" in value) || !("shape" in value)) {
-    throw new ContractError(`input '${role}': expected {data: TypedArray, shape: [...]}, got ${describe(value)}`,
-                            { reason: "argument", argument: role });
+    throw new ContractError(`input '${role}': expected {data: TypedArray, shape: [...]} or {buffer: GPUBuffer, ` +
+                            `shape: [...], dtype}, got ${describe(value)}`, { reason: "argument", argument: role });
   }
   /** @type {{data: import("../types/index.js").TypedArray, shape: number[]}} */
   const { data, shape } = value;
@@ -52,6 +52,44 @@ export function readInput(role, value) {
                             `${data.length}`, { reason: "data-length", argument: role });
   }
   return { shape: [...shape], dtype, bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+const WGSL_NAMES = { f32: "float32", f16: "float16" };
+const STORAGE = 0x80;   // GPUBufferUsage.STORAGE (a constant of WebGPU: the loader plans where there is no WebGPU)
+
+/** Checks one input given as {buffer: GPUBuffer, shape, dtype} (a tensor on the GPU: the first numel(shape) elements
+ * of dtype of its buffer) and returns {shape, dtype, bytes: null, buffer, byteLength}; a ContractError naming the
+ * role otherwise: the buffer must be a GPUBuffer with STORAGE usage and hold the tensor, its size rounded up to 4
+ * bytes (what a storage binding takes). */
+export function readGpuInput(role, value) {
+  const { buffer, shape, dtype } = value;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} must be an array of non-negative integers`,
+                            { reason: "shape", argument: role });
+  }
+  if (typeof dtype !== "string") {
+    throw new ContractError(`input '${role}': a GPU buffer input needs its dtype ("float32" or "float16"), got ` +
+                            `${describe(dtype)}`, { reason: "argument", argument: role });
+  }
+  if (buffer === null || typeof buffer !== "object" || typeof buffer.size !== "number" ||
+      typeof buffer.usage !== "number") {
+    throw new ContractError(`input '${role}': buffer is ${describe(buffer)}, not a GPUBuffer`,
+                            { reason: "argument", argument: role });
+  }
+  if (!(buffer.usage & STORAGE)) {
+    throw new ContractError(`input '${role}': its buffer's usage (${buffer.usage}) lacks GPUBufferUsage.STORAGE, ` +
+                            "which a kernel reads through", { reason: "buffer-usage", argument: role });
+  }
+  const name = own(WGSL_NAMES, dtype) ?? dtype;
+  const numel = numelOf(shape);
+  const byteLength = has(BYTES, name) ? numel * BYTES[name] : 0;
+  const needs = byteLength === 0 ? 0 : Math.ceil(byteLength / 4) * 4;
+  if (buffer.size < needs) {
+    throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} of ${name} needs ${needs} bytes ` +
+                            `(${byteLength} rounded up to 4), its buffer has ${buffer.size}`,
+                            { reason: "buffer-size", argument: role });
+  }
+  return { shape: [...shape], dtype, bytes: null, buffer, byteLength };
 }
 
 /** An input given as {shape, dtype} only (for planning). */

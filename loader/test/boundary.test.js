@@ -34,7 +34,8 @@ describe("bad input is a ContractError naming the role", () => {
     "unknown-argument": [{ ...X(new Float32Array(4), [4]), Z: { data: new Float32Array(1), shape: [1] } }, "Z",
                          "has no input 'Z'; inputs are X"],
     shape: [X(new Float32Array(4), [2, -2]), "X", "must be an array of non-negative integers"],
-    argument: [{ X: 7 }, "X", "expected {data: TypedArray, shape: [...]}, got a number"],
+    argument: [{ X: 7 }, "X",
+               "expected {data: TypedArray, shape: [...]} or {buffer: GPUBuffer, shape: [...], dtype}, got a number"],
   };
   for (const [reason, [inputs, role, words]] of Object.entries(cases)) {
     test(reason, async () => {

@@ -41,12 +41,39 @@ export interface GetKernelOptions {
   device?: DeviceLike;
   /** Reads a file of a URL source (default: globalThis.fetch). */
   fetch?: (url: string) => Promise<FetchedFile>;
+  /** What a call's signature determines (plan, WGSL, pipelines, uniform buffers, bind groups) kept and reused: true
+   * (the default) for at most 256 signatures, least recently used dropped first; {signatures: n} for at most n;
+   * false to make it afresh for every call (and take no buffer from the device's pool). Every call is answered alike
+   * either way. */
+  cache?: boolean | { signatures?: number };
 }
 
 /** An input: its data and shape (data.length = the product of shape). */
 export interface Tensor {
   data: TypedArray;
   shape: number[];
+}
+
+/** An input already on the GPU: the first numel(shape) elements of dtype of `buffer`, which must have STORAGE usage
+ * and at least numel(shape) * bytes per element, rounded up to 4. A GpuTensor is one. */
+export interface GpuTensorInput {
+  buffer: GPUBuffer;
+  shape: number[];
+  dtype: "float32" | "float16" | "f32" | "f16";
+}
+
+/** An output left on the GPU (options.outputs "gpu-buffer", or a batch's call): the caller owns `buffer` (the loader
+ * neither reuses nor destroys it) until release(). `buffer` may be larger than the tensor. */
+export interface GpuTensor {
+  readonly buffer: GPUBuffer;
+  readonly shape: number[];
+  readonly dtype: "float32" | "float16";
+  /** Whether release() was called. */
+  readonly released: boolean;
+  /** Its values, read back (submitting the batch that writes it, if not yet submitted). */
+  read(): Promise<OutputTensor>;
+  /** Gives its buffer back to the loader, once no call recorded and not yet submitted reads it. */
+  release(): void;
 }
 
 /** An input given by shape and dtype alone: enough for kernel.plan(). */
@@ -74,6 +101,33 @@ export interface CallOptions {
   limits?: { [name: string]: number };
   /** ...and the features both have. */
   features?: string[];
+  /** "data" (the default): outputs read back into typed arrays; "gpu-buffer": outputs left on the GPU. */
+  outputs?: "data" | "gpu-buffer";
+  /** Record the call into this batch instead of submitting it (its outputs stay on the GPU). */
+  batch?: Batch;
+}
+
+/** A call whose outputs stay on the GPU. */
+export type GpuCallOptions = CallOptions & ({ outputs: "gpu-buffer" } | { batch: Batch });
+
+/** What a kernel and its device did so far. */
+export interface KernelStats {
+  /** The device's (every kernel on it together): pipelines compiled, passes dispatched, command buffers submitted,
+   * buffers created, handed out again from its pool, destroyed, and free in its pool (count and bytes). */
+  compilations: number;
+  dispatches: number;
+  submits: number;
+  buffersCreated: number;
+  buffersReused: number;
+  buffersDestroyed: number;
+  buffersFree: number;
+  bytesFree: number;
+  /** This kernel's: calls planned, passes rendered, calls answered from its cache, signatures cached and dropped. */
+  planned: number;
+  rendered: number;
+  cacheHits: number;
+  cacheEntries: number;
+  cacheEvictions: number;
 }
 
 export interface Dispatch {
@@ -116,14 +170,17 @@ export interface PlanSummary {
 }
 
 export interface Kernel {
-  /** Runs the call: every output the manifest derives. */
-  (inputs: Inputs, options?: CallOptions): Promise<{ [role: string]: OutputTensor }>;
+  /** Runs the call, its outputs left on the GPU. */
+  (inputs: Inputs<Tensor | GpuTensorInput>, options: GpuCallOptions): Promise<{ [role: string]: GpuTensor }>;
+  /** Runs the call: every output the manifest derives, read back. */
+  (inputs: Inputs<Tensor | GpuTensorInput>, options?: CallOptions & { outputs?: "data"; batch?: undefined }):
+    Promise<{ [role: string]: OutputTensor }>;
   /** The plan without running it. */
-  plan(inputs: Inputs<Tensor | TensorSpec>, options?: CallOptions): Promise<PlanSummary>;
+  plan(inputs: Inputs<Tensor | TensorSpec | GpuTensorInput>, options?: CallOptions): Promise<PlanSummary>;
   /** The WGSL of each pass, as the kernel would compile it. */
-  render(inputs: Inputs, options?: CallOptions): Promise<string[]>;
-  /** Pipelines compiled and passes dispatched so far on the kernel's device (every kernel of it together). */
-  stats(): Promise<{ compilations: number; dispatches: number }>;
+  render(inputs: Inputs<Tensor | TensorSpec | GpuTensorInput>, options?: CallOptions): Promise<string[]>;
+  /** What the kernel and its device did so far: counts, for tests and benchmarks. */
+  stats(): Promise<KernelStats>;
   /** The manifest as published. */
   manifest: object;
   /** The version loaded. */
@@ -134,11 +191,24 @@ export interface Kernel {
  * version not published) or ExpressionError (a manifest expression that does not parse). */
 export function getKernel(source: PackageSource, options?: GetKernelOptions): Promise<Kernel>;
 
-/** The reasons of a refused call (what the golden files record). */
+/** The reasons of a refused call (what the golden files record; the buffer-* ones, of a GPU buffer input). */
 export type ContractReason =
   | "no-variant" | "rank" | "dtype" | "mixed-dtype" | "missing-input" | "unknown-argument" | "argument" | "shape"
   | "data-type" | "data-length" | "attribute" | "missing-attribute" | "tunable" | "output-rank" | "dispatch"
-  | "device-limit" | "binding-length" | "binding-range" | "binding-offset";
+  | "device-limit" | "binding-length" | "binding-range" | "binding-offset" | "buffer-size" | "buffer-usage"
+  | "buffer-released" | "buffer-device";
+
+/** Calls recorded into one command encoder and submitted once: kernel(inputs, { batch }) records a call (its outputs
+ * stay on the GPU); submit() submits what was recorded since the last submission; reading an output of a call not
+ * yet submitted submits the batch. A batch is of one device, its first call's. */
+export class Batch {
+  constructor();
+  /** Calls recorded and not yet submitted. */
+  readonly pending: number;
+  /** Submits the calls recorded so far (after any still being recorded); rejects with KernelRuntimeError if WebGPU
+   * refused any. */
+  submit(): Promise<void>;
+}
 
 /** A call breaks the kernel's contract. */
 export class ContractError extends Error {

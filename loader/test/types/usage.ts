@@ -1,7 +1,9 @@
 // A TypeScript user's code against the three entries, type-checked by `npm test` (test/types.test.js) and never
 // run: the card's lines, the errors a caller matches on, a planner and a host of @huggingface/jinja. Each
 // `@ts-expect-error` is a misuse the types must refuse.
-import { ContractError, PackageError, getKernel, type Kernel, type PlanSummary } from "@webgpu-kernels/loader";
+import {
+  Batch, ContractError, PackageError, getKernel, type GpuTensor, type Kernel, type KernelStats, type PlanSummary,
+} from "@webgpu-kernels/loader";
 import { planCall, planSummary, readManifest } from "@webgpu-kernels/loader/plan";
 import {
   Budget, BudgetError, BudgetedInterpreter, LITERALS, functions, renderBudgeted,
@@ -18,6 +20,30 @@ export async function card(device: GPUDevice): Promise<Float32Array> {
   // @ts-expect-error: an input is {data, shape}
   await kernel({ X: [1, 2, 3] });
   return shape.length && dtype === "float32" ? (Y.data as Float32Array) : new Float32Array(0);
+}
+
+export async function chained(device: GPUDevice, x: Float32Array, weights: GPUBuffer): Promise<Float32Array> {
+  const source = "https://example.org/com.microsoft.FastGelu";
+  const [gelu, uncached] = [await getKernel(source, { device }), await getKernel(source, { device, cache: false })];
+  await getKernel(source, { cache: { signatures: 16 } });
+  const batch = new Batch();
+  const h: GpuTensor = (await gelu({ X: { data: x, shape: [x.length] } }, { batch })).Y;
+  const { Y } = await uncached({ X: h, bias: { buffer: weights, shape: [x.length], dtype: "float32" } },
+                               { outputs: "gpu-buffer" });
+  h.release();
+  const pending: number = batch.pending;
+  await batch.submit();
+  const back = await Y.read();
+  Y.release();
+  const stats: KernelStats = await gelu.stats();
+  const counted: number = stats.planned + stats.rendered + stats.cacheHits + stats.buffersReused + stats.submits;
+  // @ts-expect-error: outputs left on the GPU have no data
+  (await gelu({ X: h }, { outputs: "gpu-buffer" })).Y.data;
+  // @ts-expect-error: outputs are "data" or "gpu-buffer"
+  await gelu({ X: h }, { outputs: "cpu" });
+  // @ts-expect-error: cache is a boolean or {signatures}
+  await getKernel(source, { cache: 16 });
+  return pending + counted ? (back.data as Float32Array) : new Float32Array(0);
 }
 
 export async function planned(files: { [file: string]: Uint8Array }): Promise<string> {
