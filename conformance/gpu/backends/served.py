@@ -169,6 +169,16 @@ class PageClient:
                 self._cond.wait(min(1.0, max(0.01, deadline - time.monotonic())))
             return True
 
+    def wait_hello(self, after: int, timeout: float) -> bool:
+        """Whether a page load newer than generation ``after`` said hello (waiting up to ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.generation <= after:
+                if self.closed or time.monotonic() >= deadline:
+                    return False
+                self._cond.wait(min(1.0, max(0.01, deadline - time.monotonic())))
+            return True
+
     @property
     def alive(self) -> bool:
         return self.generation > 0 and self.clock() - self.last_seen < ALIVE_SECONDS
@@ -620,7 +630,12 @@ class PageBackend:
             if self._session is not None and not self._session.lost and self.relaunch is not None \
                     and self.client.imports != imports_generation():   # its import map predates a registration
                 self._session.lose("the page was loaded before an implementation added to its import map")
+                loaded = self.client.generation
                 self.relaunch()
+                # the new page's hello first: a poll the old page left open must not take the next batch
+                if not self.client.wait_hello(loaded, self.connect_timeout):
+                    raise WebGPUError(f"the page of column {self.client.id} did not come back within "
+                                      f"{self.connect_timeout:g} s of starting its browser again")
             if self._session is None or self._session.lost:
                 if not self.client.wait_alive(self.connect_timeout):
                     raise WebGPUError(f"no page polls for column {self.client.id} (waited {self.connect_timeout:g} s"
