@@ -14,8 +14,9 @@ const padded = (n) => Math.max(4, roundUp(n, 4));
 
 /** Compiled pipelines kept per device (least recently used dropped first). */
 export const PIPELINES = 256;
-/** Bind groups kept per pass of a cached signature (each binds one set of buffers). */
-export const BIND_GROUPS = 8;
+/** Bind groups kept per pass of a cached signature (each binds one set of buffers: a model calling a signature n
+ * times a forward pass binds n sets, the same ones every pass). */
+export const BIND_GROUPS = 64;
 /** Free buffers a device's pool keeps, at most this many bytes and this many buffers (oldest destroyed first). */
 export const POOL_BYTES = 256 * 2 ** 20;
 export const POOL_BUFFERS = 256;
@@ -126,7 +127,7 @@ export class Runtime {
     this.created = 0;                      // buffers created (tensors, read-backs, uniforms)
     this.reused = 0;                       // buffers handed out again from the pool
     this.destroyed = 0;
-    this.free = new Map();                 // "usage:size" -> free buffers of that kind, most recently freed last
+    this.free = new Map();                 // "usage:size" -> free buffers of that kind, the least recently freed first
     this.freeOrder = new Set();            // every free buffer, least recently freed first
     this.freeBytes = 0;
     this.poolable = new WeakMap();         // buffer -> {kind, size}: the buffers the pool owns
@@ -143,15 +144,17 @@ export class Runtime {
     return id;
   }
 
-  /** A buffer of at least `bytes` with `usage`: a free one of its size class from the pool when `pooled`, else a new
-   * one of `padded(bytes)`. `before()` is called before a buffer is created. */
+  /** A buffer of at least `bytes` with `usage`: a free one of its size class from the pool when `pooled` (the one
+   * freed longest ago: a model's forward pass, which frees its buffers in the order it took them, takes the same
+   * buffers in the same order the next time, so its bind groups are found again), else a new one of
+   * `padded(bytes)`. `before()` is called before a buffer is created. */
   take(usage, bytes, pooled, label, before = () => {}) {
     if (pooled) {
       const size = sizeClass(bytes);
       const kind = `${usage}:${size}`;
-      const stack = this.free.get(kind);
-      if (stack && stack.length) {
-        const b = stack.pop();
+      const queue = this.free.get(kind);
+      if (queue && queue.length) {
+        const b = queue.shift();
         this.freeOrder.delete(b);
         this.freeBytes -= size;
         this.reused++;
@@ -182,9 +185,9 @@ export class Runtime {
       this.gone.add(buffer);
       return;
     }
-    let stack = this.free.get(pooled.kind);
-    if (!stack) this.free.set(pooled.kind, (stack = []));
-    stack.push(buffer);
+    let queue = this.free.get(pooled.kind);
+    if (!queue) this.free.set(pooled.kind, (queue = []));
+    queue.push(buffer);
     this.freeOrder.add(buffer);
     this.freeBytes += pooled.size;
     while (this.freeBytes > POOL_BYTES || this.freeOrder.size > POOL_BUFFERS) {
@@ -284,7 +287,8 @@ export class Runtime {
   /** What a plan's passes need on the device beyond its tensors: each dispatching pass's pipeline and layout, and
    * its uniform buffers, written once (`texts`: the WGSL of each pass). `cached`: the signature is cached, so its
    * bind groups are too. {passes: [{pipeline, layout, uniforms: Map(index -> {buffer, size}), groups} | null],
-   * uniforms: [every uniform buffer]}. */
+   * uniforms: [every uniform buffer], scope: a promise of what WebGPU said of making them (not awaited here: each
+   * call's recording reports it)}. */
   async prepare(plan, texts, cached) {
     const passes = [];
     for (const [i, pass] of plan.passes.entries()) {
@@ -310,12 +314,7 @@ export class Runtime {
         passes[i].uniforms.set(b.index, { buffer: u, size: data.length });
       }
     }
-    const error = await popScopes(d);
-    if (error) {
-      for (const u of uniforms) this.give(u);
-      throw new KernelRuntimeError(`WebGPU refused the run: ${error.message}`);
-    }
-    return { passes, uniforms };
+    return { passes, uniforms, scope: popScopes(d) };
   }
 
   /** Encodes every pass of `plan` into `rec` (`ready`: what prepare() made for it): `inputs`: role -> Uint8Array
@@ -383,8 +382,9 @@ export class Runtime {
         const entries = pass.bindings.map((b, k) => ({ binding: b.index, resource: b.buffer === "uniform"
           ? { buffer: bound[k], offset: 0, size: slot.uniforms.get(b.index).size }
           : { buffer: bound[k], offset: b.byteOffset, size: padded(b.bytes) } }));
-        scope();
+        d.pushErrorScope("validation");
         const group = d.createBindGroup({ layout: slot.layout, entries });
+        rec.scopes.push(d.popErrorScope());
         if (key !== null) slot.groups.set(key, group);
         return group;
       });
@@ -393,7 +393,7 @@ export class Runtime {
       for (const [i, pass] of plan.passes.entries()) {
         const [x, y, z] = pass.dispatch.workgroups;
         if (x * y * z === 0) continue;
-        const cpass = encoder.beginComputePass({ label: pass.name });
+        const cpass = encoder.beginComputePass();   // (no label: a label costs WebGPU a conversion per call)
         cpass.setPipeline(ready.passes[i].pipeline);
         cpass.setBindGroup(0, groups[i]);
         cpass.dispatchWorkgroups(x, y, z);
@@ -402,6 +402,7 @@ export class Runtime {
       }
       for (const b of tensors.values()) this.hold(rec, b);
       for (const u of ready.uniforms) this.hold(rec, u);
+      rec.scopes.push(ready.scope);
       for (const b of uploads) this.give(b);   // (once rec is submitted: it is held)
       rec.calls++;
       return Object.fromEntries(Object.keys(outputBytes).map((role) => [role, tensors.get(role) ?? null]));

@@ -17,7 +17,7 @@ import {
 } from "./gpu.js";
 import { loadPackage } from "./package.js";
 import { planCall, planSummary } from "./planner.js";
-import { Renderer } from "./render.js";
+import { RENDERS, Renderer } from "./render.js";
 import { Lru, signatureKey, snapshotOptions } from "./signature.js";
 import { outputArray, outputBytes, readGpuInput, readInput, readSpec } from "./tensors.js";
 
@@ -46,7 +46,11 @@ function copy(x) {
   if (x === null || typeof x !== "object") return x;
   const out = {};
   for (const key of Object.keys(x)) {
-    Object.defineProperty(out, key, { value: copy(x[key]), enumerable: true, writable: true, configurable: true });
+    if (key === "__proto__") {
+      Object.defineProperty(out, key, { value: copy(x[key]), enumerable: true, writable: true, configurable: true });
+    } else {
+      out[key] = copy(x[key]);
+    }
   }
   return out;
 }
@@ -62,13 +66,13 @@ function copy(x) {
 export async function getKernel(source, { version, device, fetch, cache } = {}) {
   const limit = cacheLimit(cache);
   const pkg = await loadPackage(source, { version, fetch });
-  const renderer = new Renderer(pkg.templates, pkg.where);
+  const renderer = new Renderer(pkg.templates, pkg.where, limit > 0 ? RENDERS : 0);
   const manifest = pkg.manifest;
   const roles = manifest.inputs.map((s) => s.role);
   let opening = device ? Promise.resolve(device) : null;
   let theDevice = null;   // once known
   let profile = null;     // its limits and features, read once (a GPUDevice's never change)
-  const counts = { planned: 0, rendered: 0, cacheHits: 0 };
+  const counts = { planned: 0, cacheHits: 0 };
   const retire = (entry) => {
     if (entry.gpu) for (const u of entry.gpu.uniforms) entry.rt.give(u);
     entry.gpu = null;
@@ -95,18 +99,17 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
       throw new ContractError("the inputs must be an object {role: {data, shape}}, got " +
                               `${inputs === null ? "null" : typeof inputs}`, { reason: "argument" });
     }
-    /** @type {[string, any][]} */
-    const tensors = [];   // [role, tensor]: Object.fromEntries below makes each an own property, whatever its name
-    for (const [role, value] of Object.entries(inputs)) {
+    const given = Object.create(null);   // role -> tensor (no prototype: any name is an own property, __proto__ too)
+    for (const role of Object.keys(inputs)) {
       if (!roles.includes(role)) {
         throw new ContractError(`${manifest.opId} has no input '${role}'; inputs are ${roles.join(", ")}`,
                                 { reason: "unknown-argument", argument: role });
       }
+      const value = inputs[role];
       const object = value !== null && typeof value === "object";
-      tensors.push([role, object && "buffer" in value && !("data" in value) ? readGpuInput(role, value)
-        : specs && object && !("data" in value) ? readSpec(role, value) : readInput(role, value)]);
+      given[role] = object && "buffer" in value && !("data" in value) ? readGpuInput(role, value)
+        : specs && object && !("data" in value) ? readSpec(role, value) : readInput(role, value);
     }
-    const given = Object.fromEntries(tensors);
     const read = snapshotOptions(options);
     return { given, read, key: signatures === null ? null : signatureKey(roles, given, read) };
   };
@@ -135,7 +138,6 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
   const textsOf = (entry) => {
     if (entry.texts === null) {
       entry.texts = entry.plan.passes.map((pass) => renderer.render(entry.plan, pass));
-      counts.rendered += entry.texts.length;
     }
     return entry.texts;
   };
@@ -187,7 +189,8 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
       const entry = entryOf(call);
       entry.users++;
       try {
-        return await run(rt, entry, call.given, inputStates, onGpu, batch && o.batch);
+        const gpuState = entry.gpu ?? await prepared(rt, entry);
+        return await run(rt, entry, gpuState, call.given, inputStates, onGpu, batch && o.batch);
       } finally {
         if (--entry.users === 0 && entry.evicted) retire(entry);
       }
@@ -196,23 +199,32 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
     }
   }
 
-  async function run(rt, entry, given, inputStates, onGpu, batch) {   // batch: a Batch or null
-    const p = entry.plan;
-    const texts = textsOf(entry);
-    let gpuState = entry.gpu;
-    if (gpuState === null) {
-      if (entry.ready === null) {
-        const ready = rt.prepare(p, texts, entry.cached);
-        entry.ready = ready;
-        ready.then((made) => {
-          if (entry.ready !== ready) return;
-          entry.gpu = made;
-          entry.rt = rt;
-          if (entry.evicted && entry.users === 0) retire(entry);
-        }, () => { if (entry.ready === ready) entry.ready = null; });
-      }
-      gpuState = await entry.ready;
+  /** What the entry's passes need on the device (prepare()), made once per cached entry (concurrent first calls
+   * share it; a failure is not kept). */
+  function prepared(rt, entry) {
+    if (entry.ready === null) {
+      const ready = rt.prepare(entry.plan, textsOf(entry), entry.cached);
+      entry.ready = ready;
+      ready.then((made) => {
+        if (entry.ready !== ready) return;
+        entry.gpu = made;
+        entry.rt = rt;
+        if (entry.evicted && entry.users === 0) retire(entry);
+        // WebGPU refused a uniform buffer: the calls that used it fail (their recordings report it), the next makes
+        // it again
+        made.scope.then((error) => {
+          if (!error || entry.gpu !== made || !entry.cached) return;
+          retire(entry);
+          entry.ready = null;
+        });
+      }, () => { if (entry.ready === ready) entry.ready = null; });
     }
+    return entry.ready;
+  }
+
+  /** Records (and, unless batched, submits) the call: its outputs, or for outputs read back a promise of them. */
+  function run(rt, entry, gpuState, given, inputStates, onGpu, batch) {   // batch: a Batch or null
+    const p = entry.plan;
     const numel = (shape) => shape.reduce((a, b) => a * b, 1);
     const sizes = Object.fromEntries(Object.entries(p.outputs)
       .map(([r, o]) => [r, outputBytes(o.dtype, numel(o.shape))]));
@@ -238,17 +250,7 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
         .map(([role, size]) => [role, rt.copyOut(rec, made[role], size, pooled)]));
       rt.submit(rec);
       for (const b of Object.values(made)) if (b) rt.give(b);
-      const error = await callStatus(rec, inputStates);
-      if (error) {
-        for (const s of Object.values(stagings)) rt.give(s);
-        throw new KernelRuntimeError(`WebGPU refused the run: ${error.message}`);
-      }
-      const out = [];
-      for (const [role, o] of Object.entries(p.outputs)) {
-        const got = sizes[role] > 0 ? await rt.readBack(stagings[role], sizes[role]) : new Uint8Array(0);
-        out.push([role, { data: outputArray(got, o.dtype, numel(o.shape)), shape: [...o.shape], dtype: o.dtype }]);
-      }
-      return Object.fromEntries(out);
+      return readOutputs(rt, p, rec, inputStates, sizes, stagings);
     }
     if (!batch) rt.submit(rec);
     const status = callStatus(rec, inputStates);
@@ -261,6 +263,22 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
     }));
   }
 
+  /** The outputs of a submitted call, read back from `stagings` (role -> buffer) once WebGPU said it ran. */
+  async function readOutputs(rt, p, rec, inputStates, sizes, stagings) {
+    const error = await callStatus(rec, inputStates);
+    if (error) {
+      for (const s of Object.values(stagings)) rt.give(s);
+      throw new KernelRuntimeError(`WebGPU refused the run: ${error.message}`);
+    }
+    const out = [];
+    for (const [role, o] of Object.entries(p.outputs)) {
+      const n = o.shape.reduce((a, b) => a * b, 1);
+      const got = sizes[role] > 0 ? await rt.readBack(stagings[role], sizes[role]) : new Uint8Array(0);
+      out.push([role, { data: outputArray(got, o.dtype, n), shape: [...o.shape], dtype: o.dtype }]);
+    }
+    return Object.fromEntries(out);
+  }
+
   kernel.plan = plan;
   /** WGSL of each pass of a call's plan, as the kernel would compile it. */
   kernel.render = async (inputs, options) => {
@@ -271,7 +289,8 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
   kernel.version = pkg.version;
   /** What this kernel and its device did so far: the device's pipelines compiled, passes dispatched, submissions,
    * buffers created, reused from its pool and destroyed, free in its pool (every kernel of the device together);
-   * this kernel's plans made, passes rendered, calls answered from its cache, signatures cached and dropped. */
+   * this kernel's plans made, passes rendered, renders answered from its rendered texts (a new signature whose
+   * passes see what an earlier one's saw), calls answered from its cache, signatures cached and dropped. */
   kernel.stats = async () => {
     if (theDevice === null) await gpu();
     const x = existingRuntime(theDevice);
@@ -279,7 +298,7 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
       compilations: x ? x.compilations : 0, dispatches: x ? x.dispatches : 0, submits: x ? x.submits : 0,
       buffersCreated: x ? x.created : 0, buffersReused: x ? x.reused : 0, buffersDestroyed: x ? x.destroyed : 0,
       buffersFree: x ? x.freeOrder.size : 0, bytesFree: x ? x.freeBytes : 0,
-      planned: counts.planned, rendered: counts.rendered, cacheHits: counts.cacheHits,
+      planned: counts.planned, rendered: renderer.rendered, rendersReused: renderer.reused, cacheHits: counts.cacheHits,
       cacheEntries: signatures ? signatures.size : 0, cacheEvictions: signatures ? signatures.evicted : 0,
     };
   };

@@ -5,8 +5,43 @@ import { Template } from "@huggingface/jinja";
 import { BudgetError, MAX_TEMPLATE, renderBudgeted } from "./budget.js";
 import { PackageError } from "./errors.js";
 import { own } from "./own.js";
+import { Lru } from "./signature.js";
 
 const encoder = new TextEncoder();
+
+/** Rendered texts a kernel keeps by default (keyed by the template and all it sees: see contextKey). */
+export const RENDERS = 256;
+
+/** All a template sees, as text, exactly: each value written with its type (-0, NaN, undefined and "0" differ), so
+ * two contexts with the same key render the same text; null when a value is not plain data (nothing is kept). */
+export function contextKey(value) {
+  switch (typeof value) {
+    case "number": return Object.is(value, -0) ? "-0" : String(value);
+    case "string": return JSON.stringify(value);
+    case "boolean": return value ? "true" : "false";
+    case "undefined": return "undefined";
+    case "object": {
+      if (value === null) return "null";
+      const parts = [];
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const k = contextKey(item);
+          if (k === null) return null;
+          parts.push(k);
+        }
+        return `[${parts.join(",")}]`;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return null;
+      for (const name of Object.keys(value)) {
+        const k = contextKey(value[name]);
+        if (k === null) return null;
+        parts.push(`${JSON.stringify(name)}:${k}`);
+      }
+      return `{${parts.join(",")}}`;
+    }
+    default: return null;
+  }
+}
 
 /** What the template of `pass` sees. */
 export function templateContext(plan, pass) {
@@ -23,12 +58,17 @@ export function templateContext(plan, pass) {
 }
 
 /** Templates parsed once per package; `render(plan, pass)` is the WGSL text. `templates`: name -> source text;
- * `where`: name -> where the file came from (a URL, `version N/<name>`), what an error names. */
+ * `where`: name -> where the file came from (a URL, `version N/<name>`), what an error names. `keep`: rendered texts
+ * kept, keyed by the template and its whole context (contextKey): a new signature whose pass sees what an earlier
+ * one's saw (another sequence length, another batch) renders nothing; 0 keeps none. */
 export class Renderer {
-  constructor(templates, where = {}) {
+  constructor(templates, where = {}, keep = 0) {
     this.sources = templates;
     this.where = where;
     this.parsed = new Map();
+    this.texts = keep > 0 ? new Lru(keep) : null;
+    this.rendered = 0;   // renders made
+    this.reused = 0;     // renders answered from `texts`
   }
 
   template(name) {
@@ -54,8 +94,20 @@ export class Renderer {
 
   render(plan, pass) {
     const { parsed, file } = this.template(pass.shader);
+    const context = templateContext(plan, pass);
+    const key = this.texts === null ? null : contextKey(context);
+    if (key !== null) {
+      const text = this.texts.get(`${JSON.stringify(pass.shader)}\n${key}`);
+      if (text !== undefined) {
+        this.reused++;
+        return text;
+      }
+    }
     try {
-      return renderBudgeted(parsed, templateContext(plan, pass));
+      const text = renderBudgeted(parsed, context);
+      this.rendered++;
+      if (key !== null) this.texts.set(`${JSON.stringify(pass.shader)}\n${key}`, text);
+      return text;
     } catch (err) {
       const refused = err instanceof BudgetError ? "refused by the render budget: " : "";
       throw new PackageError(`rendering pass ${pass.name} (variant ${plan.variant}): ${refused}${err.message}`,

@@ -55,6 +55,7 @@ export function readInput(role, value) {
 }
 
 const WGSL_NAMES = { f32: "float32", f16: "float16" };
+const FACTS = new WeakMap();   // GPUBuffer -> [size, usage]: a buffer's never change (reading them calls WebGPU)
 const STORAGE = 0x80;   // GPUBufferUsage.STORAGE (a constant of WebGPU: the loader plans where there is no WebGPU)
 
 /** Checks one input given as {buffer: GPUBuffer, shape, dtype} (a tensor on the GPU: the first numel(shape) elements
@@ -71,22 +72,28 @@ export function readGpuInput(role, value) {
     throw new ContractError(`input '${role}': a GPU buffer input needs its dtype ("float32" or "float16"), got ` +
                             `${describe(dtype)}`, { reason: "argument", argument: role });
   }
-  if (buffer === null || typeof buffer !== "object" || typeof buffer.size !== "number" ||
-      typeof buffer.usage !== "number") {
-    throw new ContractError(`input '${role}': buffer is ${describe(buffer)}, not a GPUBuffer`,
-                            { reason: "argument", argument: role });
+  let facts = buffer !== null && typeof buffer === "object" ? FACTS.get(buffer) : undefined;
+  if (facts === undefined) {
+    if (buffer === null || typeof buffer !== "object" || typeof buffer.size !== "number" ||
+        typeof buffer.usage !== "number") {
+      throw new ContractError(`input '${role}': buffer is ${describe(buffer)}, not a GPUBuffer`,
+                              { reason: "argument", argument: role });
+    }
+    facts = [buffer.size, buffer.usage];
+    if (globalThis.GPUBuffer && buffer instanceof globalThis.GPUBuffer) FACTS.set(buffer, facts);
   }
-  if (!(buffer.usage & STORAGE)) {
-    throw new ContractError(`input '${role}': its buffer's usage (${buffer.usage}) lacks GPUBufferUsage.STORAGE, ` +
+  const [size, usage] = facts;
+  if (!(usage & STORAGE)) {
+    throw new ContractError(`input '${role}': its buffer's usage (${usage}) lacks GPUBufferUsage.STORAGE, ` +
                             "which a kernel reads through", { reason: "buffer-usage", argument: role });
   }
   const name = own(WGSL_NAMES, dtype) ?? dtype;
   const numel = numelOf(shape);
   const byteLength = has(BYTES, name) ? numel * BYTES[name] : 0;
   const needs = byteLength === 0 ? 0 : Math.ceil(byteLength / 4) * 4;
-  if (buffer.size < needs) {
+  if (size < needs) {
     throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} of ${name} needs ${needs} bytes ` +
-                            `(${byteLength} rounded up to 4), its buffer has ${buffer.size}`,
+                            `(${byteLength} rounded up to 4), its buffer has ${size}`,
                             { reason: "buffer-size", argument: role });
   }
   return { shape: [...shape], dtype, bytes: null, buffer, byteLength };

@@ -30,8 +30,10 @@ async function answer(kernel, c) {
 }
 
 /** Runs every golden call of `name` twice through a cached kernel of module `loader`; returns the hits whose answer
- * differs from the answer without a cache, as "case id (first|second pass)", and the counts. */
-async function onAgainstOff(loader, name) {
+ * differs from the answer without a cache, as "case id (first|second pass)", and the counts. `renders`: each
+ * accepted call of the first pass is rendered too, and a render answered from the kernel's rendered texts (a new
+ * signature whose passes see what an earlier one's saw) is compared with the uncached kernel's render. */
+async function onAgainstOff(loader, name, renders = false) {
   const source = publishedSource(name);
   const version = versionOf(name);
   // (a golden file holds more than the default 256 signatures: the second pass must find every one)
@@ -39,13 +41,20 @@ async function onAgainstOff(loader, name) {
   const off = await loader.getKernel(source, { version, device: BASELINE, cache: false });
   const fresh = new Map();   // case id -> the answer planned afresh (a miss, or the uncached kernel's)
   const differ = [];
-  const hits = { first: 0, second: 0 };
+  const hits = { first: 0, second: 0, renders: 0 };
   for (const pass of ["first", "second"]) {
     for (const c of goldenCases(name)) {
       const before = (await on.stats()).cacheHits;
       const got = await answer(on, c);
       if ((await on.stats()).cacheHits === before) {
         fresh.set(c.id, got);
+        if (renders && got.startsWith("{")) {
+          const reused = (await on.stats()).rendersReused;
+          const text = await on.render(...callOf(c));
+          if ((await on.stats()).rendersReused === reused) continue;
+          hits.renders++;
+          if (JSON.stringify(text) !== JSON.stringify(await off.render(...callOf(c)))) differ.push(`${c.id} (WGSL)`);
+        }
         continue;
       }
       hits[pass]++;
@@ -62,9 +71,10 @@ const reference = { getKernel };
 describe("the cache never changes an answer", () => {
   for (const name of packageNames()) {
     test(`every golden call of ${name}, twice: the cache's answers are the uncached ones`, async (t) => {
-      const { differ, hits, calls, accepted, stats } = await onAgainstOff(reference, name);
+      const { differ, hits, calls, accepted, stats } = await onAgainstOff(reference, name, true);
       t.diagnostic(`${calls} calls (${accepted} accepted), twice: ${hits.first + hits.second} answered from the ` +
-                   `cache, ${stats.planned} planned (a refusal is not cached)`);
+                   `cache, ${stats.planned} planned (a refusal is not cached); ${stats.rendered} passes rendered, ` +
+                   `${hits.renders} renders of a new signature answered from the rendered texts`);
       assert.deepEqual(differ, []);
       assert.ok(hits.second >= accepted, `${hits.second} hits in the second pass: each accepted call is one`);
     });
@@ -84,14 +94,14 @@ const PLANTS = {
 const scratch = mkdtempSync(`${tmpdir()}/loader-plant-`);
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** The loader's src/ copied with `old` (occurring once in src/signature.js) replaced by `now`; its module. */
-async function planted(field, old, now) {
+/** The loader's src/ copied with `old` (occurring once in src/<module>) replaced by `now`; its module. */
+async function planted(field, old, now, module = "signature.js") {
   const dir = `${scratch}/${field}`;
   cpSync(`${LOADER}src`, `${dir}/src`, { recursive: true });
   symlinkSync(`${REPOSITORY}node_modules`, `${dir}/node_modules`, "dir");   // @huggingface/jinja, as from loader/
-  const file = `${dir}/src/signature.js`;
+  const file = `${dir}/src/${module}`;
   const text = readFileSync(file, "utf-8");
-  assert.equal(text.split(old).length, 2, `the plant's text occurs once in src/signature.js: ${old}`);
+  assert.equal(text.split(old).length, 2, `the plant's text occurs once in src/${module}: ${old}`);
   writeFileSync(file, text.replace(old, now));
   return import(`${dir}/src/index.js`);
 }
@@ -102,6 +112,26 @@ describe("a signature field left out of the key fails the comparison", () => {
       const { differ } = await onAgainstOff(await planted(field, line, '    "",'), name);
       t.diagnostic(`${differ.length} differ, the first: ${differ.slice(0, 3).join(", ")}`);
       assert.ok(differ.length > 0, `the comparison does not see ${field} left out of the key`);
+    });
+  }
+});
+
+/** Rendered texts kept under a key that leaves part of the template's context out (src/render.js). */
+const RENDER_PLANTS = {
+  "numbers": ['case "number": return Object.is(value, -0) ? "-0" : String(value);', 'case "number": return "n";',
+              "com.microsoft.LayerNormalization@2"],
+  "all but the variant": ["const key = this.texts === null ? null : contextKey(context);",
+                          "const key = this.texts === null ? null : contextKey(context.variant);",
+                          "com.microsoft.Softmax@2"],
+};
+
+describe("rendered texts kept under a key that leaves something out fail the comparison", () => {
+  for (const [what, [old, now, name]] of Object.entries(RENDER_PLANTS)) {
+    test(`${what} left out of a render's key: ${name}'s new signatures get other WGSL`, async (t) => {
+      const { differ } = await onAgainstOff(await planted(`render-${what.replaceAll(" ", "-")}`, old, now,
+                                                          "render.js"), name, true);
+      t.diagnostic(`${differ.length} differ, the first: ${differ.slice(0, 3).join(", ")}`);
+      assert.ok(differ.some((d) => d.endsWith("(WGSL)")), `the comparison does not see ${what} left out`);
     });
   }
 });

@@ -34,7 +34,8 @@ test("size classes: 4 per octave, at least what was asked, at most a quarter mor
   assert.deepEqual([1, 256, 257, 320, 321, 1024, 1025].map(sizeClass), [256, 256, 320, 320, 384, 1024, 1280]);
 });
 
-test("a buffer given back is handed out again for its usage and size class; not pooled, it is destroyed", () => {
+test("a buffer given back is handed out again for its usage and size class, the one freed longest ago first; not " +
+     "pooled, it is destroyed", () => {
   const rt = new Runtime(fakeDevice());
   const a = rt.take(U, 1000, true);
   assert.equal(a.size, 1024);
@@ -45,6 +46,10 @@ test("a buffer given back is handed out again for its usage and size class; not 
   rt.give(a);
   assert.notEqual(rt.take(U, 2000, true), a);                    // another class
   assert.deepEqual([rt.created, rt.reused, rt.destroyed], [3, 1, 0]);
+  const [x, y] = [rt.take(U, 4000, true), rt.take(U, 4000, true)];
+  rt.give(x);
+  rt.give(y);
+  assert.deepEqual([rt.take(U, 4000, true), rt.take(U, 4000, true)], [x, y]);   // in the order they were freed
   const own = rt.take(U, 1000, false);                           // cache: false
   assert.equal(own.size, 1000);
   rt.give(own);

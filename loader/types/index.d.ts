@@ -122,9 +122,11 @@ export interface KernelStats {
   buffersDestroyed: number;
   buffersFree: number;
   bytesFree: number;
-  /** This kernel's: calls planned, passes rendered, calls answered from its cache, signatures cached and dropped. */
+  /** This kernel's: calls planned, passes rendered, renders answered from its rendered texts (a new signature whose
+   * passes see what an earlier one's saw), calls answered from its cache, signatures cached and dropped. */
   planned: number;
   rendered: number;
+  rendersReused: number;
   cacheHits: number;
   cacheEntries: number;
   cacheEvictions: number;
