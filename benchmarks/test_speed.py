@@ -2,6 +2,7 @@
 
 What the test suite checks about budgets is counted in work; how long that work takes on a machine is measured here.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,10 @@ from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer
 from conformance.tools.bench import Baselines
 
-CALLS = {"com.microsoft.Gelu": {"X": ((4, 1000), "float32")},
-         "com.microsoft.LayerNormalization": {"X": ((4, 1000), "float32"), "scale": ((1000,), "float32")}}
+CALLS = {
+    "com.microsoft.Gelu": {"X": ((4, 1000), "float32")},
+    "com.microsoft.LayerNormalization": {"X": ((4, 1000), "float32"), "scale": ((1000,), "float32")},
+}
 
 
 @pytest.mark.parametrize("package", sorted(CALLS))
@@ -39,8 +42,9 @@ def test_seconds_to_refuse_a_bomb(tmp_path):
     pkg = tmp_path / "Gelu"
     shutil.copytree(REPO_SPECS / "com.microsoft.Gelu", pkg)
     template = pkg / "elementwise-bias-gelu.wgsl.jinja"
-    template.write_text("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}\n"
-                        + template.read_text())
+    template.write_text(
+        "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}\n" + template.read_text()
+    )
     kernel = load_kernel(pkg)
     plan = kernel.plan(profile=BASELINE, X=((8,), "float32"))
     start = time.perf_counter()
@@ -63,6 +67,8 @@ def test_interleaved_passes_keep_their_order():
         kernel_t, small_t, big_t = timer.time_passes([bound.record, small, bound.record])
     finally:
         bound.release()
-    print(f"\nGELU {kernel_t.median * 1e6:.1f} us, 16-byte copy {small_t.median * 1e6:.1f} us, "
-          f"GELU {big_t.median * 1e6:.1f} us")
+    print(
+        f"\nGELU {kernel_t.median * 1e6:.1f} us, 16-byte copy {small_t.median * 1e6:.1f} us, "
+        f"GELU {big_t.median * 1e6:.1f} us"
+    )
     assert small_t.median < kernel_t.median and small_t.median < big_t.median

@@ -25,5 +25,17 @@ from cases.golden import golden_path, load_golden, to_yaml  # noqa: E402
 from cases.model import Case  # noqa: E402
 from cases.profiles import PROFILES  # noqa: E402
 
-__all__ = ["Case", "Coverage", "FAMILY_NAMES", "PROFILES", "PlanningFailure", "coverage", "data", "generate",
-           "golden_path", "load_golden", "planning_failures", "to_yaml"]
+__all__ = [
+    "Case",
+    "Coverage",
+    "FAMILY_NAMES",
+    "PROFILES",
+    "PlanningFailure",
+    "coverage",
+    "data",
+    "generate",
+    "golden_path",
+    "load_golden",
+    "planning_failures",
+    "to_yaml",
+]

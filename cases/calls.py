@@ -17,7 +17,6 @@ from conformance.errors import ContractError, ExpressionError, NoVariantError
 HEAVY_BYTES = 64 * 2**20
 
 
-
 @dataclass(frozen=True)
 class CallSpec:
     """Inputs in manifest order as (role, shape, dtype) with shape None when absent; profile by name
@@ -29,14 +28,20 @@ class CallSpec:
     attributes: tuple[tuple[str, Any], ...] = ()
 
     @staticmethod
-    def of(manifest: Manifest, args: dict[str, tuple | None], profile: str = "baseline",
-           tunables: dict[str, int] | None = None, attributes: dict[str, Any] | None = None) -> "CallSpec":
+    def of(
+        manifest: Manifest,
+        args: dict[str, tuple | None],
+        profile: str = "baseline",
+        tunables: dict[str, int] | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> "CallSpec":
         rows = []
         for spec in manifest.inputs:
             arg = args.get(spec.role)
             rows.append((spec.role, None, None) if arg is None else (spec.role, tuple(arg[0]), arg[1]))
-        return CallSpec(tuple(rows), profile, tuple(sorted((tunables or {}).items())),
-                        tuple(sorted((attributes or {}).items())))
+        return CallSpec(
+            tuple(rows), profile, tuple(sorted((tunables or {}).items())), tuple(sorted((attributes or {}).items()))
+        )
 
     def args(self) -> dict[str, tuple | None]:
         """The tensor arguments, role -> (shape, dtype) or None."""
@@ -67,8 +72,14 @@ class CallSpec:
 
     def cost(self) -> tuple:
         """Cheaper first: light, few elements, baseline profile, default tunables, low rank."""
-        return (self.heavy, self.numel, PROFILE_ORDER.get(self.profile, 99), len(self.tunables),
-                len(self.attributes), sum(len(s) for _, s, _ in self.inputs if s is not None))
+        return (
+            self.heavy,
+            self.numel,
+            PROFILE_ORDER.get(self.profile, 99),
+            len(self.tunables),
+            len(self.attributes),
+            sum(len(s) for _, s, _ in self.inputs if s is not None),
+        )
 
     def with_profile(self, profile: str) -> "CallSpec":
         return CallSpec(self.inputs, profile, self.tunables, self.attributes)
@@ -102,9 +113,12 @@ def outcome_on(planner: Planner, args: dict, profile: DeviceProfile, tunables: d
     except ExpressionError as exc:  # a manifest defect, not a rejection: lint reports it, pytest fails the case
         return planning_failed(exc)
     d = plan.as_dict()
-    return {"outcome": "accepted", "variant": d["variant"],
-            "passes": [{"name": p["name"], **p["dispatch"]} for p in d["passes"]],
-            "outputs": d["outputs"]}
+    return {
+        "outcome": "accepted",
+        "variant": d["variant"],
+        "passes": [{"name": p["name"], **p["dispatch"]} for p in d["passes"]],
+        "outputs": d["outputs"],
+    }
 
 
 def planning_failed(exc: ExpressionError) -> dict[str, Any]:

@@ -26,9 +26,9 @@ from conformance.errors import ExpressionError
 @dataclass
 class Atom:
     index: int
-    key: str                      # inlined source text
+    key: str  # inlined source text
     tree: nodes.Expr
-    origins: list[str] = field(default_factory=list)   # "variant: rule > rule" paths it was reached by
+    origins: list[str] = field(default_factory=list)  # "variant: rule > rule" paths it was reached by
 
     @property
     def constant(self) -> bool:
@@ -44,8 +44,8 @@ class Decision:
     variant: str
     priority: int
     tree: tuple
-    atoms: tuple[int, ...]        # atom indices it reads, in first-use order
-    run: Callable[[list], Any]    # Kleene value of the decision for a list of atom values
+    atoms: tuple[int, ...]  # atom indices it reads, in first-use order
+    run: Callable[[list], Any]  # Kleene value of the decision for a list of atom values
 
 
 def _kleene(tree) -> Callable[[list], Any]:
@@ -67,6 +67,7 @@ def _kleene(tree) -> Callable[[list], Any]:
         if b is stop:
             return stop
         return None if a is None or b is None else not stop
+
     return run
 
 
@@ -88,8 +89,9 @@ def around(value) -> tuple:
     if isinstance(value, int):
         return (value - 1, value, value + 1)
     if isinstance(value, float) and math.isfinite(value):
-        return tuple(v for v in (math.nextafter(value, -math.inf), value, math.nextafter(value, math.inf))
-                     if math.isfinite(v))
+        return tuple(
+            v for v in (math.nextafter(value, -math.inf), value, math.nextafter(value, math.inf)) if math.isfinite(v)
+        )
     return ()
 
 
@@ -107,7 +109,7 @@ class Analysis:
         self.atoms: list[Atom] = []
         self._by_key: dict[str, Atom] = {}
         self._evaluator = Evaluator(RuleTable({}, file=manifest.file))
-        self.decisions = [self._decision(v) for v in manifest.variants]   # priority order
+        self.decisions = [self._decision(v) for v in manifest.variants]  # priority order
         self._compiled = [self._evaluator.compiled(a.tree) for a in self.atoms]
         self._groups = self._batches()
 
@@ -117,11 +119,14 @@ class Analysis:
         optional = {s.role for s in self.manifest.inputs if s.optional}
         groups: dict[frozenset, list[int]] = {}
         for a in self.atoms:
-            reads = frozenset(p[1] for p in attribute_paths(a.tree)
-                              if len(p) > 1 and p[0] in ("shapes", "ranks") and p[1] in optional)
+            reads = frozenset(
+                p[1] for p in attribute_paths(a.tree) if len(p) > 1 and p[0] in ("shapes", "ranks") and p[1] in optional
+            )
             groups.setdefault(reads, []).append(a.index)
-        return [(roles, idx, self._evaluator.compiled(nodes.Tuple([self.atoms[i].tree for i in idx], "load")))
-                for roles, idx in sorted(groups.items(), key=lambda kv: sorted(kv[0]))]
+        return [
+            (roles, idx, self._evaluator.compiled(nodes.Tuple([self.atoms[i].tree for i in idx], "load")))
+            for roles, idx in sorted(groups.items(), key=lambda kv: sorted(kv[0]))
+        ]
 
     def _decision(self, variant) -> Decision:
         table = variant.evaluator.table
@@ -136,8 +141,11 @@ class Analysis:
             return self._walk(table.rules[node.name].tree, table, path + (node.name,), variant_id)
         if isinstance(node, (nodes.And, nodes.Or)):
             kind = "and" if isinstance(node, nodes.And) else "or"
-            return (kind, self._walk(node.left, table, path, variant_id),
-                    self._walk(node.right, table, path, variant_id))
+            return (
+                kind,
+                self._walk(node.left, table, path, variant_id),
+                self._walk(node.right, table, path, variant_id),
+            )
         if isinstance(node, nodes.Not):
             return ("not", self._walk(node.node, table, path, variant_id))
         return ("atom", self._atom(table.inline(node), variant_id, path).index)
@@ -195,8 +203,12 @@ class Analysis:
 
     # -- structure the pool and the families use ----------------------------------------------
     def int_constants(self) -> set[int]:
-        return {n.value for a in self.atoms for n in a.tree.find_all(nodes.Const)
-                if isinstance(n.value, int) and not isinstance(n.value, bool)}
+        return {
+            n.value
+            for a in self.atoms
+            for n in a.tree.find_all(nodes.Const)
+            if isinstance(n.value, int) and not isinstance(n.value, bool)
+        }
 
     def moduli(self) -> list[tuple[nodes.Expr, int]]:
         """(operand, k) of every ``operand % k`` with a constant k, once per operand text."""
@@ -225,8 +237,12 @@ class Analysis:
         """atom index -> (operand, k) for comparisons of one operand with an integer constant k."""
         out = {}
         for index, operand, const in self.comparisons():
-            if isinstance(const, nodes.Const) and isinstance(const.value, int) \
-                    and not isinstance(const.value, bool) and not isinstance(operand, nodes.Const):
+            if (
+                isinstance(const, nodes.Const)
+                and isinstance(const.value, int)
+                and not isinstance(const.value, bool)
+                and not isinstance(operand, nodes.Const)
+            ):
                 out[index] = (operand, const.value)
         return out
 
@@ -238,8 +254,11 @@ class Analysis:
 
     def boundary_atoms(self) -> list[Atom]:
         """Comparisons of a shape-dependent side with a device- or tunable-dependent one (size limits)."""
-        return [a for a in self.atoms if isinstance(a.tree, nodes.Compare)
-                and "shapes" in a.roots and a.roots & {"device", "tunables"}]
+        return [
+            a
+            for a in self.atoms
+            if isinstance(a.tree, nodes.Compare) and "shapes" in a.roots and a.roots & {"device", "tunables"}
+        ]
 
     def limit_sides(self, scope) -> tuple:
         """The values of the boundary atoms' operands that read no shape: equal for two profiles means

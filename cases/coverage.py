@@ -18,11 +18,11 @@ from conformance.ops.registry import find
 @dataclass(frozen=True)
 class ConditionCoverage:
     variant: str
-    condition: str            # inlined source text of the atom
-    origin: str               # where the variant reaches it ("when[0] > baseOk > buffersFit")
+    condition: str  # inlined source text of the atom
+    origin: str  # where the variant reaches it ("when[0] > baseOk > buffersFit")
     value: bool
-    case: str | None          # id of a case that shows it
-    gap: str | None = None    # why no case can, when none does
+    case: str | None  # id of a case that shows it
+    gap: str | None = None  # why no case can, when none does
 
     @property
     def infeasible(self) -> bool:
@@ -32,14 +32,14 @@ class ConditionCoverage:
 @dataclass
 class Coverage:
     package: str
-    variants: dict[str, str | None]                  # variant -> id of a case selecting it
+    variants: dict[str, str | None]  # variant -> id of a case selecting it
     conditions: list[ConditionCoverage]
-    families: dict[str, int]                         # family -> cases serving it
+    families: dict[str, int]  # family -> cases serving it
     not_applicable: list[str] = field(default_factory=list)
-    reach: dict[str, tuple[int, int]] = field(default_factory=dict)   # variant -> (accepted with data, multi-row)
-    rejections: dict[str, int] = field(default_factory=dict)          # rejection reason -> cases
-    weak: list = field(default_factory=list)   # cases.weakness.Weakness: weaker than it looks, and what to add
-    cases: list = field(default_factory=list, repr=False)   # the cases judged (for the template coverage)
+    reach: dict[str, tuple[int, int]] = field(default_factory=dict)  # variant -> (accepted with data, multi-row)
+    rejections: dict[str, int] = field(default_factory=dict)  # rejection reason -> cases
+    weak: list = field(default_factory=list)  # cases.weakness.Weakness: weaker than it looks, and what to add
+    cases: list = field(default_factory=list, repr=False)  # the cases judged (for the template coverage)
 
     @property
     def thin(self) -> list[str]:
@@ -69,19 +69,26 @@ class Coverage:
         return not self.unreachable and len(self.covered) == len(self.feasible)
 
     def report(self) -> str:
-        lines = [f"{self.package}",
-                 f"  variants reached: {len(self.variants) - len(self.unreachable)}/{len(self.variants)}"]
+        lines = [
+            f"{self.package}",
+            f"  variants reached: {len(self.variants) - len(self.unreachable)}/{len(self.variants)}",
+        ]
         for v, case in self.variants.items():
             lines.append(f"    {v}: {case}" if case else f"    {v}: UNREACHABLE (manifest defect: no call selects it)")
         lines.append("  reach by accepted cases with data (multi-row" + (")" if self.rows else ": not a row op)"))
         for v, (n, rows) in self.reach.items():
-            flag = ("  THIN" + (" (only empty calls select it: nothing to compute)" if not n else "")
-                    if v in self.thin else "")
+            flag = (
+                "  THIN" + (" (only empty calls select it: nothing to compute)" if not n else "")
+                if v in self.thin
+                else ""
+            )
             lines.append(f"    {v}: {n} accepted" + (f", {rows} multi-row" if self.rows else "") + flag)
         lines.append("  rejections: " + (", ".join(f"{r} {n}" for r, n in sorted(self.rejections.items())) or "none"))
         pct = 100.0 * len(self.covered) / max(1, len(self.feasible))
-        lines.append(f"  conditions (variant x condition x true/false): {len(self.covered)} shown of "
-                     f"{len(self.feasible)} feasible ({pct:.0f}%), {len(self.conditions)} in all")
+        lines.append(
+            f"  conditions (variant x condition x true/false): {len(self.covered)} shown of "
+            f"{len(self.feasible)} feasible ({pct:.0f}%), {len(self.conditions)} in all"
+        )
         for c in self.gaps:
             tag = "infeasible" if c.infeasible else "MISSING"
             lines.append(f"    {tag}: {c.variant}: `{c.condition}` {str(c.value).lower()} ({c.origin}): {c.gap}")
@@ -108,15 +115,16 @@ def coverage(package: Package) -> Coverage:
             for value in (True, False):
                 spec = shown.witnesses.get((dec.variant, atom, value))
                 gap = None if spec else gap_reason(d.analysis, d.pool, dec.variant, atom, value)
-                conditions.append(ConditionCoverage(dec.variant, a.key, origin, value,
-                                                    by_spec[spec] if spec else None, gap))
+                conditions.append(
+                    ConditionCoverage(dec.variant, a.key, origin, value, by_spec[spec] if spec else None, gap)
+                )
     variants = {dec.variant: by_spec.get(shown.reached.get(dec.variant)) for dec in d.analysis.decisions}
     counts = family_counts(d.cases)
     reach = {dec.variant: (0, 0) for dec in d.analysis.decisions}
     rejections: dict[str, int] = {}
     for case in d.cases:
         if not case.accepted:
-            reason = case.expect.get("reason", case.expect["outcome"])    # planning-failed has no reason
+            reason = case.expect.get("reason", case.expect["outcome"])  # planning-failed has no reason
             rejections[reason] = rejections.get(reason, 0) + 1
             continue
         shape = next(iter(a for a in case.inputs.values() if a is not None))[0]
@@ -127,5 +135,15 @@ def coverage(package: Package) -> Coverage:
     record = find(m.op_id)
     families = {f: n for f, n in counts.items() if n}
     weak = of_package(package, d.cases, Ctx(m, d.planner, d.analysis))
-    return Coverage(m.op_id, variants, conditions, families, [f for f, n in counts.items() if not n], reach,
-                    rejections, weak, rows=bool(record and record.rows), cases=d.cases)
+    return Coverage(
+        m.op_id,
+        variants,
+        conditions,
+        families,
+        [f for f, n in counts.items() if not n],
+        reach,
+        rejections,
+        weak,
+        rows=bool(record and record.rows),
+        cases=d.cases,
+    )

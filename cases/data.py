@@ -29,8 +29,10 @@ MAX_CASE_ELEMENTS = 4096
 DISTRIBUTIONS = ("normal", "uniform")
 
 #: Magnitudes where exp/tanh (or x**3 inside them) overflow or saturate, per dtype.
-OVERFLOW_MAGNITUDES = {"float16": (4.0, 9.0, 11.0, 12.0, 40.0, 100.0),
-                       "float32": (9.0, 10.0, 20.0, 44.0, 88.0, 89.0, 100.0, 1e4, 1e13, 3e38)}
+OVERFLOW_MAGNITUDES = {
+    "float16": (4.0, 9.0, 11.0, 12.0, 40.0, 100.0),
+    "float32": (9.0, 10.0, 20.0, 44.0, 88.0, 89.0, 100.0, 1e4, 1e13, 3e38),
+}
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,9 @@ class Recipe:
     dist: str = "normal"
     scale: float = 3.0
     special: tuple[str, ...] = ()
-    special_rows: int = 0    # 0: specials anywhere; k: only in the first k rows of the last axis
-    extreme: float = 0.0     # the magnitude placed at ``extremes`` (row ops)
-    extremes: tuple[tuple[int, int], ...] = ()   # per row: (position of +extreme, position of -extreme)
+    special_rows: int = 0  # 0: specials anywhere; k: only in the first k rows of the last axis
+    extreme: float = 0.0  # the magnitude placed at ``extremes`` (row ops)
+    extremes: tuple[tuple[int, int], ...] = ()  # per row: (position of +extreme, position of -extreme)
 
     def as_dict(self) -> dict:
         out = {"seed": self.seed, "dist": self.dist, "scale": self.scale}
@@ -56,9 +58,15 @@ class Recipe:
 
     @staticmethod
     def from_dict(data: dict) -> "Recipe":
-        return Recipe(int(data["seed"]), data["dist"], float(data["scale"]), tuple(data.get("special", ())),
-                      int(data.get("specialRows", 0)), float(data.get("extreme", 0.0)),
-                      tuple((int(a), int(b)) for a, b in data.get("extremes", ())))
+        return Recipe(
+            int(data["seed"]),
+            data["dist"],
+            float(data["scale"]),
+            tuple(data.get("special", ())),
+            int(data.get("specialRows", 0)),
+            float(data.get("extreme", 0.0)),
+            tuple((int(a), int(b)) for a, b in data.get("extremes", ())),
+        )
 
 
 def seed_for(case_id: str) -> int:
@@ -71,8 +79,13 @@ def special_values(dtype: str) -> tuple[str, ...]:
         return ()
     info = np.finfo(dtype)
     tiny_sub = float(info.smallest_subnormal)
-    magnitudes = [tiny_sub, float(info.smallest_normal) - tiny_sub, float(info.smallest_normal),
-                  *OVERFLOW_MAGNITUDES[dtype], float(info.max)]
+    magnitudes = [
+        tiny_sub,
+        float(info.smallest_normal) - tiny_sub,
+        float(info.smallest_normal),
+        *OVERFLOW_MAGNITUDES[dtype],
+        float(info.max),
+    ]
     values = [0.0, -0.0] + [s * float(np.asarray(v, dtype)) for v in magnitudes for s in (1.0, -1.0)]
     return tuple(repr(v) for v in values)
 
@@ -109,8 +122,10 @@ def _place_extremes(flat: np.ndarray, shape, recipe: Recipe, case_id: str) -> No
     """+extreme and -extreme at each row's two positions (flat: the row-major array of ``shape``)."""
     cols = shape[-1] if shape else 1
     if len(recipe.extremes) > size_rows(shape) or any(not 0 <= p < cols for pair in recipe.extremes for p in pair):
-        raise ValueError(f"case {case_id}: extremes {list(recipe.extremes)[:4]}... do not fit {len(recipe.extremes)} "
-                         f"rows of {cols} elements in the shape {list(shape)}")
+        raise ValueError(
+            f"case {case_id}: extremes {list(recipe.extremes)[:4]}... do not fit {len(recipe.extremes)} "
+            f"rows of {cols} elements in the shape {list(shape)}"
+        )
     for row, (high, low) in enumerate(recipe.extremes):
         flat[row * cols + high] = recipe.extreme
         if low != high:
@@ -129,16 +144,18 @@ DRAW_BLOCK = 1 << 18
 def _generic(recipe: Recipe, rng, size: int, dtype: str) -> np.ndarray | None:
     """The flat array of a generic distribution (normal, uniform) in ``dtype``; None for an op record's own."""
     if recipe.dist == "normal":
+
         def draw(n):
             return rng.standard_normal(n) * recipe.scale
     elif recipe.dist == "uniform":
+
         def draw(n):
             return rng.uniform(-recipe.scale, recipe.scale, n)
     else:
         return None
     out = np.empty(size, dtype=dtype)
     for start in range(0, size, DRAW_BLOCK):
-        out[start:start + DRAW_BLOCK] = draw(min(DRAW_BLOCK, size - start))
+        out[start : start + DRAW_BLOCK] = draw(min(DRAW_BLOCK, size - start))
     return out
 
 

@@ -32,8 +32,8 @@ class RowLayout:
     """How one row of ``cols`` elements is spread over a workgroup."""
 
     cols: int
-    width: int          # lanes per binding element (4 for a vec4 binding)
-    workgroup: int      # invocations per row
+    width: int  # lanes per binding element (4 for a vec4 binding)
+    workgroup: int  # invocations per row
 
     @property
     def items(self) -> int:

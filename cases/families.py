@@ -32,7 +32,7 @@ HEAVY_SEARCH_LIMIT = 2**28
 class Item:
     family: str
     spec: CallSpec
-    suffix: str = ""            # id suffix for a value-focused variant of a call
+    suffix: str = ""  # id suffix for a value-focused variant of a call
     dist: str = "normal"
     scale: float = 3.0
     special: tuple[str, ...] = ()
@@ -58,7 +58,7 @@ class Ctx:
         self.fit: dict[str, str] = {}
         for s in self.others:
             self.fit[s.role] = self._fitting_label(s)
-        self.record = find(manifest.op_id)   # None: the generic families only (values need a record to check)
+        self.record = find(manifest.op_id)  # None: the generic families only (values need a record to check)
         self.rows = bool(self.record and self.record.rows)
 
     def _fitting_label(self, spec) -> str:
@@ -77,14 +77,27 @@ class Ctx:
         allowed = self.m.type_constraints[spec.typevar]
         return dtype if spec.typevar == self.lead.typevar or dtype not in allowed else allowed[0]
 
-    def call(self, shape, dtype, *, optional=True, profile="baseline", tunables=None, label=None, only=None,
-             override=None, attributes=None) -> CallSpec:
+    def call(
+        self,
+        shape,
+        dtype,
+        *,
+        optional=True,
+        profile="baseline",
+        tunables=None,
+        label=None,
+        only=None,
+        override=None,
+        attributes=None,
+    ) -> CallSpec:
         args = {self.lead.role: (tuple(shape), dtype)}
         for s in self.others:
             if s.optional and not optional:
                 continue
-            args[s.role] = (self.companion(s, shape, label if only in (None, s.role) else None),
-                            self.dtype_of(s, dtype))
+            args[s.role] = (
+                self.companion(s, shape, label if only in (None, s.role) else None),
+                self.dtype_of(s, dtype),
+            )
         args.update(override or {})
         return CallSpec.of(self.m, args, profile, tunables, attributes)
 
@@ -133,10 +146,11 @@ class Ctx:
 
 # -- families -------------------------------------------------------------------------------------
 
+
 def empty(ctx: Ctx):
     """A 0 in each position of shapes of rank 1 to 4."""
     base = (2, 3, 4, 5)
-    shapes = [base[:r][:i] + (0,) + base[:r][i + 1:] for r in range(1, 5) for i in range(r)]
+    shapes = [base[:r][:i] + (0,) + base[:r][i + 1 :] for r in range(1, 5) for i in range(r)]
     return [Item("empty", ctx.call(s, d, optional=o)) for s in shapes for d in ctx.dtypes for o in ctx.states()]
 
 
@@ -165,8 +179,7 @@ def f16_availability(ctx: Ctx):
         profiles = ("baseline", "no-f16") if d == "float16" else ("no-f16",)
         for profile in profiles:
             for shape in ((8,), (4, 3), (0,)):
-                out += [Item("f16-availability", ctx.call(shape, d, optional=o, profile=profile))
-                        for o in ctx.states()]
+                out += [Item("f16-availability", ctx.call(shape, d, optional=o, profile=profile)) for o in ctx.states()]
     return out if "float16" in ctx.dtypes else []
 
 
@@ -180,17 +193,21 @@ def buffer_limit(ctx: Ctx):
     ops also in rows (n rows of a vec4 and of a scalar row)."""
     out = []
     for d in ctx.dtypes:
-        for profile, limit, states, residues in (("small-storage", 2**20, ctx.states(), (0, 1)),
-                                                 ("baseline", HEAVY_SEARCH_LIMIT, (False,), (0,))):
+        for profile, limit, states, residues in (
+            ("small-storage", 2**20, ctx.states(), (0, 1)),
+            ("baseline", HEAVY_SEARCH_LIMIT, (False,), (0,)),
+        ):
             for i, shape in enumerate(_shapes_of(ctx)):
                 for o in states:
+
                     def ok(n):
                         return ctx.accepted(ctx.call(shape(n), d, optional=o, profile=profile))
-                    found = ctx.crossings(ok, limit, residues if not o else (0,)) if i == 0 else \
-                        _crossings(ok, limit // 4)
+
+                    found = (
+                        ctx.crossings(ok, limit, residues if not o else (0,)) if i == 0 else _crossings(ok, limit // 4)
+                    )
                     for pair in found:
-                        out += [Item("buffer-limit", ctx.call(shape(n), d, optional=o, profile=profile))
-                                for n in pair]
+                        out += [Item("buffer-limit", ctx.call(shape(n), d, optional=o, profile=profile)) for n in pair]
     return out
 
 
@@ -205,6 +222,7 @@ def dispatch_limit(ctx: Ctx):
     out = []
     d = ctx.dtypes[0]
     for i, shape in enumerate(_shapes_of(ctx)):
+
         def split(n, shape=shape):
             spec = ctx.call(shape(n), d, optional=False, profile="small-dispatch")
             plan = ctx.plan(spec) if ctx.accepted(spec) else None
@@ -214,10 +232,16 @@ def dispatch_limit(ctx: Ctx):
             return ctx.accepted(ctx.call(shape(n), d, optional=False, profile="small-dispatch"))
 
         for pred in (split, ok):
-            for pair in (ctx.crossings(pred, 2**22) if i == 0 else _crossings(pred, 2**20)):
+            for pair in ctx.crossings(pred, 2**22) if i == 0 else _crossings(pred, 2**20):
                 sizes = pair if i == 0 else pair + (pair[1] + 1,)  # rows: one more past the split, a partial row
-                out += [Item("dispatch-limit", ctx.call(shape(n), d, optional=o, profile="small-dispatch"),
-                             ) for n in sizes for o in ctx.states()]
+                out += [
+                    Item(
+                        "dispatch-limit",
+                        ctx.call(shape(n), d, optional=o, profile="small-dispatch"),
+                    )
+                    for n in sizes
+                    for o in ctx.states()
+                ]
                 if i == 0 and pred is ok and pair[0] % ctx.modulus() == 0:
                     out += _suffix_at_limit(ctx, pair[0], d, "small-dispatch")
     return out
@@ -239,10 +263,12 @@ OVERSHOOT_MAX_BYTES = 1 << 20
 
 def _overshoot(plan) -> bool:
     """Whether a pass's dispatch splits over a second dimension with workgroups past the last one it needs."""
-    return any(p.dispatch.counts[1] > 1 and
-               p.dispatch.counts[0] * p.dispatch.counts[1] * p.dispatch.counts[2] * p.dispatch.workgroup_size
-               > -(-p.dispatch.threads // p.dispatch.workgroup_size) * p.dispatch.workgroup_size
-               for p in plan.passes)
+    return any(
+        p.dispatch.counts[1] > 1
+        and p.dispatch.counts[0] * p.dispatch.counts[1] * p.dispatch.counts[2] * p.dispatch.workgroup_size
+        > -(-p.dispatch.threads // p.dispatch.workgroup_size) * p.dispatch.workgroup_size
+        for p in plan.passes
+    )
 
 
 def dispatch_overshoot(ctx: Ctx):
@@ -253,11 +279,11 @@ def dispatch_overshoot(ctx: Ctx):
     return and every tail guard hold past the split; the guard after each output sees a workgroup that writes."""
     found: dict[tuple[str, str, bool], CallSpec] = {}
     sized = "WORKGROUP_SIZE" in ctx.m.tunables
-    small = (None, {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP}) if sized else (None,)   # None: the default size
+    small = (None, {"WORKGROUP_SIZE": OVERSHOOT_WORKGROUP}) if sized else (None,)  # None: the default size
     tiny = (None, {"WORKGROUP_SIZE": 1}) if sized else (None,)
     searches = []
     for d in ctx.dtypes:
-        if ctx.rows:   # short rows by default and at 32 lanes; long rows by default and with one invocation per row
+        if ctx.rows:  # short rows by default and at 32 lanes; long rows by default and with one invocation per row
             searches += [(shape, d, t) for shape in _shapes_of(ctx) for t in small]
             searches += [(shape, d, t) for t in tiny for shape in _long_rows(ctx, d, t)]
         else:
@@ -266,11 +292,16 @@ def dispatch_overshoot(ctx: Ctx):
             searches += [(shape, d, t) for t in tiny for shape in shapes]
     for shape, d, tunables in searches:
         for o in ctx.states():
+
             def spec_at(n, shape=shape, o=o, d=d, t=tunables):
                 lead = shape(n)
-                suffix = {s.role: (lead[1:], ctx.dtype_of(s, d)) for s in ctx.others
-                          if s.rank is None and len(lead) > 1 and not ctx.rows}
+                suffix = {
+                    s.role: (lead[1:], ctx.dtype_of(s, d))
+                    for s in ctx.others
+                    if s.rank is None and len(lead) > 1 and not ctx.rows
+                }
                 return ctx.call(lead, d, optional=o, profile=OVERSHOOT_PROFILE, tunables=t, override=suffix)
+
             _overshoot_calls(ctx, spec_at, (d, tunables is None), found)
     return [Item("dispatch-overshoot", spec) for spec in found.values()]
 
@@ -295,21 +326,22 @@ def _overshoot_calls(ctx: Ctx, spec_at, kind: tuple, found: dict) -> None:
     default): past the first size where
     ``spec_at(n)``'s dispatch splits over a second dimension (per residue of the modulus), the first size whose
     dispatch has workgroups past the end, when light."""
+
     def split(n):
         spec = spec_at(n)
         plan = ctx.plan(spec) if ctx.accepted(spec) else None
         return plan is not None and any(p.dispatch.counts[1] > 1 for p in plan.passes)
 
     step = ctx.modulus()
-    light, limit = 1, (1 << 24) // step   # the searches stop where a call would not be light (or at the limit)
+    light, limit = 1, (1 << 24) // step  # the searches stop where a call would not be light (or at the limit)
     while 2 * light < limit and spec_at(step * light * 2).nbytes <= OVERSHOOT_MAX_BYTES:
         light *= 2
     for r in range(step):
         m = 1 if split(step + r) else _first_change(lambda k: split(step * k + r), 2 * light)
-        for n in range(step * m + r, step * (m + 64) + r, step) if m else ():   # a spare workgroup: a few sizes on
+        for n in range(step * m + r, step * (m + 64) + r, step) if m else ():  # a spare workgroup: a few sizes on
             spec = spec_at(n)
             plan = ctx.plan(spec) if spec.nbytes <= OVERSHOOT_MAX_BYTES else None
-            if plan is None:   # past the light sizes, or past the sizes the profile's dispatch limit accepts
+            if plan is None:  # past the light sizes, or past the sizes the profile's dispatch limit accepts
                 break
             if _overshoot(plan):
                 key = (plan.variant, *kind)
@@ -327,8 +359,10 @@ def _suffix_at_limit(ctx: Ctx, limit: int, d: str, profile: str) -> list[Item]:
     free = [s for s in ctx.others if s.rank is None]
     if c is None or not free:
         return []
-    calls = [ctx.call((rows, c), d, profile=profile, override={s.role: ((c,), ctx.dtype_of(s, d)) for s in free})
-             for rows in (limit // c, limit // c + 1)]
+    calls = [
+        ctx.call((rows, c), d, profile=profile, override={s.role: ((c,), ctx.dtype_of(s, d)) for s in free})
+        for rows in (limit // c, limit // c + 1)
+    ]
     return [Item("dispatch-limit", spec) for spec in calls] if ctx.accepted(calls[0]) else []
 
 
@@ -372,8 +406,10 @@ def mixed_dtype(ctx: Ctx):
             for other in allowed:
                 if first != other:
                     base = ctx.call((4, 3), first).args()
-                    args = {r: (a[0], other if r != roles[0].role and ctx.m.input(r).typevar == tv else a[1])
-                            for r, a in base.items()}
+                    args = {
+                        r: (a[0], other if r != roles[0].role and ctx.m.input(r).typevar == tv else a[1])
+                        for r, a in base.items()
+                    }
                     out.append(Item("mixed-dtype", CallSpec.of(ctx.m, args)))
     return out
 
@@ -383,8 +419,9 @@ def missing_input(ctx: Ctx):
     out = [Item("missing-input", CallSpec.of(ctx.m, {}))]
     for spec in ctx.m.inputs:
         if not spec.optional:
-            out.append(Item("missing-input", CallSpec.of(ctx.m, {**ctx.call((4, 3), ctx.dtypes[0]).args(),
-                                                                  spec.role: None})))
+            out.append(
+                Item("missing-input", CallSpec.of(ctx.m, {**ctx.call((4, 3), ctx.dtypes[0]).args(), spec.role: None}))
+            )
     return out
 
 
@@ -399,8 +436,9 @@ def tunables(ctx: Ctx):
     out = []
     for key, default in ctx.m.tunables.items():
         for value in (0, 1, 64, 2 * default):
-            out += [Item("tunables", ctx.call((8,), ctx.dtypes[0], optional=o, tunables={key: value}))
-                    for o in ctx.states()]
+            out += [
+                Item("tunables", ctx.call((8,), ctx.dtypes[0], optional=o, tunables={key: value})) for o in ctx.states()
+            ]
         shapes = ((5, 300), (3, 1030), (4, 7)) if ctx.rows else ((1030,), (3, 7))
         for value in ODD_TUNABLES:
             for shape in shapes:
@@ -408,15 +446,22 @@ def tunables(ctx: Ctx):
                     spec = ctx.call(shape, ctx.dtypes[0], optional=o, tunables={key: value})
                     if ctx.accepted(spec):
                         out.append(Item("tunables", spec))
-    out += [Item("tunables", ctx.call(s, ctx.dtypes[0], optional=o, profile="small-workgroup"))
-            for s in ((8,), (4, 3), (300, 4)) for o in ctx.states()]
+    out += [
+        Item("tunables", ctx.call(s, ctx.dtypes[0], optional=o, profile="small-workgroup"))
+        for s in ((8,), (4, 3), (300, 4))
+        for o in ctx.states()
+    ]
     return out
 
 
 def values_special(ctx: Ctx):
     """Signed zeros, subnormals, smallest normal, overflow magnitudes, largest finite value."""
-    return [Item("values-special", ctx.call(s, d, optional=o), "special", "normal", 1.0, special_values(d))
-            for d in ctx.dtypes for s in ((2, 32), (3, 13)) for o in ctx.states()]
+    return [
+        Item("values-special", ctx.call(s, d, optional=o), "special", "normal", 1.0, special_values(d))
+        for d in ctx.dtypes
+        for s in ((2, 32), (3, 13))
+        for o in ctx.states()
+    ]
 
 
 #: values-nonfinite's shapes: elementwise ops, and row ops (whose rows all but the last get the values).
@@ -429,9 +474,20 @@ def values_nonfinite(ctx: Ctx):
     but the last, whose outputs (its reference finite) are compared; a non-finite value in every row, as an
     elementwise op gets them, would leave no element to compare."""
     shapes = NONFINITE_ROW_SHAPES if ctx.rows else NONFINITE_SHAPES
-    return [Item("values-nonfinite", ctx.call(s, d, optional=o), "nonfinite", "normal", 2.0, NONFINITE,
-                 special_rows=size_rows(s) - 1 if ctx.rows else 0)
-            for d in ctx.dtypes for s in shapes for o in ctx.states()]
+    return [
+        Item(
+            "values-nonfinite",
+            ctx.call(s, d, optional=o),
+            "nonfinite",
+            "normal",
+            2.0,
+            NONFINITE,
+            special_rows=size_rows(s) - 1 if ctx.rows else 0,
+        )
+        for d in ctx.dtypes
+        for s in shapes
+        for o in ctx.states()
+    ]
 
 
 def values_op(ctx: Ctx):
@@ -440,20 +496,37 @@ def values_op(ctx: Ctx):
     first looped row, as many as fit MAX_CASE_ELEMENTS), every dtype, optional inputs absent and present."""
     if ctx.record is None:
         return []
-    shapes = ((8, 64), (5, 33)) + tuple((max(1, min(3, MAX_CASE_ELEMENTS // n)), n)
-                                         for _, n in (_steps(ctx, "variant") if ctx.rows else ()))
-    return [Item("values-op", ctx.call(s, d, optional=o), f"{r.name}{scale:g}", r.name, scale)
-            for r in ctx.record.data for scale in r.scales for d in ctx.dtypes for s in shapes
-            for o in ctx.states()]
+    shapes = ((8, 64), (5, 33)) + tuple(
+        (max(1, min(3, MAX_CASE_ELEMENTS // n)), n) for _, n in (_steps(ctx, "variant") if ctx.rows else ())
+    )
+    return [
+        Item("values-op", ctx.call(s, d, optional=o), f"{r.name}{scale:g}", r.name, scale)
+        for r in ctx.record.data
+        for scale in r.scales
+        for d in ctx.dtypes
+        for s in shapes
+        for o in ctx.states()
+    ]
 
 
 def values_partial_nonfinite(ctx: Ctx):
     """Row ops: NaN and infinities in the first row only, so the other rows (and their outputs) stay checked."""
     if not ctx.rows:
         return []
-    return [Item("values-partial-nonfinite", ctx.call(s, d, optional=o), "nonfinite-row0", "normal", 2.0,
-                 NONFINITE, special_rows=1)
-            for d in ctx.dtypes for s in ((4, 8), (3, 13)) for o in ctx.states()]
+    return [
+        Item(
+            "values-partial-nonfinite",
+            ctx.call(s, d, optional=o),
+            "nonfinite-row0",
+            "normal",
+            2.0,
+            NONFINITE,
+            special_rows=1,
+        )
+        for d in ctx.dtypes
+        for s in ((4, 8), (3, 13))
+        for o in ctx.states()
+    ]
 
 
 def values_extremes(ctx: Ctx):
@@ -478,8 +551,16 @@ def values_extremes(ctx: Ctx):
                 positions = extreme_positions(layout, row_count(layout))
                 for group in split_rows(layout, len(positions), MAX_CASE_ELEMENTS):
                     spec = ctx.call((len(group), layout.cols), d, optional=o)
-                    out.append(Item("values-extremes", spec, f"extremes{group.start}", "normal", 1.0,
-                                    extremes=tuple(positions[g] for g in group)))
+                    out.append(
+                        Item(
+                            "values-extremes",
+                            spec,
+                            f"extremes{group.start}",
+                            "normal",
+                            1.0,
+                            extremes=tuple(positions[g] for g in group),
+                        )
+                    )
     return out
 
 
@@ -491,7 +572,7 @@ def broadcast(ctx: Ctx):
     for spec in [s for s in ctx.others if s.rank is None]:
         for shape in ((2, 3, 4), (3, 8)):
             forms = [shape[k:] for k in range(len(shape) + 1)]
-            forms += [(1,) * k + shape[len(shape) - j:] for j in range(1, len(shape)) for k in (1, len(shape) - j)]
+            forms += [(1,) * k + shape[len(shape) - j :] for j in range(1, len(shape)) for k in (1, len(shape) - j)]
             forms += [shape[:k] for k in range(1, len(shape))] + [shape[:1] + (1,) + shape[2:]]
             forms += [(1,) * r for r in range(1, len(shape) + 2)]
             for form in dict.fromkeys(forms):
@@ -506,10 +587,13 @@ def _suffix_positions(ctx: Ctx, spec) -> list[Item]:
     primary at the largest such rank, neighbouring dims different (3, 2, 3, ..., 4), with every suffix of it
     (accepted as the manifest says) and every suffix with one dim off by one, at each position (each clause
     shown false as well as true)."""
-    ranks = [k for _, (operand, k) in ctx.analysis.constant_comparisons().items()
-             if ("ranks", spec.role) in attribute_paths(operand)]
+    ranks = [
+        k
+        for _, (operand, k) in ctx.analysis.constant_comparisons().items()
+        if ("ranks", spec.role) in attribute_paths(operand)
+    ]
     top = max(ranks, default=0)
-    if top <= 3:   # the fixed shapes above already reach these positions
+    if top <= 3:  # the fixed shapes above already reach these positions
         return []
     shape = tuple(3 - (top - 2 - i) % 2 for i in range(top - 1)) + (4,)
     d = ctx.dtypes[0]
@@ -517,15 +601,19 @@ def _suffix_positions(ctx: Ctx, spec) -> list[Item]:
     for k in range(top + 1):
         suffix = shape[k:]
         forms.append(suffix)
-        forms += [suffix[:j] + (suffix[j] + 1,) + suffix[j + 1:] for j in range(len(suffix))]
+        forms += [suffix[:j] + (suffix[j] + 1,) + suffix[j + 1 :] for j in range(len(suffix))]
     return [Item("broadcast", ctx.call(shape, d, override={spec.role: (form, d)})) for form in dict.fromkeys(forms)]
 
 
 def values_random(ctx: Ctx):
     """Larger random tensors: normal around 0 (scale 1), uniform over a wide range (scale 8)."""
-    return [Item("values-random", ctx.call(s, d, optional=o), f"{dist}{scale:g}", dist, scale)
-            for d in ctx.dtypes for s in ((64, 36), (33, 17)) for o in ctx.states()
-            for dist, scale in (("normal", 1.0), ("uniform", 8.0))]
+    return [
+        Item("values-random", ctx.call(s, d, optional=o), f"{dist}{scale:g}", dist, scale)
+        for d in ctx.dtypes
+        for s in ((64, 36), (33, 17))
+        for o in ctx.states()
+        for dist, scale in (("normal", 1.0), ("uniform", 8.0))
+    ]
 
 
 #: Primary shapes an attribute is varied on when a condition compares it with an expression of the call
@@ -558,7 +646,7 @@ def attributes(ctx: Ctx):
                 values: list = []
                 for _, other in compared:
                     boundary = ctx.analysis.evaluate(other, scope) if scope is not None else None
-                    values += list(around(_typed(spec.type, boundary)))   # 4 for a float attribute: 4.0 +- ulp
+                    values += list(around(_typed(spec.type, boundary)))  # 4 for a float attribute: 4.0 +- ulp
                 if spec.type == "float":
                     values.append(ATTRIBUTE_UNIT)
                 elif spec.type == "bool":
@@ -595,8 +683,11 @@ def device_limits(ctx: Ctx):
         for v in around(value) if isinstance(value, int) else ():
             if v >= 0 and (limit, v) not in seen:
                 seen.add((limit, v))
-                out += [Item("device-limits", ctx.call(s, d, optional=o, profile=limit_profile_name(limit, v)))
-                        for s in ((4, 8),) for o in ctx.states()]
+                out += [
+                    Item("device-limits", ctx.call(s, d, optional=o, profile=limit_profile_name(limit, v)))
+                    for s in ((4, 8),)
+                    for o in ctx.states()
+                ]
     return out
 
 
@@ -654,8 +745,12 @@ def read_limits(ctx: Ctx) -> set[str]:
 
 def alignment_profiles(ctx: Ctx) -> list[str]:
     """The baseline, and the baseline with each alignment limit the manifest reads lowered to ALIGNMENT_VALUES."""
-    return ["baseline"] + [limit_profile_name(limit, v) for limit in sorted(read_limits(ctx) & ALIGNMENT_LIMITS)
-                           for v in ALIGNMENT_VALUES if v < BASELINE.limits.get(limit, v + 1)]
+    return ["baseline"] + [
+        limit_profile_name(limit, v)
+        for limit in sorted(read_limits(ctx) & ALIGNMENT_LIMITS)
+        for v in ALIGNMENT_VALUES
+        if v < BASELINE.limits.get(limit, v + 1)
+    ]
 
 
 def _threshold_shapes(n: int) -> list[tuple[int, ...]]:
@@ -680,8 +775,12 @@ def thresholds(ctx: Ctx):
     for _, side, other in ctx.analysis.comparisons():
         roots = {p[0] for p in attribute_paths(side)}
         other_roots = {p[0] for p in attribute_paths(other)}
-        if "shapes" in roots and other_roots and not other_roots & {"shapes", "ranks", "attributes", "present"} \
-                and other_roots & {"device", "dtypes"}:
+        if (
+            "shapes" in roots
+            and other_roots
+            and not other_roots & {"shapes", "ranks", "attributes", "present"}
+            and other_roots & {"device", "dtypes"}
+        ):
             sides.append((side, other))
     if not sides:
         return out
@@ -699,8 +798,11 @@ def thresholds(ctx: Ctx):
                 for n in around(k):
                     for shape in _threshold_shapes(n) if n > 0 else ():
                         specs = [ctx.call(shape, d, optional=o, profile=profile) for o in ctx.states()]
-                        specs += [ctx.call(shape, d, profile=profile, override={s.role: (shape[j:], d)})
-                                  for s in free for j in range(1, len(shape))]
+                        specs += [
+                            ctx.call(shape, d, profile=profile, override={s.role: (shape[j:], d)})
+                            for s in free
+                            for j in range(1, len(shape))
+                        ]
                         for spec in specs:
                             scope = scope_of(ctx.planner, spec)
                             if spec in seen or scope is None or ctx.analysis.evaluate(side, scope) not in around(k):
@@ -711,15 +813,30 @@ def thresholds(ctx: Ctx):
 
 
 FAMILIES = {
-    "empty": empty, "unaligned": unaligned, "optional-mismatch": optional_mismatch,
-    "f16-availability": f16_availability, "buffer-limit": buffer_limit, "dispatch-limit": dispatch_limit,
+    "empty": empty,
+    "unaligned": unaligned,
+    "optional-mismatch": optional_mismatch,
+    "f16-availability": f16_availability,
+    "buffer-limit": buffer_limit,
+    "dispatch-limit": dispatch_limit,
     "dispatch-overshoot": dispatch_overshoot,
-    "ranks": ranks, "dtypes": dtypes, "dtype-unsupported": dtype_unsupported, "mixed-dtype": mixed_dtype,
-    "missing-input": missing_input, "tunables": tunables, "values-special": values_special,
-    "values-nonfinite": values_nonfinite, "values-random": values_random, "values-op": values_op,
-    "values-partial-nonfinite": values_partial_nonfinite, "values-extremes": values_extremes,
-    "broadcast": broadcast, "attributes": attributes,
-    "device-limits": device_limits, "size-steps": size_steps, "thresholds": thresholds,
+    "ranks": ranks,
+    "dtypes": dtypes,
+    "dtype-unsupported": dtype_unsupported,
+    "mixed-dtype": mixed_dtype,
+    "missing-input": missing_input,
+    "tunables": tunables,
+    "values-special": values_special,
+    "values-nonfinite": values_nonfinite,
+    "values-random": values_random,
+    "values-op": values_op,
+    "values-partial-nonfinite": values_partial_nonfinite,
+    "values-extremes": values_extremes,
+    "broadcast": broadcast,
+    "attributes": attributes,
+    "device-limits": device_limits,
+    "size-steps": size_steps,
+    "thresholds": thresholds,
 }
 #: Families filled by the condition search (generate.py), after the ones above.
 SEARCH_FAMILIES = ("conditions", "residues", "reach")

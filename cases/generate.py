@@ -57,8 +57,11 @@ def residue_items(ctx: Ctx, pool_entries: list[Entry]) -> list[Item]:
         residues = tuple(ctx.analysis.evaluate(op, scope) for op, _ in moduli)
         if any(not isinstance(v, int) for v in residues):
             continue
-        key = (tuple(v % k for v, (_, k) in zip(residues, moduli)), dtype,
-               tuple(a is None for a in spec.args().values()))
+        key = (
+            tuple(v % k for v, (_, k) in zip(residues, moduli)),
+            dtype,
+            tuple(a is None for a in spec.args().values()),
+        )
         if key not in best or spec.cost() < best[key].cost():
             best[key] = spec
     return [Item("residues", spec) for spec in best.values()]
@@ -76,8 +79,9 @@ def thin_variants(cases: list[Case], rows: bool) -> set[str]:
             shape = next(a for a in case.inputs.values() if a is not None)[0]
             if math.prod(shape) and (not rows or (len(shape) > 1 and math.prod(shape[:-1]) > 1)):
                 counts[case.expect["variant"]] = counts.get(case.expect["variant"], 0) + 1
-    return {v for v, n in counts.items() if n < MIN_REACH} | {c.expect["variant"] for c in cases
-                                                               if c.accepted and c.expect["variant"] not in counts}
+    return {v for v, n in counts.items() if n < MIN_REACH} | {
+        c.expect["variant"] for c in cases if c.accepted and c.expect["variant"] not in counts
+    }
 
 
 def reach_items(ctx: Ctx, planner: Planner, cases: list[Case], thin: set[str]) -> list[Item]:
@@ -91,9 +95,13 @@ def reach_items(ctx: Ctx, planner: Planner, cases: list[Case], thin: set[str]) -
         if not shape or not math.prod(shape):
             continue
         for rows in (2, 3, 5):
-            spec = ctx.call((rows,) + tuple(shape[-1:]), dtype, optional=any(
-                a is not None for r, a in case.inputs.items() if ctx.m.input(r).optional),
-                profile=case.profile.name, tunables=dict(case.tunables))
+            spec = ctx.call(
+                (rows,) + tuple(shape[-1:]),
+                dtype,
+                optional=any(a is not None for r, a in case.inputs.items() if ctx.m.input(r).optional),
+                profile=case.profile.name,
+                tunables=dict(case.tunables),
+            )
             got = outcome(planner, spec)
             if got["outcome"] == "accepted" and got["variant"] == case.expect["variant"]:
                 out.append(Item("reach", spec))
@@ -161,8 +169,15 @@ def build_cases(package: Package, planner: Planner, items: list[Item]) -> list[C
     cases = []
     for cid, (item, families, expect) in merged.items():
         families.sort(key=order.__getitem__)
-        recipe = Recipe(seed_for(cid), item.dist, item.scale, item.special, item.special_rows,
-                        EXTREME if item.extremes else 0.0, item.extremes)
+        recipe = Recipe(
+            seed_for(cid),
+            item.dist,
+            item.scale,
+            item.special,
+            item.special_rows,
+            EXTREME if item.extremes else 0.0,
+            item.extremes,
+        )
         cases.append(case_from(m.package_id, m.name, families[0], item.spec, expect, cid, recipe, families))
     return cases
 

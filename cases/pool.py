@@ -70,10 +70,11 @@ def calls_for(manifest, shape, dtype, profile="baseline", tunables=(), full=True
     bare = tuple(options[-1] for options in base)  # every optional companion absent
     for i, options in enumerate(others):
         for around in dict.fromkeys((matching, bare)):
-            combos += [around[:i] + (arg,) + around[i + 1:] for arg in options]
+            combos += [around[:i] + (arg,) + around[i + 1 :] for arg in options]
     for k in range(max(map(len, others), default=0)):  # and every companion off together, k-th other shape each
-        combos.append(tuple(options[min(k, len(options) - 1)] if options else matching[i]
-                            for i, options in enumerate(others)))
+        combos.append(
+            tuple(options[min(k, len(options) - 1)] if options else matching[i] for i, options in enumerate(others))
+        )
     out = []
     for combo in combos:
         args = {spec.role: arg for spec, arg in zip(manifest.inputs, combo)}
@@ -114,7 +115,7 @@ def thresholds(manifest, planner: Planner, analysis: Analysis, profile: str, tun
         n = _first_change(lambda k: None if values(k) is None else values(k)[j], MAX_POOL_NUMEL)
         if n is not None:
             found.update(k for k in (n - 1, n, n + 1) if 0 < k <= MAX_POOL_NUMEL + 1)
-            found.update(-(-(n + 1) // k) * k for _, k in analysis.moduli())   # the next aligned size past it
+            found.update(-(-(n + 1) // k) * k for _, k in analysis.moduli())  # the next aligned size past it
     return found
 
 

@@ -13,8 +13,9 @@ PROFILES: dict[str, DeviceProfile] = {
     "no-f16": BASELINE.restricted("no-f16", drop_features={"shader-f16"}),
     "small-storage": BASELINE.restricted("small-storage", limits={"maxStorageBufferBindingSize": 4096}),
     "small-dispatch": BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgroupsPerDimension": 4}),
-    "small-workgroup": BASELINE.restricted("small-workgroup", limits={"maxComputeInvocationsPerWorkgroup": 64,
-                                                                      "maxComputeWorkgroupSizeX": 64}),
+    "small-workgroup": BASELINE.restricted(
+        "small-workgroup", limits={"maxComputeInvocationsPerWorkgroup": 64, "maxComputeWorkgroupSizeX": 64}
+    ),
     "subgroups": replace(BASELINE, name="subgroups", features=BASELINE.features | {"subgroups"}),
 }
 
@@ -55,6 +56,7 @@ def profile_to_dict(profile: DeviceProfile) -> dict:
 
 
 def profile_from_dict(data: dict) -> DeviceProfile:
-    profile = BASELINE.restricted(data["name"], limits=data.get("limits"),
-                                  drop_features=set(data.get("drop_features", ())))
+    profile = BASELINE.restricted(
+        data["name"], limits=data.get("limits"), drop_features=set(data.get("drop_features", ()))
+    )
     return replace(profile, features=profile.features | frozenset(data.get("add_features", ())))

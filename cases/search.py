@@ -92,8 +92,10 @@ def gap_reason(analysis: Analysis, pool: Result, variant: str, atom: int, value:
         return f"never {word} on any of {pool.calls} candidate calls{hint}"
     if key in pool.open_vectors:
         partner = _masking_partner(analysis, variant, atom, pool.open_vectors[key])
-        return (f"masked by {partner}: whenever it is {word} and {variant} is not shadowed, flipping it alone "
-                f"does not change the decision")
+        return (
+            f"masked by {partner}: whenever it is {word} and {variant} is not shadowed, flipping it alone "
+            f"does not change the decision"
+        )
     return f"shadowed: whenever it is {word}, higher-priority variant {pool.shadowed_by.get(key)} is selected first"
 
 
@@ -112,7 +114,7 @@ def _masking_partner(analysis: Analysis, variant: str, atom: int, vectors: list[
         for vec in vectors[:20]:
             out = d.run(vec)
             others = [c for c in d.atoms if c != atom and vec[c] is not None]
-            for group in (itertools.combinations(others, size)):
+            for group in itertools.combinations(others, size):
                 flipped = list(vec)
                 for c in (atom, *group):
                     flipped[c] = not vec[c]

@@ -36,8 +36,8 @@ MAX_RECOMPUTED_ELEMENTS = 1 << 16
 
 @dataclass(frozen=True)
 class Weakness:
-    kind: str        # no-compare | empty-family | row-dispatch-elementwise | rows-without-data | *-template-branch
-    message: str     # what is weak and what to add
+    kind: str  # no-compare | empty-family | row-dispatch-elementwise | rows-without-data | *-template-branch
+    message: str  # what is weak and what to add
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
@@ -49,7 +49,7 @@ class Weakness:
 
 def family_counts(cases: list[Case]) -> dict[str, int]:
     """Family -> cases serving it, for every family of FAMILY_NAMES (0 for those no case serves)."""
-    served = Counter(f for c in cases for f in set(c.families))   # each case's families worked out once
+    served = Counter(f for c in cases for f in set(c.families))  # each case's families worked out once
     return {f: served[f] for f in FAMILY_NAMES}
 
 
@@ -66,9 +66,14 @@ def weaknesses(ctx: Ctx, cases: list[Case], families: dict[str, int]) -> list[We
     if record is not None and not record.rows:
         out += row_dispatch(ctx, cases)
     if record is not None and record.rows and not record.data:
-        out.append(Weakness("rows-without-data", f"{record.op} is a rows op without data recipes: add DataRecipes "
-                                                 f"(OpRecord.data) for rows far from zero mean and of large spread, "
-                                                 f"where one-pass and cancelling formulas fail"))
+        out.append(
+            Weakness(
+                "rows-without-data",
+                f"{record.op} is a rows op without data recipes: add DataRecipes "
+                f"(OpRecord.data) for rows far from zero mean and of large spread, "
+                f"where one-pass and cancelling formulas fail",
+            )
+        )
     return out
 
 
@@ -78,33 +83,45 @@ def report_flags(package, cases: list[Case]) -> list[dict]:
     try:
         return [w.as_dict(package.name) for w in of_package(package, cases)]
     except Exception as err:  # noqa: BLE001 -- an outside record's reference: the flags are a courtesy
-        return [{"package": package.name, "kind": "not-assessed",
-                 "message": f"weakness not assessed: {type(err).__name__}: {err}"}]
+        return [
+            {
+                "package": package.name,
+                "kind": "not-assessed",
+                "message": f"weakness not assessed: {type(err).__name__}: {err}",
+            }
+        ]
 
 
 def dead_branches(coverages) -> list[Weakness]:
     """A ``dead-template-branch`` flag per branch, loop body or macro of ``coverages`` (``TemplateCoverage``s,
     pooled over packages sharing a template) that no case renders, and an ``idle-template-branch`` flag per one
     rendered only into passes that dispatch nothing."""
-    return [dead_branch(c, b) for c in coverages for b in c.dead] + \
-        [idle_branch(c, b) for c in coverages for b in c.idle]
+    return [dead_branch(c, b) for c in coverages for b in c.dead] + [
+        idle_branch(c, b) for c in coverages for b in c.idle
+    ]
 
 
 def idle_branch(coverage, branch) -> Weakness:
     """The flag of a ``branch`` of ``coverage`` that only plans dispatching nothing render (empty tensors): the
     code is in the WGSL, but no invocation runs it, so a bug there fails no case."""
     ids = coverage.hits.get(branch, [])
-    return Weakness("idle-template-branch", f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: "
-                                            f"rendered only into passes that dispatch nothing ({len(ids)} case(s), "
-                                            f"e.g. {ids[0] if ids else '-'}): no invocation runs it; add a case "
-                                            f"whose plan runs it, or make it unreachable")
+    return Weakness(
+        "idle-template-branch",
+        f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: "
+        f"rendered only into passes that dispatch nothing ({len(ids)} case(s), "
+        f"e.g. {ids[0] if ids else '-'}): no invocation runs it; add a case "
+        f"whose plan runs it, or make it unreachable",
+    )
 
 
 def dead_branch(coverage, branch) -> Weakness:
     """The flag of one dead ``branch`` of ``coverage``: its file, line and the condition that never held."""
-    return Weakness("dead-template-branch", f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: no "
-                                            f"golden case renders it (the condition never held); add a case whose "
-                                            f"plan renders it, or remove it (a proposal carries its own template)")
+    return Weakness(
+        "dead-template-branch",
+        f"{branch.where(coverage.root)}: {branch.kind} `{branch.condition}`: no "
+        f"golden case renders it (the condition never held); add a case whose "
+        f"plan renders it, or remove it (a proposal carries its own template)",
+    )
 
 
 def no_compare(cases: list[Case], record) -> list[Weakness]:
@@ -125,21 +142,34 @@ def no_compare(cases: list[Case], record) -> list[Weakness]:
             found.append(case.id)
     if not found:
         return []
-    fix = ("declare structure='rows' in the op record (non-finite values then go in one row only)" if not record.rows
-           else "give the case rows without special values")
+    fix = (
+        "declare structure='rows' in the op record (non-finite values then go in one row only)"
+        if not record.rows
+        else "give the case rows without special values"
+    )
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    return [Weakness("no-compare", f"{len(found)} accepted case(s) compare no element (every output element is "
-                                   f"unconstrained: {record.word('unconstrained')}): {shown}; {fix}")]
+    return [
+        Weakness(
+            "no-compare",
+            f"{len(found)} accepted case(s) compare no element (every output element is "
+            f"unconstrained: {record.word('unconstrained')}): {shown}; {fix}",
+        )
+    ]
 
 
 def empty_families(ctx: Ctx, families: dict[str, int]) -> list[Weakness]:
     """Families that are empty because the package has no record."""
     if ctx.record is not None:
-        return []   # values-op without data recipes: a weakness for rows ops (rows-without-data)
+        return []  # values-op without data recipes: a weakness for rows ops (rows-without-data)
     empty = [f for f in ("values-op", "values-partial-nonfinite") if not families.get(f)]
-    return [Weakness("empty-family", f"no op record for {ctx.m.op_id}: {', '.join(empty)} cannot be generated "
-                                     f"(nor the row families) and no value is checked; install the distribution "
-                                     f"that registers it, or register it")]
+    return [
+        Weakness(
+            "empty-family",
+            f"no op record for {ctx.m.op_id}: {', '.join(empty)} cannot be generated "
+            f"(nor the row families) and no value is checked; install the distribution "
+            f"that registers it, or register it",
+        )
+    ]
 
 
 def row_dispatch(ctx: Ctx, cases: list[Case]) -> list[Weakness]:
@@ -161,11 +191,18 @@ def row_dispatch(ctx: Ctx, cases: list[Case]) -> list[Weakness]:
             continue
         seen.add(variant)
         if [p["threads"] for p in tall["passes"]] != [p["threads"] for p in wide["passes"]]:
-            found.append(f"{variant} ({[p['threads'] for p in tall['passes']]} threads for [{2 * rows}, {cols}], "
-                         f"{[p['threads'] for p in wide['passes']]} for [{rows}, {2 * cols}])")
+            found.append(
+                f"{variant} ({[p['threads'] for p in tall['passes']]} threads for [{2 * rows}, {cols}], "
+                f"{[p['threads'] for p in wide['passes']]} for [{rows}, {2 * cols}])"
+            )
     if not found:
         return []
-    return [Weakness("row-dispatch-elementwise", f"the record of {ctx.m.op_id} declares structure 'elementwise' but "
-                                                 f"variants dispatch by rows: {'; '.join(found)}; declare "
-                                                 f"structure='rows' so multi-row limits, row splits and non-finite "
-                                                 f"rows are generated")]
+    return [
+        Weakness(
+            "row-dispatch-elementwise",
+            f"the record of {ctx.m.op_id} declares structure 'elementwise' but "
+            f"variants dispatch by rows: {'; '.join(found)}; declare "
+            f"structure='rows' so multi-row limits, row splits and non-finite "
+            f"rows are generated",
+        )
+    ]

@@ -32,7 +32,7 @@ def default_jobs() -> int:
         return int(wanted)
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:   # not on Linux
+    except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 

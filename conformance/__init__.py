@@ -12,11 +12,23 @@ import importlib
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "load_kernel": "conformance.gpu.kernel", "Kernel": "conformance.gpu.kernel",
-    "DeviceProfile": "conformance.engine.profile", "BASELINE": "conformance.engine.profile",
-    **{name: "conformance.errors" for name in (
-        "ContractError", "NoVariantError", "ManifestError", "ExpressionError", "TemplateError", "KernelRuntimeError",
-        "DeviceError", "ConformanceError")},
+    "load_kernel": "conformance.gpu.kernel",
+    "Kernel": "conformance.gpu.kernel",
+    "DeviceProfile": "conformance.engine.profile",
+    "BASELINE": "conformance.engine.profile",
+    **{
+        name: "conformance.errors"
+        for name in (
+            "ContractError",
+            "NoVariantError",
+            "ManifestError",
+            "ExpressionError",
+            "TemplateError",
+            "KernelRuntimeError",
+            "DeviceError",
+            "ConformanceError",
+        )
+    },
 }
 __all__ = list(_PUBLIC)
 

@@ -36,8 +36,11 @@ def main(argv=None) -> int:
         missing = (err.name or "").split(".")[0]
         if not missing or missing in OWN:
             raise
-        print(f"error: {args.command} needs the Python package {missing!r}, which is not installed: "
-              f"{install_hint(missing)}", file=sys.stderr)
+        print(
+            f"error: {args.command} needs the Python package {missing!r}, which is not installed: "
+            f"{install_hint(missing)}",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -37,11 +37,12 @@ def loader_entry(entry: str = ".", loader: Path | None = None) -> Path:
         target = json.loads((root / "package.json").read_text(encoding="utf-8"))["exports"][entry]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise FileNotFoundError(f"{root / 'package.json'}: no exports entry {entry!r} ({err})") from None
-    if isinstance(target, dict):   # conditions: {"types": ..., "default": ...}
+    if isinstance(target, dict):  # conditions: {"types": ..., "default": ...}
         target = target.get("default")
     if not isinstance(target, str):
         raise FileNotFoundError(f"{root / 'package.json'}: exports entry {entry!r} names no module")
     return (root / target).resolve()
+
 
 #: The checkout a command was typed in, for a process that runs elsewhere (``certify``'s pytest, in a scratch
 #: folder): links below it are refused as below the current directory (``conformance.files.check_no_links``).
@@ -51,8 +52,9 @@ CHECKOUT_VARIABLE = "CONFORMANCE_CHECKOUT"
 BACKENDS = {"vulkan": "Vulkan", "gl": "OpenGL", "metal": "Metal", "dx12": "D3D12", "auto": None}
 
 
-def env_float(name: str, default: float, error: Callable[[str], Exception], *, allow_inf: bool = False,
-              allow_zero: bool = False) -> float:
+def env_float(
+    name: str, default: float, error: Callable[[str], Exception], *, allow_inf: bool = False, allow_zero: bool = False
+) -> float:
     """The number in the environment variable ``name`` (``default`` when unset or blank); else ``error(message)``."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -63,8 +65,11 @@ def env_float(name: str, default: float, error: Callable[[str], Exception], *, a
         value = math.nan
     low_ok = value >= 0 if allow_zero else value > 0
     if not low_ok or (math.isinf(value) and not allow_inf):
-        raise error(f"{name}={raw!r} must be " + ("a number >= 0" if allow_zero else "a positive number")
-                    + (" (inf: no limit)" if allow_inf else ""))
+        raise error(
+            f"{name}={raw!r} must be "
+            + ("a number >= 0" if allow_zero else "a positive number")
+            + (" (inf: no limit)" if allow_inf else "")
+        )
     return value
 
 
@@ -81,8 +86,11 @@ ADAPTER_REQUESTS = ("auto", "gpu", "software")
 def default_backend() -> tuple[str, str | None, str]:
     """(backend, adapter filter, WebGPU implementation) used when none is given:
     ``CONFORMANCE_DEVICE`` / ``CONFORMANCE_ADAPTER`` / ``CONFORMANCE_WEBGPU``."""
-    return (os.environ.get("CONFORMANCE_DEVICE", "auto"), os.environ.get("CONFORMANCE_ADAPTER") or None,
-            os.environ.get("CONFORMANCE_WEBGPU", "wgpu"))
+    return (
+        os.environ.get("CONFORMANCE_DEVICE", "auto"),
+        os.environ.get("CONFORMANCE_ADAPTER") or None,
+        os.environ.get("CONFORMANCE_WEBGPU", "wgpu"),
+    )
 
 
 def user_cache_dir() -> str:

@@ -63,8 +63,10 @@ def check_no_links(path: Path, error=ConformanceError) -> Path:
         for part in absolute.relative_to(base).parts:
             current = current / part
             if os.path.islink(current):
-                raise error(f"{path}: refusing a path through a symlink ({current} -> {os.readlink(current)}); "
-                            f"name the real location instead")
+                raise error(
+                    f"{path}: refusing a path through a symlink ({current} -> {os.readlink(current)}); "
+                    f"name the real location instead"
+                )
             if not os.path.lexists(current):
                 break
     return path
@@ -152,7 +154,7 @@ def check_output(path: Path) -> Path:
     except FileNotFoundError:
         parent = path.parent
         while not os.path.lexists(parent) and parent != parent.parent:
-            parent = parent.parent                  # the nearest existing folder above (missing ones get made)
+            parent = parent.parent  # the nearest existing folder above (missing ones get made)
         if not parent.is_dir():
             raise ConformanceError(f"{path}: cannot write here, {parent} is not a directory") from None
         if not os.access(parent, os.W_OK | os.X_OK):
@@ -182,7 +184,7 @@ def write_output(path: Path, text: str | bytes) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else bytes(text))
         os.chmod(scratch, 0o644)
-        check_output(path)                      # still no link or special file there
+        check_output(path)  # still no link or special file there
         os.replace(scratch, path)
     except BaseException as exc:
         try:
@@ -207,7 +209,7 @@ def parse_yaml(data: bytes, where: str, error=ConformanceError):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+        raise error(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})") from None
     try:
         loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -216,9 +218,11 @@ def parse_yaml(data: bytes, where: str, error=ConformanceError):
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise error(f"{where}: not valid YAML ({at}{str(problem)[:200]})") from None
     limit = YAML_EXPANSION * len(data) + 1000
-    if b"&" in data and expanded_size(loaded, limit) > limit:   # no '&' at all: no anchor, so no alias
-        raise error(f"{where}: its YAML aliases (*name) expand to more than {limit:,} values "
-                    f"({YAML_EXPANSION} per byte of the file); refusing it")
+    if b"&" in data and expanded_size(loaded, limit) > limit:  # no '&' at all: no anchor, so no alias
+        raise error(
+            f"{where}: its YAML aliases (*name) expand to more than {limit:,} values "
+            f"({YAML_EXPANSION} per byte of the file); refusing it"
+        )
     return loaded
 
 
@@ -237,7 +241,7 @@ def expanded_size(root, limit: int) -> int:
             continue
         children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
         if not done:
-            sizes[id(node)] = -1                      # visiting (a cycle is counted as a leaf)
+            sizes[id(node)] = -1  # visiting (a cycle is counted as a leaf)
             stack.append((node, True))
             stack.extend((c, False) for c in children if isinstance(c, (dict, list)) and id(c) not in sizes)
             continue
@@ -247,8 +251,14 @@ def expanded_size(root, limit: int) -> int:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symlink"),
+    ):
         if test(mode):
             return name
     return "not a regular file"

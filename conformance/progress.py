@@ -22,8 +22,17 @@ class Progress:
     """``step(label, failed=False)`` after each unit of ``total``; ``close()`` ends a terminal line. ``echo=False``
     only counts, for a caller that prints :meth:`line` in lines of its own."""
 
-    def __init__(self, title: str, total: int, *, stream: TextIO | None = None, tty: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, steps: int = 10, echo: bool = True):
+    def __init__(
+        self,
+        title: str,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        steps: int = 10,
+        echo: bool = True,
+    ):
         self.title, self.total, self.stream = title, max(total, 0), stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.clock, self.start, self.steps = clock, clock(), steps

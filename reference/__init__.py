@@ -1,11 +1,20 @@
 """Float64 references, tolerances and comparison for the kernels under specs/ (see README.md)."""
+
 from reference.add import add
 from reference.compare import Comparison, WorstElement, compare
 from reference.gelu import gelu_erf, gelu_tanh
 from reference.layernorm import layer_normalization
 from reference.registry import Reference, ReferenceNotFound, known_ops, reference_for
-from reference.rowwise import FLT_MAX, TINY32, ElementTolerance, RowReference, depth, float_array, output_terms, \
-    subnormal_part
+from reference.rowwise import (
+    FLT_MAX,
+    TINY32,
+    ElementTolerance,
+    RowReference,
+    depth,
+    float_array,
+    output_terms,
+    subnormal_part,
+)
 from reference.softmax import softmax
 from reference.tolerance import EPS32, SAFETY, Tolerance, UnsupportedDtype, tolerance_for
 

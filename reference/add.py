@@ -4,6 +4,7 @@
 shape, or a single element); the reference computes any NumPy broadcast. Elements where the float64
 sum is non-finite or beyond the dtype's largest value are unconstrained (NaN), as for the GELU ops.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -25,12 +26,20 @@ def add(a, b) -> np.ndarray:
 def add_tolerance(dtype: str) -> Tolerance:
     """One addition: 1 ULP of the result either way (<= 2**-23 relative), three flushed subnormals."""
     if dtype == "float32":
-        return Tolerance(3 * TINY32, EPS32, "one f32 add, rounded either way (2**-23); subnormal A, B and C may "
-                                            "flush (3 x 2**-126)", dtype)
+        return Tolerance(
+            3 * TINY32,
+            EPS32,
+            "one f32 add, rounded either way (2**-23); subnormal A, B and C may flush (3 x 2**-126)",
+            dtype,
+        )
     if dtype == "float16":
-        return Tolerance(3 * 2.0**-14, 2.0**-10 + EPS32, "f32 add (2**-23) then one f16 rounding (2**-10), or one "
-                                                         "f16 add; subnormal A, B and C may flush (3 x 2**-14)",
-                         dtype)
+        return Tolerance(
+            3 * 2.0**-14,
+            2.0**-10 + EPS32,
+            "f32 add (2**-23) then one f16 rounding (2**-10), or one "
+            "f16 add; subnormal A, B and C may flush (3 x 2**-14)",
+            dtype,
+        )
     raise UnsupportedDtype(f"{OP}: no tolerance for dtype {dtype!r}; supported: float32, float16")
 
 
@@ -52,6 +61,7 @@ class AddReference:
             constrained = np.abs(c) <= float(np.finfo(a.dtype).max)
         return {"C": np.where(constrained, c, np.nan)}
 
-    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
-                  attributes: Mapping[str, Any] | None = None) -> Tolerance:
+    def tolerance(
+        self, dtype: str, inputs: Mapping[str, Any] | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> Tolerance:
         return add_tolerance(dtype)

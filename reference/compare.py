@@ -5,6 +5,7 @@ element must satisfy |actual - expected| <= tolerance.allowed(expected); a NaN o
 Inf in `actual` therefore fails. -0 and +0 are equal. Shape and dtype problems
 are reported as a failed Comparison, never raised.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,9 +56,15 @@ class Comparison:
 
     def error_profile(self, role: str, shape) -> dict:
         """What a report keeps of a failed comparison to draw it: over the output, and against the input."""
-        return {"role": role, "shape": list(shape), "profile": list(self.profile),
-                "failing": list(self.profile_failing), "checked": self.checked, "mismatches": self.mismatches,
-                **({"by_input": self.by_input} if self.by_input else {})}
+        return {
+            "role": role,
+            "shape": list(shape),
+            "profile": list(self.profile),
+            "failing": list(self.profile_failing),
+            "checked": self.checked,
+            "mismatches": self.mismatches,
+            **({"by_input": self.by_input} if self.by_input else {}),
+        }
 
     def message(self) -> str:
         head = tolerance_text(self.tolerance)
@@ -73,8 +80,17 @@ class Comparison:
         if self.worst:
             cols = ("index", "input", "expected", "actual", "abs_err", "rel_err", "ulp_err", "allowed", "err/allowed")
             rows = [
-                (str(w.index), "-" if w.input is None else f"{w.input:.9g}", f"{w.expected:.9g}", f"{w.actual:.9g}",
-                 f"{w.abs_err:.3g}", f"{w.rel_err:.3g}", f"{w.ulp_err:.3g}", f"{w.allowed:.3g}", f"{w.ratio:.3g}")
+                (
+                    str(w.index),
+                    "-" if w.input is None else f"{w.input:.9g}",
+                    f"{w.expected:.9g}",
+                    f"{w.actual:.9g}",
+                    f"{w.abs_err:.3g}",
+                    f"{w.rel_err:.3g}",
+                    f"{w.ulp_err:.3g}",
+                    f"{w.allowed:.3g}",
+                    f"{w.ratio:.3g}",
+                )
                 for w in self.worst
             ]
             widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
@@ -92,8 +108,10 @@ def tolerance_text(tol: Tolerance) -> str:
         return f"{tol.dtype}: |actual - expected| <= {tol.atol:.3g} + {tol.rtol:.3g}*|expected| ({tol.reason})"
     finite = np.asarray(element, dtype=np.float64).reshape(-1)
     span = f"from {finite.min():.3g} to {finite.max():.3g}" if finite.size else "none"
-    return (f"{tol.dtype}: |actual - expected| <= atol[i] + {tol.rtol:.3g}*|expected|, atol[i] per element "
-            f"({span}; each element's own is in the 'allowed' column) ({tol.reason})")
+    return (
+        f"{tol.dtype}: |actual - expected| <= atol[i] + {tol.rtol:.3g}*|expected|, atol[i] per element "
+        f"({span}; each element's own is in the 'allowed' column) ({tol.reason})"
+    )
 
 
 def _ratio(abs_err: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -118,7 +136,7 @@ def _largest(flat: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.intp)
     if k >= flat.size or np.isnan(flat).any():
         return np.argsort(-flat, kind="stable")[:k]
-    threshold = np.partition(flat, flat.size - k)[flat.size - k]   # the k-th largest
+    threshold = np.partition(flat, flat.size - k)[flat.size - k]  # the k-th largest
     above = np.flatnonzero(flat > threshold)
     candidates = np.concatenate([above, np.flatnonzero(flat == threshold)[: k - above.size]])
     candidates.sort()
@@ -155,9 +173,12 @@ def _by_input(inputs: np.ndarray, ratio: np.ndarray, bad: np.ndarray, constraine
     np.maximum.at(worst, index, rs)
     count = np.bincount(index, minlength=INPUT_BINS)
     failing = np.bincount(index, weights=bs.astype(np.float64), minlength=INPUT_BINS)
-    return {"range": [lo, hi], "worst": [None if not np.isfinite(v) else float(v) for v in worst],
-            "failing": [float(f / n) if n else 0.0 for f, n in zip(failing, count)],
-            "count": [int(n) for n in count]}
+    return {
+        "range": [lo, hi],
+        "worst": [None if not np.isfinite(v) else float(v) for v in worst],
+        "failing": [float(f / n) if n else 0.0 for f, n in zip(failing, count)],
+        "count": [int(n) for n in count],
+    }
 
 
 def _failed(tolerance: Tolerance, error: str) -> Comparison:
@@ -170,8 +191,15 @@ def _failed(tolerance: Tolerance, error: str) -> Comparison:
 COMPARE_BLOCK = 1 << 18
 
 
-def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: int = 5,
-            unconstrained_as: str = "non-finite inputs") -> Comparison:
+def compare(
+    actual,
+    expected,
+    tolerance: Tolerance,
+    *,
+    inputs=None,
+    max_report: int = 5,
+    unconstrained_as: str = "non-finite inputs",
+) -> Comparison:
     actual, expected = np.asarray(actual), np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
         return _failed(tolerance, f"shape mismatch: actual {actual.shape}, expected {expected.shape}")
@@ -188,7 +216,7 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
     edges = np.linspace(0, size, min(PROFILE_BUCKETS, size) + 1).astype(np.int64)
     peaks = np.full(edges.size - 1, -np.inf)
     checked = mismatches = 0
-    found: list[np.ndarray] = []   # per block, its largest ratios' indices (of the whole output)
+    found: list[np.ndarray] = []  # per block, its largest ratios' indices (of the whole output)
     ratios: list[np.ndarray] = []
     for start in range(0, size, COMPARE_BLOCK):
         stop = min(size, start + COMPARE_BLOCK)
@@ -206,7 +234,7 @@ def compare(actual, expected, tolerance: Tolerance, *, inputs=None, max_report: 
     # equal ratios keep index order: the blocks are in index order, and each block's in index order among equals
     order = candidates[_largest(np.concatenate(ratios), min(max_report, checked))] if checked else candidates[:0]
     failing = by_input = None
-    if mismatches:   # a failed comparison's pictures, over the whole output
+    if mismatches:  # a failed comparison's pictures, over the whole output
         _, ratio, bad, constrained = _errors(flat_actual.astype(np.float64), flat_expected, allowed)
         failing = _failing_share(bad, constrained)
         by_input = _by_input(inputs, ratio, bad, constrained) if inputs is not None else None

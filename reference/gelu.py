@@ -6,6 +6,7 @@ tensor dtype (float16/float32), which are upcast without loss. Non-finite inputs
 give NaN ("unconstrained", see README.md); every finite input gives a finite,
 correctly signed result without floating-point warnings.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,6 +27,7 @@ _U_CLIP = 1.0e6
 def _special():
     """scipy.special, imported at the first GELU value: not by every process that imports the op records."""
     from scipy import special  # heavy: loaded on use
+
     return special
 
 

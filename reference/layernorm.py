@@ -5,6 +5,7 @@ variance (ONNX LayerNormalization, axis = -1, stash_type = float32). The toleran
 README.md ("Row reductions"): it grows with the row's |mean| / sqrt(var + epsilon) and with the depth
 h(n) of the row sums, which is what separates a two-pass kernel from a one-pass E[x^2] - mean^2 one.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,7 +57,6 @@ class LayerNormReference(RowReference):
     op = OP
     roles = ("X", "scale", "bias")
 
-
     # -- the model ------------------------------------------------------------------------------
     def _inputs(self, inputs, attributes):
         x = self._x(inputs, attributes, ("X", "scale"))
@@ -95,17 +95,21 @@ class LayerNormReference(RowReference):
             d2 = d * d
             var_flush = row_mean(np.where(d2 < TINY32, d2, 0.0))
             var_rel = (h + 7) * u + shift**2 + var_flush / s**2
-            z_rel = var_rel / 2 + 4 * u          # inverseSqrt 2 ULP, d rounding and d * rstd
+            z_rel = var_rel / 2 + 4 * u  # inverseSqrt 2 ULP, d rounding and d * rstd
             flush_gb = np.abs(z) * subnormal_part(g, x.dtype) + subnormal_part(b, x.dtype) + 2 * TINY32
             err = np.abs(g) * (shift + z_rel * np.abs(z)) + u * (np.abs(z * g) + np.abs(y)) + flush_gb
             allowed = SAFETY * err + out_atol
             # rows whose f32 sums could overflow, or with a non-finite value, are unconstrained (WGSL: indeterminate)
-            row_ok = (row_all(np.isfinite(x64))
-                      & (row_sum(np.abs(x64)) <= FLT_MAX / 2)
-                      & (row_sum((np.abs(d) + shift * s) ** 2) <= FLT_MAX / 2))
+            row_ok = (
+                row_all(np.isfinite(x64))
+                & (row_sum(np.abs(x64)) <= FLT_MAX / 2)
+                & (row_sum((np.abs(d) + shift * s) ** 2) <= FLT_MAX / 2)
+            )
             col_ok = np.isfinite(g) & np.isfinite(b)
             out_max = float(np.finfo(dtype).max)
             ok = row_ok & col_ok & (np.abs(y) + allowed + out_rtol * np.abs(y) <= out_max)
-        why = (f"LayerNorm, row of n={n}: {SAFETY:g} x (|scale| (shift + z_rel |z|) + u (|z scale| + |y|)), "
-               f"shift = (h + 3) u mean|x| / sqrt(var + eps), h = {h}")
+        why = (
+            f"LayerNorm, row of n={n}: {SAFETY:g} x (|scale| (shift + z_rel |z|) + u (|z scale| + |y|)), "
+            f"shift = (h + 3) u mean|x| / sqrt(var + eps), h = {h}"
+        )
         return y, allowed, ok, why

@@ -9,6 +9,7 @@ Every reference has ``compute(inputs[, attributes])`` and ``tolerance(dtype, inp
 attributes=None)``; the row ops (LayerNormalization, Softmax) need the inputs for their
 tolerance, the others ignore them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

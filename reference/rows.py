@@ -6,6 +6,7 @@ reference's time. For such rows these functions combine whole columns instead, i
 which gives the same bits (``tests/reference/test_rows.py`` holds NumPy to that on every row length they take this
 path for); longer rows go through NumPy itself.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ SHORT_ROW = 8
 def _columns(ufunc: np.ufunc, x: np.ndarray, start: float | None = None) -> np.ndarray:
     out = np.array(x[..., :1], copy=True) if start is None else ufunc(start, x[..., :1])
     for j in range(1, x.shape[-1]):
-        ufunc(out, x[..., j:j + 1], out=out)
+        ufunc(out, x[..., j : j + 1], out=out)
     return out
 
 
@@ -27,7 +28,7 @@ def _short(x: np.ndarray) -> bool:
 
 def row_sum(x: np.ndarray) -> np.ndarray:
     """``x.sum(axis=-1, keepdims=True)``."""
-    return _columns(np.add, x, 0.0) if _short(x) else x.sum(axis=-1, keepdims=True)   # NumPy's sum starts at +0
+    return _columns(np.add, x, 0.0) if _short(x) else x.sum(axis=-1, keepdims=True)  # NumPy's sum starts at +0
 
 
 def row_mean(x: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
 """What the row references (LayerNormalization, Softmax) share: the reduction-depth contract, the
 per-element tolerance type, and the float constants of the error model (see README.md, "Row reductions").
 """
+
 from __future__ import annotations
 
 import math
@@ -75,8 +76,17 @@ def float_array(op: str, role: str, value) -> np.ndarray:
     return arr
 
 
-__all__ = ["EPS32", "SAFETY", "TINY32", "FLT_MAX", "ElementTolerance", "depth", "output_terms", "subnormal_part",
-           "float_array"]
+__all__ = [
+    "EPS32",
+    "SAFETY",
+    "TINY32",
+    "FLT_MAX",
+    "ElementTolerance",
+    "depth",
+    "output_terms",
+    "subnormal_part",
+    "float_array",
+]
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:
@@ -110,8 +120,9 @@ class RowReference:
     op = ""
     roles: tuple[str, ...] = ()
 
-    def _x(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None,
-           required: tuple[str, ...]) -> np.ndarray:
+    def _x(
+        self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None, required: tuple[str, ...]
+    ) -> np.ndarray:
         """X, after the checks every row op makes: no unknown input, the ``required`` ones present, X of rank >= 1,
         the reduction over the last axis (the only ``axis`` supported)."""
         unknown = sorted(k for k, v in inputs.items() if k not in self.roles and v is not None)
@@ -119,8 +130,10 @@ class RowReference:
             raise ValueError(f"{self.op}: unexpected input(s) {unknown}; inputs are {list(self.roles)}")
         if any(inputs.get(r) is None for r in required):
             names = " and ".join(f"'{r}'" for r in required)
-            raise ValueError(f"{self.op}: {'inputs' if len(required) > 1 else 'input'} {names} "
-                             f"{'are' if len(required) > 1 else 'is'} required")
+            raise ValueError(
+                f"{self.op}: {'inputs' if len(required) > 1 else 'input'} {names} "
+                f"{'are' if len(required) > 1 else 'is'} required"
+            )
         x = float_array(self.op, "X", inputs["X"])
         if x.ndim < 1:
             raise ValueError(f"{self.op}: X must have rank >= 1, got shape {x.shape}")
@@ -129,8 +142,9 @@ class RowReference:
             raise ValueError(f"{self.op}: only the last axis is supported (axis -1 or {x.ndim - 1}), got {axis}")
         return x
 
-    def analyse(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None,
-                dtype: str | None = None) -> tuple[np.ndarray, np.ndarray, float, str]:
+    def analyse(
+        self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None, dtype: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, float, str]:
         """(expected with NaN where unconstrained, allowed absolute error, rtol, reason) for output ``dtype``
         (default: X's); the output's own rounding and flush (``output_terms``) come on top of the op's bound.
 
@@ -145,7 +159,7 @@ class RowReference:
             return last[2]
         result = self._analyse(x, params, dtype)
         for array in result[:2]:
-            array.flags.writeable = False   # handed out again: nobody may change it in place
+            array.flags.writeable = False  # handed out again: nobody may change it in place
         self._last = (key, {r: None if v is None else np.array(v, copy=True) for r, v in inputs.items()}, result)
         return result
 
@@ -159,7 +173,7 @@ class RowReference:
             return np.zeros(x.shape), np.zeros(x.shape), out_rtol, out_why
         rows = x.reshape(-1, x.shape[-1])
         step = max(1, ROW_BLOCK // rows.shape[1])
-        if rows.shape[0] <= step:   # one block: no copies
+        if rows.shape[0] <= step:  # one block: no copies
             y, bound, ok, why = self._bound(x, params, dtype, out_atol, out_rtol)
             return np.where(ok, y, np.nan), np.where(ok, bound, 0.0), out_rtol, f"{why}; + {out_why}"
         expected, allowed = np.empty(rows.shape), np.empty(rows.shape)
@@ -174,11 +188,17 @@ class RowReference:
     def compute(self, inputs: Mapping[str, Any], attributes: Mapping[str, Any] | None = None) -> dict:
         return {"Y": self.analyse(inputs, attributes)[0]}
 
-    def tolerance(self, dtype: str, inputs: Mapping[str, Any] | None = None,
-                  attributes: Mapping[str, Any] | None = None) -> ElementTolerance:
+    def tolerance(
+        self, dtype: str, inputs: Mapping[str, Any] | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> ElementTolerance:
         if inputs is None:
             raise ValueError(f"{self.op}: the tolerance depends on each row's data; pass the inputs")
         expected, allowed, rtol, why = self.analyse(inputs, attributes, dtype)
         finite = allowed[~np.isnan(expected)]
-        return ElementTolerance(float(finite.max()) if finite.size else 0.0, rtol, why, dtype,
-                                element_atol=np.where(np.isnan(expected), 0.0, allowed))
+        return ElementTolerance(
+            float(finite.max()) if finite.size else 0.0,
+            rtol,
+            why,
+            dtype,
+            element_atol=np.where(np.isnan(expected), 0.0, allowed),
+        )

@@ -3,6 +3,7 @@
 ``Y = exp(X - max) / sum(exp(X - max))`` per row of the last axis (ONNX Softmax-13, axis = -1). The
 tolerance (README.md, "Row reductions") follows each element's exp argument and the row sum's depth.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,6 @@ class SoftmaxReference(RowReference):
     op = OP
     roles = ("X",)
 
-
     def _inputs(self, inputs, attributes):
         return self._x(inputs, attributes, ("X",)), None
 
@@ -45,9 +45,9 @@ class SoftmaxReference(RowReference):
         u, h = EPS32, depth(n)
         x64 = x.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-            d = x64 - row_max(x64)      # <= 0; the max itself is exact in f32
+            d = x64 - row_max(x64)  # <= 0; the max itself is exact in f32
             e = np.exp(d)
-            total = row_sum(e)           # >= 1
+            total = row_sum(e)  # >= 1
             y = e / total
             # exp: 3 + 2|d| ULP (WGSL), and the f32 rounding of d moves its argument by u|d|
             rel = (3 + 3 * np.abs(d)) * u
@@ -59,6 +59,8 @@ class SoftmaxReference(RowReference):
             # a non-finite value, or x - max beyond the f32 range, makes the row unconstrained
             row_ok = row_all(np.isfinite(x64)) & row_all(np.abs(d) <= FLT_MAX)
             ok = np.broadcast_to(row_ok, y.shape)
-        why = (f"Softmax, row of n={n}: {SAFETY:g} x y ((3 + 3|x - max|) u + sum_rel + 3.5 u), sum_rel = "
-               f"h u + the terms' own errors, h = {h}")
+        why = (
+            f"Softmax, row of n={n}: {SAFETY:g} x y ((3 + 3|x - max|) u + sum_rel + 3.5 u), sum_rel = "
+            f"h u + the terms' own errors, h = {h}"
+        )
         return y, allowed, ok, why

@@ -15,6 +15,7 @@ The numbers are derived in reference/README.md ("Tolerance derivation"); in shor
   = 2**-10 relative) and may flush a subnormal f16 result to zero (2**-14 abs),
   on top of the f32 budget.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -33,18 +33,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 KERNELS = {  # name: (array element type, f16 per invocation, body)
     "f16 (2-byte accesses)": ("f16", 1, "if (i < params.count) { y[i] = f16(f32(x[i])); }"),
     "vec4<f16>": ("vec4<f16>", 4, "if (i < params.count) { y[i] = vec4<f16>(vec4<f32>(x[i])); }"),
-    "two strided vec4<f16>": ("vec4<f16>", 8, """let j = (i / 256u) * 512u + i % 256u;
+    "two strided vec4<f16>": (
+        "vec4<f16>",
+        8,
+        """let j = (i / 256u) * 512u + i % 256u;
   if (j < params.count) { y[j] = vec4<f16>(vec4<f32>(x[j])); }
-  if (j + 256u < params.count) { y[j + 256u] = vec4<f16>(vec4<f32>(x[j + 256u])); }"""),
-    "two adjacent vec4<f16>": ("vec4<f16>", 8, """if (2u * i + 1u < params.count) {
+  if (j + 256u < params.count) { y[j + 256u] = vec4<f16>(vec4<f32>(x[j + 256u])); }""",
+    ),
+    "two adjacent vec4<f16>": (
+        "vec4<f16>",
+        8,
+        """if (2u * i + 1u < params.count) {
     let a = x[2u * i]; let b = x[2u * i + 1u];
-    y[2u * i] = vec4<f16>(vec4<f32>(a)); y[2u * i + 1u] = vec4<f16>(vec4<f32>(b)); }"""),
-    "mat2x4<f16>": ("mat2x4<f16>", 8, """if (i < params.count) { let m = x[i];
-    y[i] = mat2x4<f16>(vec4<f16>(vec4<f32>(m[0])), vec4<f16>(vec4<f32>(m[1]))); }"""),
-    "vec4<u32> + unpack2x16float": ("vec4<u32>", 8, """if (i < params.count) { let w = x[i];
+    y[2u * i] = vec4<f16>(vec4<f32>(a)); y[2u * i + 1u] = vec4<f16>(vec4<f32>(b)); }""",
+    ),
+    "mat2x4<f16>": (
+        "mat2x4<f16>",
+        8,
+        """if (i < params.count) { let m = x[i];
+    y[i] = mat2x4<f16>(vec4<f16>(vec4<f32>(m[0])), vec4<f16>(vec4<f32>(m[1]))); }""",
+    ),
+    "vec4<u32> + unpack2x16float": (
+        "vec4<u32>",
+        8,
+        """if (i < params.count) { let w = x[i];
     let lo = vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
     let hi = vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
-    y[i] = vec4<u32>(pack2x16float(lo.xy), pack2x16float(lo.zw), pack2x16float(hi.xy), pack2x16float(hi.zw)); }"""),
+    y[i] = vec4<u32>(pack2x16float(lo.xy), pack2x16float(lo.zw), pack2x16float(hi.xy), pack2x16float(hi.zw)); }""",
+    ),
 }
 
 
@@ -54,6 +70,7 @@ def main(n: int) -> None:
     from conformance.gpu.device import get_device
     from conformance.engine.layout import split_workgroups
     from conformance.gpu.timing import Timer
+
     dev = get_device("vulkan")
     d, usage = dev.device, wgpu.BufferUsage
     timer = Timer(dev, reps=20)
@@ -66,9 +83,13 @@ def main(n: int) -> None:
         params = d.create_buffer_with_data(data=np.array([count, 0, 0, 0], np.uint32), usage=usage.UNIFORM)
         module = d.create_shader_module(code=HEAD.format(t=element) + "  " + body + "\n}\n")
         pipeline = d.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
-        group = d.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-            {"binding": i, "resource": {"buffer": b}} for i, b in enumerate((x, y, params))])
-        counts = split_workgroups(-(-n // per_invocation // 256), dev.profile.limits["maxComputeWorkgroupsPerDimension"])
+        group = d.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate((x, y, params))],
+        )
+        counts = split_workgroups(
+            -(-n // per_invocation // 256), dev.profile.limits["maxComputeWorkgroupsPerDimension"]
+        )
 
         def record(cpass, pipeline=pipeline, group=group, counts=counts):
             cpass.set_pipeline(pipeline)
@@ -76,8 +97,10 @@ def main(n: int) -> None:
             cpass.dispatch_workgroups(*counts)
 
         kernel, copy = timer.time_passes([record, baselines.shader_pass(x, y, data.nbytes)])
-        print(f"{name:<30} {2 * data.nbytes / kernel.median / 1e9:8.1f} GB/s   "
-              f"ratio to the copy shader {copy.median / kernel.median:.3f}")
+        print(
+            f"{name:<30} {2 * data.nbytes / kernel.median / 1e9:8.1f} GB/s   "
+            f"ratio to the copy shader {copy.median / kernel.median:.3f}"
+        )
 
 
 if __name__ == "__main__":

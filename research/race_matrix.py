@@ -47,12 +47,18 @@ def main() -> int:
     parser.add_argument("--only", default="|".join(KINDS), help="mutant kinds (a regular expression)")
     parser.add_argument("--stress", type=int, default=3)
     parser.add_argument("--plain", action="store_true", help="also run each mutant without --stress")
-    parser.add_argument("--families", default="values-extremes",
-                        help="the cases the mutants meet: these families (a regular expression over the family "
-                             "markers; default values-extremes)")
-    parser.add_argument("--baseline", action="store_true",
-                        help="also run the shipped package over the same cases, plainly and under --stress (what the "
-                             "cases and --stress cost; --families '.*' for every case)")
+    parser.add_argument(
+        "--families",
+        default="values-extremes",
+        help="the cases the mutants meet: these families (a regular expression over the family "
+        "markers; default values-extremes)",
+    )
+    parser.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also run the shipped package over the same cases, plainly and under --stress (what the "
+        "cases and --stress cost; --families '.*' for every case)",
+    )
     parser.add_argument("--packages", default=",".join(PACKAGES))
     args = parser.parse_args()
     impl = ManifestImplementation(device=args.device, webgpu=args.webgpu)
@@ -67,8 +73,12 @@ def main() -> int:
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 copy = load_package(m.materialize(package.root, Path(tmp) / package.root.name))
-                row = {"mutant": m.id, "kind": m.kind, "description": m.description.split(" (line")[0],
-                       "webgpu": args.webgpu}
+                row = {
+                    "mutant": m.id,
+                    "kind": m.kind,
+                    "description": m.description.split(" (line")[0],
+                    "webgpu": args.webgpu,
+                }
                 for label, stress in (("plain", 0), ("stress", args.stress)):
                     if label == "plain" and not args.plain:
                         continue
@@ -79,9 +89,20 @@ def main() -> int:
             print(json.dumps(row), flush=True)
         for label, stress in (("plain", 0), ("stress", args.stress)) if args.baseline else ():
             killer, seconds = first_failure(impl, package, chosen, stress)
-            print(json.dumps({"package": name, "run": label, "cases": len(chosen), "failure": killer,
-                              "seconds": round(seconds, 1), "per_case_ms": round(1000 * seconds / len(chosen), 1),
-                              "webgpu": args.webgpu}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "package": name,
+                        "run": label,
+                        "cases": len(chosen),
+                        "failure": killer,
+                        "seconds": round(seconds, 1),
+                        "per_case_ms": round(1000 * seconds / len(chosen), 1),
+                        "webgpu": args.webgpu,
+                    }
+                ),
+                flush=True,
+            )
             impl.device.clear_pipelines()
     return 0
 

@@ -7,6 +7,7 @@ longer than the workgroup, every variant) with normal data (mean 3, sd 2; softma
 Part 2: LayerNormalization's two-pass kernel against a one-pass E[x^2] - mean^2 copy of its template, worst
 |error| / allowed per row length and |mean| / sigma (> 1 is rejected).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,12 +57,15 @@ def one_pass_copy(device):
     dst = Path(tempfile.mkdtemp()) / "com.microsoft.LayerNormalization"
     shutil.copytree(REPO_SPECS / "com.microsoft.LayerNormalization", dst)
     path = dst / "layer-norm.wgsl.jinja"
-    path.write_text(path.read_text()
-                    .replace('rows.pairwise("d# * d#", ks)', 'rows.pairwise("v# * v#", ks)')
-                    .replace('"square(load(base + j) - " ~ V ~ "(mean))"', '"square(load(base + j))"')
-                    .replace("let rstd = inverseSqrt(partial[0] * params.invCols + params.epsilon);",
-                             "let rstd = inverseSqrt(max(partial[0] * params.invCols - mean * mean, 0.0) "
-                             "+ params.epsilon);"))
+    path.write_text(
+        path.read_text()
+        .replace('rows.pairwise("d# * d#", ks)', 'rows.pairwise("v# * v#", ks)')
+        .replace('"square(load(base + j) - " ~ V ~ "(mean))"', '"square(load(base + j))"')
+        .replace(
+            "let rstd = inverseSqrt(partial[0] * params.invCols + params.epsilon);",
+            "let rstd = inverseSqrt(max(partial[0] * params.invCols - mean * mean, 0.0) + params.epsilon);",
+        )
+    )
     return load_kernel(dst, device=device)
 
 
@@ -80,9 +84,15 @@ def main() -> int:
         for rows, n in shapes:
             x = rng.normal(3, 2, (rows, n)).astype(dtype)
             g, b = rng.normal(1, 0.5, n).astype(dtype), rng.normal(0, 1, n).astype(dtype)
-            runs = [(ln, dict(X=x, scale=g, bias=b)), (ln, dict(X=x, scale=g)), (sm, dict(X=x)),
-                    (sm, dict(X=(x * 10).astype(dtype))), (add, dict(A=x, B=x[::-1].copy())), (add, dict(A=x, B=b)),
-                    (add, dict(A=x, B=b[:1].reshape(())))]
+            runs = [
+                (ln, dict(X=x, scale=g, bias=b)),
+                (ln, dict(X=x, scale=g)),
+                (sm, dict(X=x)),
+                (sm, dict(X=(x * 10).astype(dtype))),
+                (add, dict(A=x, B=x[::-1].copy())),
+                (add, dict(A=x, B=b)),
+                (add, dict(A=x, B=b[:1].reshape(()))),
+            ]
             for kernel, inputs in runs:
                 variant, ratio, err = worst(kernel, inputs)
                 cell = table[(kernel.manifest.name, dtype, variant)]
@@ -99,8 +109,11 @@ def main() -> int:
             cells = []
             for r in RATIOS:
                 rng = np.random.default_rng([n, int(r)])
-                inputs = dict(X=rows_with_ratio(rng, 8, n, r, dtype), scale=rng.normal(1, 0.3, n).astype(dtype),
-                              bias=rng.normal(0, 1, n).astype(dtype))
+                inputs = dict(
+                    X=rows_with_ratio(rng, 8, n, r, dtype),
+                    scale=rng.normal(1, 0.3, n).astype(dtype),
+                    bias=rng.normal(0, 1, n).astype(dtype),
+                )
                 cells.append(f"{worst(ln, inputs)[1]:.3f} / {worst(one, inputs)[1]:<7.3g}")
             print(f"{n:<17}" + "".join(f"{c:>16}" for c in cells))
     return 0

@@ -34,7 +34,7 @@ from conformance.gpu.kernel import Kernel
 from conformance.gpu.timing import Timer
 from conformance.tools import bench
 
-G = 16   # the lanes of a reduction's first stage (each sums WG / G partials), as version 2's tree for <= 512 lanes
+G = 16  # the lanes of a reduction's first stage (each sums WG / G partials), as version 2's tree for <= 512 lanes
 
 
 def _pairwise(terms: list[str]) -> str:
@@ -48,9 +48,11 @@ def _pairwise(terms: list[str]) -> str:
 def _reduce(name: str, value: str, wg: int) -> str:
     """``let name`` = the sum of ``value`` over the workgroup, known to every lane after two barriers."""
     firsts = [f"partial[t + {i * G}u]" for i in range(wg // G)]
-    return (f"  partial[t] = {value};\n  workgroupBarrier();\n"
-            f"  if (t < {G}u) {{ partial_next[t] = {_pairwise(firsts)}; }}\n  workgroupBarrier();\n"
-            f"  let {name} = {_pairwise([f'partial_next[{g}u]' for g in range(G)])};\n")
+    return (
+        f"  partial[t] = {value};\n  workgroupBarrier();\n"
+        f"  if (t < {G}u) {{ partial_next[t] = {_pairwise(firsts)}; }}\n  workgroupBarrier();\n"
+        f"  let {name} = {_pairwise([f'partial_next[{g}u]' for g in range(G)])};\n"
+    )
 
 
 PARAMS = "struct Params { rows: u32, items: u32, epsilon: f32, invCols: f32 }\n"
@@ -79,35 +81,42 @@ class Split:
         return self.items // self.chunks
 
     def _loads(self, var: str = "v") -> str:
-        return "".join(f"  let j{p} = t + {p * self.wg}u;\n  let in{p} = j{p} < {self.chunk}u;\n"
-                       f"  var {var}{p} = vec4<f32>(0.0);\n  if (in{p}) {{ {var}{p} = x[base + j{p}]; }}\n"
-                       for p in range(self.per_thread))
+        return "".join(
+            f"  let j{p} = t + {p * self.wg}u;\n  let in{p} = j{p} < {self.chunk}u;\n"
+            f"  var {var}{p} = vec4<f32>(0.0);\n  if (in{p}) {{ {var}{p} = x[base + j{p}]; }}\n"
+            for p in range(self.per_thread)
+        )
 
     def _head(self) -> str:
-        return (f"const WG: u32 = {self.wg}u;\nconst CHUNKS: u32 = {self.chunks}u;\n"
-                "fn lanes(v: vec4<f32>) -> f32 { return (v.x + v.y) + (v.z + v.w); }\n"
-                "@compute @workgroup_size(WG)\n"
-                "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n"
-                "        @builtin(local_invocation_index) t: u32) {\n"
-                "  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);\n"
-                "  if (g >= params.rows * CHUNKS) { return; }\n"
-                "  let row = g / CHUNKS;\n"
-                f"  let base = row * params.items + (g % CHUNKS) * {self.chunk}u;\n")
+        return (
+            f"const WG: u32 = {self.wg}u;\nconst CHUNKS: u32 = {self.chunks}u;\n"
+            "fn lanes(v: vec4<f32>) -> f32 { return (v.x + v.y) + (v.z + v.w); }\n"
+            "@compute @workgroup_size(WG)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,\n"
+            "        @builtin(local_invocation_index) t: u32) {\n"
+            "  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);\n"
+            "  if (g >= params.rows * CHUNKS) { return; }\n"
+            "  let row = g / CHUNKS;\n"
+            f"  let base = row * params.items + (g % CHUNKS) * {self.chunk}u;\n"
+        )
 
     def stats_shader(self) -> str:
         """Dispatch 1: each workgroup's chunk -> (mean, M2) in stats[g]."""
         ps = range(self.per_thread)
         m = 4 * self.chunk
-        return (PARAMS + "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;\n"
-                "@group(0) @binding(1) var<storage, read_write> stats: array<vec2<f32>>;\n"
-                "@group(0) @binding(2) var<uniform> params: Params;\n"
-                "var<workgroup> partial: array<f32, WG>;\nvar<workgroup> partial_next: array<f32, 16>;\n"
-                + self._head() + self._loads()
-                + _reduce("total", f"lanes({_pairwise([f'v{p}' for p in ps])})", self.wg)
-                + f"  let mean = total * {1.0 / m!r};\n"
-                + "".join(f"  let d{p} = select(vec4<f32>(0.0), v{p} - vec4<f32>(mean), in{p});\n" for p in ps)
-                + _reduce("m2", f"lanes({_pairwise([f'd{p} * d{p}' for p in ps])})", self.wg)
-                + "  if (t == 0u) { stats[g] = vec2<f32>(mean, m2); }\n}\n")
+        return (
+            PARAMS + "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;\n"
+            "@group(0) @binding(1) var<storage, read_write> stats: array<vec2<f32>>;\n"
+            "@group(0) @binding(2) var<uniform> params: Params;\n"
+            "var<workgroup> partial: array<f32, WG>;\nvar<workgroup> partial_next: array<f32, 16>;\n"
+            + self._head()
+            + self._loads()
+            + _reduce("total", f"lanes({_pairwise([f'v{p}' for p in ps])})", self.wg)
+            + f"  let mean = total * {1.0 / m!r};\n"
+            + "".join(f"  let d{p} = select(vec4<f32>(0.0), v{p} - vec4<f32>(mean), in{p});\n" for p in ps)
+            + _reduce("m2", f"lanes({_pairwise([f'd{p} * d{p}' for p in ps])})", self.wg)
+            + "  if (t == 0u) { stats[g] = vec2<f32>(mean, m2); }\n}\n"
+        )
 
     def normalize_shader(self) -> str:
         """Dispatch 2: the row's k (mean, M2) merged (equal counts), then its chunk normalized."""
@@ -116,19 +125,30 @@ class Split:
         body = "".join(f"  let s{c} = {s};\n" for c, s in enumerate(stats))
         body += f"  let mean = {_pairwise([f's{c}.x' for c in range(self.chunks)])} * {1.0 / self.chunks!r};\n"
         body += "".join(f"  let e{c} = s{c}.x - mean;\n" for c in range(self.chunks))
-        body += (f"  let m2 = {_pairwise([f's{c}.y' for c in range(self.chunks)])} + {float(m)!r} * "
-                 f"{_pairwise([f'e{c} * e{c}' for c in range(self.chunks)])};\n"
-                 "  let rstd = inverseSqrt(m2 * params.invCols + params.epsilon);\n")
+        body += (
+            f"  let m2 = {_pairwise([f's{c}.y' for c in range(self.chunks)])} + {float(m)!r} * "
+            f"{_pairwise([f'e{c} * e{c}' for c in range(self.chunks)])};\n"
+            "  let rstd = inverseSqrt(m2 * params.invCols + params.epsilon);\n"
+        )
         col = f"(g % CHUNKS) * {self.chunk}u"
-        writes = "".join(f"  if (in{p}) {{ y[base + j{p}] = (v{p} - vec4<f32>(mean)) * rstd * scale[{col} + j{p}] "
-                         f"+ bias[{col} + j{p}]; }}\n" for p in range(self.per_thread))
-        return (PARAMS + "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;\n"
-                "@group(0) @binding(1) var<storage, read> stats: array<vec2<f32>>;\n"
-                "@group(0) @binding(2) var<storage, read> scale: array<vec4<f32>>;\n"
-                "@group(0) @binding(3) var<storage, read> bias: array<vec4<f32>>;\n"
-                "@group(0) @binding(4) var<storage, read_write> y: array<vec4<f32>>;\n"
-                "@group(0) @binding(5) var<uniform> params: Params;\n"
-                + self._head() + body + self._loads() + writes + "}\n")
+        writes = "".join(
+            f"  if (in{p}) {{ y[base + j{p}] = (v{p} - vec4<f32>(mean)) * rstd * scale[{col} + j{p}] "
+            f"+ bias[{col} + j{p}]; }}\n"
+            for p in range(self.per_thread)
+        )
+        return (
+            PARAMS + "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;\n"
+            "@group(0) @binding(1) var<storage, read> stats: array<vec2<f32>>;\n"
+            "@group(0) @binding(2) var<storage, read> scale: array<vec4<f32>>;\n"
+            "@group(0) @binding(3) var<storage, read> bias: array<vec4<f32>>;\n"
+            "@group(0) @binding(4) var<storage, read_write> y: array<vec4<f32>>;\n"
+            "@group(0) @binding(5) var<uniform> params: Params;\n"
+            + self._head()
+            + body
+            + self._loads()
+            + writes
+            + "}\n"
+        )
 
 
 class SplitLayerNorm:
@@ -138,23 +158,35 @@ class SplitLayerNorm:
         dev, usage = device.device, __import__("wgpu").BufferUsage
         self.split, self.shape = split, x.shape
         rows = x.size // x.shape[-1]
-        self.buffers = {name: dev.create_buffer_with_data(data=np.ascontiguousarray(a, np.float32).tobytes(),
-                                                          usage=usage.STORAGE | usage.COPY_SRC)
-                        for name, a in (("x", x), ("scale", scale), ("bias", bias))}
+        self.buffers = {
+            name: dev.create_buffer_with_data(
+                data=np.ascontiguousarray(a, np.float32).tobytes(), usage=usage.STORAGE | usage.COPY_SRC
+            )
+            for name, a in (("x", x), ("scale", scale), ("bias", bias))
+        }
         self.buffers["y"] = dev.create_buffer(size=x.nbytes, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
         self.buffers["stats"] = dev.create_buffer(size=8 * rows * split.chunks, usage=usage.STORAGE)
-        params = np.array([rows, split.items], np.uint32).tobytes() + np.array(
-            [epsilon, 1.0 / x.shape[-1]], np.float32).tobytes()
+        params = (
+            np.array([rows, split.items], np.uint32).tobytes()
+            + np.array([epsilon, 1.0 / x.shape[-1]], np.float32).tobytes()
+        )
         self.buffers["params"] = dev.create_buffer_with_data(data=params, usage=usage.UNIFORM)
         self.counts = split_workgroups(rows * split.chunks, device.profile.limits["maxComputeWorkgroupsPerDimension"])
         self.steps = []
-        for code, names in ((split.stats_shader(), ("x", "stats", "params")),
-                            (split.normalize_shader(), ("x", "stats", "scale", "bias", "y", "params"))):
-            pipeline = dev.create_compute_pipeline(layout="auto", compute={
-                "module": dev.create_shader_module(code=code), "entry_point": "main"})
-            group = dev.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-                {"binding": i, "resource": {"buffer": self.buffers[n], "offset": 0, "size": self.buffers[n].size}}
-                for i, n in enumerate(names)])
+        for code, names in (
+            (split.stats_shader(), ("x", "stats", "params")),
+            (split.normalize_shader(), ("x", "stats", "scale", "bias", "y", "params")),
+        ):
+            pipeline = dev.create_compute_pipeline(
+                layout="auto", compute={"module": dev.create_shader_module(code=code), "entry_point": "main"}
+            )
+            group = dev.create_bind_group(
+                layout=pipeline.get_bind_group_layout(0),
+                entries=[
+                    {"binding": i, "resource": {"buffer": self.buffers[n], "offset": 0, "size": self.buffers[n].size}}
+                    for i, n in enumerate(names)
+                ],
+            )
             self.steps.append((pipeline, group))
         self.device = device
 
@@ -203,17 +235,31 @@ def measure_split(device, timer, baselines, shape, chunks, epsilon=1e-5) -> dict
         kernel.release()
     best = max(2 * x.nbytes / t.median for t in copies.values()) / 1e9
     moved = 2 * x.nbytes + scale.nbytes + bias.nbytes
-    return {"config": f"split{chunks}", "shape": list(shape), "chunks": chunks, "max_abs_error": err,
-            "seconds": timing.median, "spread": timing.spread, "best_copy_gbps": best,
-            "best_copy_ratio": moved / timing.median / 1e9 / best}
+    return {
+        "config": f"split{chunks}",
+        "shape": list(shape),
+        "chunks": chunks,
+        "max_abs_error": err,
+        "seconds": timing.median,
+        "spread": timing.spread,
+        "best_copy_gbps": best,
+        "best_copy_ratio": moved / timing.median / 1e9 / best,
+    }
 
 
 def measure_v2(kernel, timer, baselines, shape) -> dict:
     """The shipped LayerNormalization@2 (vec4_bias) on the same shape, as ``bench`` measures it."""
     args = {"X": (shape, "float32"), "scale": ((shape[-1],), "float32"), "bias": ((shape[-1],), "float32")}
     row = bench.measure_call(kernel, args, timer, baselines)
-    return {"config": "v2", "shape": list(shape), "variant": row.variant, "seconds": row.seconds,
-            "spread": row.spread, "best_copy_gbps": row.best_copy_gbps, "best_copy_ratio": row.best_copy_ratio}
+    return {
+        "config": "v2",
+        "shape": list(shape),
+        "variant": row.variant,
+        "seconds": row.seconds,
+        "spread": row.spread,
+        "best_copy_gbps": row.best_copy_gbps,
+        "best_copy_ratio": row.best_copy_ratio,
+    }
 
 
 def main() -> None:
@@ -238,8 +284,10 @@ def main() -> None:
                 result["rows"].append(measure_split(device, timer, baselines, shape, chunks))
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     for r in result["rows"]:
-        print(f"{r['config']:<8}{str(r['shape']):<18}{r['seconds'] * 1e6:8.2f} us {r['best_copy_ratio']:7.3f}"
-              f"  {r.get('max_abs_error', '')}")
+        print(
+            f"{r['config']:<8}{str(r['shape']):<18}{r['seconds'] * 1e6:8.2f} us {r['best_copy_ratio']:7.3f}"
+            f"  {r.get('max_abs_error', '')}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,24 +33,24 @@ from conformance.tools import bench
 CONFIGS = {  # name: constants replaced in the version-2 manifests (None: version 1 as it ships)
     "v1": None,
     "v2": {},
-    "pt4": {"spreadOne": 0, "spreadTwo": 0},                 # v1's elements per invocation, v2's prefetch and rows
+    "pt4": {"spreadOne": 0, "spreadTwo": 0},  # v1's elements per invocation, v2's prefetch and rows
     "pt2": {"spreadOne": 0, "spreadTwo": 1 << 40},
     "pt1": {"spreadOne": 1 << 40, "spreadTwo": 1 << 40},
-    "rows1": {"groupThreads": 1},                            # one row per workgroup
+    "rows1": {"groupThreads": 1},  # one row per workgroup
     "group256": {"groupThreads": 256},
     # (tree, flat, flat_pt4, flat32: the one-barrier flat reduction of commit 0fa8287, measured slower, removed)
-    "wg512": {"WORKGROUP_SIZE": 512},                        # upper-case keys: the manifest's tunables
+    "wg512": {"WORKGROUP_SIZE": 512},  # upper-case keys: the manifest's tunables
     "wg1024": {"WORKGROUP_SIZE": 1024},
-    "floor": {},                                             # no reductions at all (is_floor): not a kernel
-                                                             # (and floor_<sizing>: FLOOR_SIZINGS)
-    "floor_sync1": {},                                       # the floor and one barrier (after the loads)
-    "floor_sync2": {},                                       # the floor and a barrier in each reduction's place
-    "const": {},             # the row count and length rendered as constants, not read from params (CONST_CONFIGS)
+    "floor": {},  # no reductions at all (is_floor): not a kernel
+    # (and floor_<sizing>: FLOOR_SIZINGS)
+    "floor_sync1": {},  # the floor and one barrier (after the loads)
+    "floor_sync2": {},  # the floor and a barrier in each reduction's place
+    "const": {},  # the row count and length rendered as constants, not read from params (CONST_CONFIGS)
     "floor_const": {},
-    "len": {},               # LayerNorm: the row length from arrayLength(&scale), the rows from x's (LEN_CONFIGS)
+    "len": {},  # LayerNorm: the row length from arrayLength(&scale), the rows from x's (LEN_CONFIGS)
     "floor_len": {},
-    "finish": {},            # each row's last G partials combined once, by its lane 0, behind a third barrier
-    "shift": {},             # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
+    "finish": {},  # each row's last G partials combined once, by its lane 0, behind a third barrier
+    "shift": {},  # LayerNorm's cached rows: one vec2 tree of sums shifted by the row's first element
 }
 #: The floor of each sizing configuration, sized as that configuration is.
 FLOOR_SIZINGS = {f"floor_{name}": name for name in ("pt4", "pt2", "pt1", "rows1", "group256", "wg512", "wg1024")}
@@ -83,11 +83,16 @@ def shift_template(text: str) -> str:
     end += len("  let rstd = inverseSqrt(squares * params.invCols + params.epsilon);\n")
     text = text[:start] + SHIFT_STATS + text[end:]
     macro = text.index("{% macro reduce(")
-    shipped = text[macro:text.index("{% endmacro %}", macro) + len("{% endmacro %}\n")]
-    reduce2 = shipped.replace("{% macro reduce(", "{% macro reduce2(").replace("partial", "partial2").replace(
-        "f32(0.0)", "vec2<f32>(0.0)")   # the shipped tree on vec2 arrays
-    return _declare(text[:macro] + reduce2 + text[macro:], "var<workgroup> partial2: array<vec2<f32>, WG>;\n"
-                    "var<workgroup> partial2_next: array<vec2<f32>, WG>;")
+    shipped = text[macro : text.index("{% endmacro %}", macro) + len("{% endmacro %}\n")]
+    reduce2 = (
+        shipped.replace("{% macro reduce(", "{% macro reduce2(")
+        .replace("partial", "partial2")
+        .replace("f32(0.0)", "vec2<f32>(0.0)")
+    )  # the shipped tree on vec2 arrays
+    return _declare(
+        text[:macro] + reduce2 + text[macro:],
+        "var<workgroup> partial2: array<vec2<f32>, WG>;\nvar<workgroup> partial2_next: array<vec2<f32>, WG>;",
+    )
 
 
 def finish_template(text: str) -> str:
@@ -100,9 +105,11 @@ def finish_template(text: str) -> str:
     end = text.index("{% endmacro %}", start)
     last = text.index("{% for g in range(G) %}", start)
     combine = re.search(r"  let \{\{ name \}\} = (.*);\n", text[last:end]).group(1)
-    finish = ("  if (t == 0u) {\n{% for g in range(G) %}\n    let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];\n"
-              "{% endfor %}\n    row_total[seg] = " + combine + ";\n  }\n  workgroupBarrier();\n"
-              "  let {{ name }} = row_total[seg];\n")
+    finish = (
+        "  if (t == 0u) {\n{% for g in range(G) %}\n    let {{ name }}_{{ g }} = partial_next[seg + {{ g }}u];\n"
+        "{% endfor %}\n    row_total[seg] = " + combine + ";\n  }\n  workgroupBarrier();\n"
+        "  let {{ name }} = row_total[seg];\n"
+    )
     return _declare(text[:last] + finish + text[end:], "var<workgroup> row_total: array<f32, WG>;")
 
 
@@ -126,13 +133,19 @@ LEN_CONFIGS = {"len", "floor_len"}
 def shape_edits(name: str, op: str) -> list[tuple[str, str]]:
     """(text, replacement) edits of configuration ``name``'s templates for op ``op`` (each text must occur)."""
     if name in CONST_CONFIGS:
-        return [("params.rows", "{{ rowsConst }}u"),
-                ("params.items", "{{ (itemsConst // 4) if vec4 else itemsConst }}u")]
+        return [
+            ("params.rows", "{{ rowsConst }}u"),
+            ("params.items", "{{ (itemsConst // 4) if vec4 else itemsConst }}u"),
+        ]
     if name in LEN_CONFIGS and op == "com.microsoft.LayerNormalization":
-        exact = "not usesF16 or vec4"   # the bindings' arrayLength is the tensor's (see LEN_CONFIGS)
-        return [("params.rows", "{% if " + exact + " %}(arrayLength(&x) / arrayLength(&scale)){% else %}params.rows"
-                                "{% endif %}"),
-                ("params.items", "{% if " + exact + " %}arrayLength(&scale){% else %}params.items{% endif %}")]
+        exact = "not usesF16 or vec4"  # the bindings' arrayLength is the tensor's (see LEN_CONFIGS)
+        return [
+            (
+                "params.rows",
+                "{% if " + exact + " %}(arrayLength(&x) / arrayLength(&scale)){% else %}params.rows{% endif %}",
+            ),
+            ("params.items", "{% if " + exact + " %}arrayLength(&scale){% else %}params.items{% endif %}"),
+        ]
     return []
 
 
@@ -152,14 +165,19 @@ FIRST_REDUCTION = {"com.microsoft.LayerNormalization": "total", "com.microsoft.S
 
 def floor_macros(name: str, first_reduction: str = "") -> dict[str, str]:
     """macro name -> its replacement in floor configuration ``name`` (a template replaces those it defines)."""
-    barrier = {"never": "", "always": "  workgroupBarrier();\n",
-               "first": "{% if name == \"" + first_reduction + "\" %}\n  workgroupBarrier();\n{% endif %}\n"}
-    keep = FLOOR_BARRIERS.get(name[len("floor"):], "never")
+    barrier = {
+        "never": "",
+        "always": "  workgroupBarrier();\n",
+        "first": '{% if name == "' + first_reduction + '" %}\n  workgroupBarrier();\n{% endif %}\n',
+    }
+    keep = FLOOR_BARRIERS.get(name[len("floor") :], "never")
     # the row ops' reduce(name, value, size[, op]): extra arguments taken (varargs) and ignored
-    return {"reduce": "{% macro reduce(name, value) %}\n{% if varargs %}{% endif %}\n" + barrier[keep]
-                      + "  let {{ name }} = {{ value }};\n{% endmacro %}",
-            "gelu_fn": "{% macro gelu_fn(name, T) %}\nfn {{ name }}(x: {{ T }}) -> {{ T }} { return x; }\n"
-                       "{% endmacro %}"}
+    return {
+        "reduce": "{% macro reduce(name, value) %}\n{% if varargs %}{% endif %}\n"
+        + barrier[keep]
+        + "  let {{ name }} = {{ value }};\n{% endmacro %}",
+        "gelu_fn": "{% macro gelu_fn(name, T) %}\nfn {{ name }}(x: {{ T }}) -> {{ T }} { return x; }\n{% endmacro %}",
+    }
 
 
 def floor_template(text: str, macros: dict[str, str]) -> str:
@@ -224,8 +242,15 @@ def main() -> None:
     ap.add_argument("--warmup-seconds", type=float, default=0.2)
     args = ap.parse_args()
     device = get_device("vulkan", None, args.webgpu)
-    options = dict(reps=args.reps, sweep=False, write_tuning=False, out=None, plot=None,
-                   warmup_seconds=args.warmup_seconds, cuda_copy=False)
+    options = dict(
+        reps=args.reps,
+        sweep=False,
+        write_tuning=False,
+        out=None,
+        plot=None,
+        warmup_seconds=args.warmup_seconds,
+        cuda_copy=False,
+    )
     result = {"device": device.summary, "webgpu": args.webgpu, "configs": {}, "rows": []}
     for name in args.configs.split(","):
         with tempfile.TemporaryDirectory() as scratch:
@@ -234,15 +259,18 @@ def main() -> None:
             copies = packages(name, Path(scratch), args.ops.split(","))
             kernels = [Kernel(p, device, tuned=False) for p in copies]
             for shapes in ("models", None):
-                run = bench.run_bench(kernels, min_elements=args.min_elements, max_elements=args.max_elements,
-                                      shapes=shapes, **options)
+                run = bench.run_bench(
+                    kernels, min_elements=args.min_elements, max_elements=args.max_elements, shapes=shapes, **options
+                )
                 result["rows"] += [r | {"config": name} for r in run["rows"]]
         result["configs"][name] = CONFIGS[name]
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
         print(f"{name}: done, {len(result['rows'])} rows", flush=True)
     for r in result["rows"]:
-        print(f"{r['config']:<13}{r['package'][14:]:<20}{r['variant']:<18}{r['dtype']:<8}{str(r['shape']):<20}"
-              f"{r['workgroup_size']:>5}{r['best_copy_ratio']:>7.3f}")
+        print(
+            f"{r['config']:<13}{r['package'][14:]:<20}{r['variant']:<18}{r['dtype']:<8}{str(r['shape']):<20}"
+            f"{r['workgroup_size']:>5}{r['best_copy_ratio']:>7.3f}"
+        )
 
 
 if __name__ == "__main__":

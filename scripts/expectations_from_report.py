@@ -24,9 +24,10 @@ def entries(report: dict) -> list[dict]:
         detail = str(case.get("detail", ""))
         lines = [line.strip() for line in detail.split("\n") if line.strip()]
         head = lines[0].removeprefix(f"{case['id']}:").strip() if lines else ""
-        kind = case.get("divergence") or ("values" if (case.get("checks") or {}).get("values") == "failed"
-                                          else "failure")
-        if kind == "values":   # how far off, rather than "output Y differs from the reference:"
+        kind = case.get("divergence") or (
+            "values" if (case.get("checks") or {}).get("values") == "failed" else "failure"
+        )
+        if kind == "values":  # how far off, rather than "output Y differs from the reference:"
             head = next((line for line in lines if line.startswith("FAILED:")), head)
         console = (case.get("impl") or {}).get("console")
         if console:
@@ -47,11 +48,14 @@ def main(argv=None) -> int:
         print(f"{args.report}: not a readable conformance report ({err})", file=sys.stderr)
         return 2
     found = entries(report)
-    head = [f"# {args.title}" if args.title else None,
-            f"# {len(found)} known failures from {args.report.name} (scripts/expectations_from_report.py); each is",
-            "# a strict xfail: a new failure, or one of these passing, fails the run."]
-    text = "\n".join(h for h in head if h) + "\n" + yaml.safe_dump(found, sort_keys=False, width=200,
-                                                                  allow_unicode=True)
+    head = [
+        f"# {args.title}" if args.title else None,
+        f"# {len(found)} known failures from {args.report.name} (scripts/expectations_from_report.py); each is",
+        "# a strict xfail: a new failure, or one of these passing, fails the run.",
+    ]
+    text = (
+        "\n".join(h for h in head if h) + "\n" + yaml.safe_dump(found, sort_keys=False, width=200, allow_unicode=True)
+    )
     args.out.write_text(text, encoding="utf-8")
     print(f"{args.out}: {len(found)} entries")
     return 0

@@ -8,6 +8,7 @@ the default tunables (what ``Checker.contract`` plans); the digest covers the wh
 constants, bindings with their declarations and uniform bytes, dispatch, outputs) or the whole refusal (error
 type, message, reason, argument, per-variant failures). Run it before and after a change: the lines must match.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -8,6 +8,7 @@
 Prints the case table of docs/manual/packages.md (Markdown, pasted as printed) and the total the manual quotes;
 ``tests/layout/test_readme_numbers.py`` fails when the manual's case counts differ from what this prints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def case_counts(specs: Path = REPO_SPECS, golden: Path = CASES_DIR) -> dict[str,
 def case_table(counts: dict[str, tuple[int, int]]) -> str:
     lines = ["| package | cases | heavy (`--run-heavy`) |", "| --- | ---: | ---: |"]
     lines += [f"| `{name}` | {n:,} | {heavy:,} |" for name, (n, heavy) in sorted(counts.items())]
-    lines.append(f"| all {len(counts)} | {sum(n for n, _ in counts.values()):,} | "
-                 f"{sum(h for _, h in counts.values()):,} |")
+    lines.append(
+        f"| all {len(counts)} | {sum(n for n, _ in counts.values()):,} | {sum(h for _, h in counts.values()):,} |"
+    )
     return "\n".join(lines)
 
 
@@ -70,7 +72,9 @@ def planning_bench(specs: Path = REPO_SPECS) -> list[tuple[str, float, float, in
         def run(*args):
             counts[name] += 1
             return fn(*args)
+
         return run
+
     expressions.Compiled.__call__ = counted("evaluated", evaluate)
     planner.Planner._plan = counted("made", make)
     planner.Planner.plan = counted("asked", ask)
@@ -81,8 +85,16 @@ def planning_bench(specs: Path = REPO_SPECS) -> list[tuple[str, float, float, in
             cpu, wall = time.process_time(), time.perf_counter()
             package = load_package(directory)
             generate(package)
-            rows.append((package.name, time.process_time() - cpu, time.perf_counter() - wall, counts["asked"],
-                         counts["made"], counts["evaluated"]))
+            rows.append(
+                (
+                    package.name,
+                    time.process_time() - cpu,
+                    time.perf_counter() - wall,
+                    counts["asked"],
+                    counts["made"],
+                    counts["evaluated"],
+                )
+            )
     finally:
         expressions.Compiled.__call__, planner.Planner._plan, planner.Planner.plan = evaluate, make, ask
     return rows
@@ -96,8 +108,10 @@ def print_bench() -> None:
     for name, cpu, wall, asked, made, evaluated in rows:
         print(f"| `{name}` | {cpu:.2f} | {wall:.2f} | {asked:,} | {made:,} | {evaluated:,} | {asked / cpu:,.0f} |")
     cpu, wall = sum(r[1] for r in rows), sum(r[2] for r in rows)
-    print(f"| all {len(rows)} | {cpu:.2f} | {wall:.2f} | {sum(r[3] for r in rows):,} | {sum(r[4] for r in rows):,} | "
-          f"{sum(r[5] for r in rows):,} | {sum(r[3] for r in rows) / cpu:,.0f} |")
+    print(
+        f"| all {len(rows)} | {cpu:.2f} | {wall:.2f} | {sum(r[3] for r in rows):,} | {sum(r[4] for r in rows):,} | "
+        f"{sum(r[5] for r in rows):,} | {sum(r[3] for r in rows) / cpu:,.0f} |"
+    )
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "cases", "--check"], cwd=ROOT, capture_output=True, text=True)
     print(f"python -m cases --check: {time.perf_counter() - start:.1f} s wall, exit {proc.returncode}")
@@ -108,13 +122,19 @@ def main(argv=None) -> int:
     ap.add_argument("--run", action="store_true", help="also time the default run, serial and with -n 2")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each, back to back (default 1)")
     ap.add_argument("--webgpu", default="wgpu", help="the WebGPU implementation the timed runs use")
-    ap.add_argument("--bench", action="store_true", help="also the suite's own speed: planning per package (CPU "
-                    "time, plans, expressions evaluated) and python -m cases --check")
+    ap.add_argument(
+        "--bench",
+        action="store_true",
+        help="also the suite's own speed: planning per package (CPU "
+        "time, plans, expressions evaluated) and python -m cases --check",
+    )
     args = ap.parse_args(argv)
     counts = case_counts()
     print(case_table(counts))
-    print(f"\n{sum(n for n, _ in counts.values()):,} cases in the default run, "
-          f"{sum(h for _, h in counts.values()):,} more with --run-heavy")
+    print(
+        f"\n{sum(n for n, _ in counts.values()):,} cases in the default run, "
+        f"{sum(h for _, h in counts.values()):,} more with --run-heavy"
+    )
     if args.run:
         load = os.getloadavg()[0]
         print(f"\ntimed here: {os.cpu_count()} cores, load average {load:.1f} before the runs")

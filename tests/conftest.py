@@ -26,8 +26,10 @@ def golden_cases(name: str) -> tuple:
 @pytest.fixture
 def package_copy(tmp_path):
     """A scratch copy of a package in specs/, to change or break on purpose."""
+
     def copy(name):
         dst = tmp_path / name
         shutil.copytree(REPO_SPECS / name, dst)
         return dst
+
     return copy

@@ -1,5 +1,6 @@
 """The project's documentation as the tests read it: the short README and the manual's chapters
 (``docs/manual/*.md``, in the order of its table of contents), so a claim is found wherever the text lives."""
+
 from __future__ import annotations
 
 import re

@@ -35,6 +35,7 @@ from conformance.ops.registry import find
 from conformance.shader.stress import stressed
 from reference import ElementTolerance, Tolerance, compare
 
+
 def unbounded_profile() -> DeviceProfile:
     """No limits, every feature: what a call must satisfy on *any* device is the op's contract."""
     # 2**36, not more: a manifest may cube a limit (maxComputeWorkgroupsPerDimension ** 3 * workgroupSize), and
@@ -84,8 +85,10 @@ class Checker:
             case = rules.for_device(case, package, verdict)
             expect = Expected.of(case.expect)
             if case.expect["outcome"] == "planning-failed":
-                raise CaseFailed(f"{case.id}: planning failed: {expect.detail} (an expression of the manifest "
-                                 f"fails for this call; `python -m conformance lint` names each such call)")
+                raise CaseFailed(
+                    f"{case.id}: planning failed: {expect.detail} (an expression of the manifest "
+                    f"fails for this call; `python -m conformance lint` names each such call)"
+                )
             rules.applies(case, package, expect, verdict)
             if expect.accepted:
                 self._check_accepted(case, package, expect, verdict)
@@ -96,8 +99,11 @@ class Checker:
             if not console:
                 raise
             lines = "\n    ".join(console)
-            raise CaseFailed(f"{err}\n  the page's console said, with this result:\n    {lines}",
-                             divergence=err.divergence, failure=err.failure) from None
+            raise CaseFailed(
+                f"{err}\n  the page's console said, with this result:\n    {lines}",
+                divergence=err.divergence,
+                failure=err.failure,
+            ) from None
         except DeviceError as err:  # e.g. a timed-out dispatch still holds the driver: this case fails, clearly
             raise CaseFailed(f"{case.id}: {err}") from None
         finally:
@@ -133,11 +139,14 @@ class Checker:
         except Rejected as err:
             verdict.impl.update(err.report)
             raise
-        except ExpressionError as err:   # the call never ran: an expression of the manifest failed for it
+        except ExpressionError as err:  # the call never ran: an expression of the manifest failed for it
             raise CaseFailed(f"{case.id}: planning failed: {err}") from None
         except ConformanceError as err:  # e.g. a template that does not render, a timeout on the device
-            what = f"expected a rejection ({expect.reason}), but the call ran and failed" if not expect.accepted \
+            what = (
+                f"expected a rejection ({expect.reason}), but the call ran and failed"
+                if not expect.accepted
                 else "the call failed"
+            )
             raise CaseFailed(f"{case.id}: {what}: {type(err).__name__}: {err}") from None
 
     def _check_accepted(self, case, package: Package, expect: Expected, verdict: Verdict) -> None:
@@ -158,9 +167,11 @@ class Checker:
             if record is None or record.deterministic:
                 differ = [role for role, y in outputs.items() if not np.array_equal(y, first[role], equal_nan=True)]
                 if differ:
-                    raise CaseFailed(f"{case.id}: under --stress the outputs of seed {seed} differ from seed 1's "
-                                     f"({', '.join(differ)}): a deterministic kernel whose result depends on the "
-                                     f"invocations' timing (a race on workgroup memory)")
+                    raise CaseFailed(
+                        f"{case.id}: under --stress the outputs of seed {seed} differ from seed 1's "
+                        f"({', '.join(differ)}): a deterministic kernel whose result depends on the "
+                        f"invocations' timing (a race on workgroup memory)"
+                    )
 
     def _check_accepted_once(self, case, package: Package, expect: Expected, verdict: Verdict) -> dict:
         checks = verdict.checks
@@ -169,16 +180,26 @@ class Checker:
             result = self.run_impl(case, inputs, expect, verdict)
         except Rejected as err:
             self.rules.refused(case, package, expect, inputs, err, verdict)
-            raise   # refused() raises what the refusal is (the rules decide)
+            raise  # refused() raises what the refusal is (the rules decide)
         self.rules.ran(checks)
-        problems = self._plan_problems(case, expect, result, checks) + self._output_problems(case, expect, inputs,
-                                                                                              result, checks)
+        problems = self._plan_problems(case, expect, result, checks) + self._output_problems(
+            case, expect, inputs, result, checks
+        )
         if problems:
-            shown = all(p.startswith("output ") for p in problems)   # what a repro can show
-            raise CaseFailed(f"{case.id}:\n  " + "\n  ".join(problems), failure=self.failure_for(
-                "values", "; ".join(problems), case, inputs,
-                lambda: self.contract_outcome(case, package.manifest, inputs, expect),
-                {"outcome": "accepted", "outputs": dict(result.outputs)}) if shown else None)
+            shown = all(p.startswith("output ") for p in problems)  # what a repro can show
+            raise CaseFailed(
+                f"{case.id}:\n  " + "\n  ".join(problems),
+                failure=self.failure_for(
+                    "values",
+                    "; ".join(problems),
+                    case,
+                    inputs,
+                    lambda: self.contract_outcome(case, package.manifest, inputs, expect),
+                    {"outcome": "accepted", "outputs": dict(result.outputs)},
+                )
+                if shown
+                else None,
+            )
         try:
             self.check_values(case, package.manifest, inputs, result.outputs, verdict)
         except CaseFailed:
@@ -192,9 +213,14 @@ class Checker:
         applies = self.rules.plan_checked(case)
         problems = []
         for name, got, want, same in (
-                ("variant", result.variant, expect.variant, lambda g, w: g == w),
-                ("dispatch", result.dispatch, list(expect.dispatch),
-                 lambda g, w: [tuple(p) for p in g] == [tuple(p) for p in w])):
+            ("variant", result.variant, expect.variant, lambda g, w: g == w),
+            (
+                "dispatch",
+                result.dispatch,
+                list(expect.dispatch),
+                lambda g, w: [tuple(p) for p in g] == [tuple(p) for p in w],
+            ),
+        ):
             if got is None or not applies:
                 checks[name] = "not-applicable"
             elif same(got, want):
@@ -219,20 +245,26 @@ class Checker:
             checks["outputs"] = "failed"
         for role, intact in (result.guards_intact or {}).items():
             if not intact:
-                problems.append(f"output {role}: the kernel wrote past the end of the output"
-                                f"{_breach(result, role, expect.outputs.get(role))}")
+                problems.append(
+                    f"output {role}: the kernel wrote past the end of the output"
+                    f"{_breach(result, role, expect.outputs.get(role))}"
+                )
         for role, same in (result.identical or {}).items():
             if not same:
-                problems.append(f"output {role}: the run bound with a guard region gave other bytes than the run "
-                                f"bound as in production (load_kernel): the kernel behaves differently under test")
+                problems.append(
+                    f"output {role}: the run bound with a guard region gave other bytes than the run "
+                    f"bound as in production (load_kernel): the kernel behaves differently under test"
+                )
         if result.inputs_intact is not None:
             changed = [role for role, intact in result.inputs_intact.items() if not intact]
         else:
             pristine = self.inputs_for(case)  # regenerated once more, bit-exactly, from the case's recipe
-            changed = [role for role, arr in inputs.items()
-                       if arr is not None and not np.array_equal(arr, pristine[role], equal_nan=True)]
-        problems += [f"input {role}: modified by the {self.rules.actor}"
-                     for role in changed]
+            changed = [
+                role
+                for role, arr in inputs.items()
+                if arr is not None and not np.array_equal(arr, pristine[role], equal_nan=True)
+            ]
+        problems += [f"input {role}: modified by the {self.rules.actor}" for role in changed]
         return problems
 
     def check_values(self, case, manifest, inputs, outputs, verdict: Verdict) -> None:
@@ -249,26 +281,37 @@ class Checker:
             verdict.worst_ratio, verdict.compared = None, 0
             verdict.evidence = "shapes" if reference is not None else None
             return
-        expected, tolerance = self._expected(case, manifest, inputs, reference,
-                                             {role: str(y.dtype) for role, y in outputs.items()})
+        expected, tolerance = self._expected(
+            case, manifest, inputs, reference, {role: str(y.dtype) for role, y in outputs.items()}
+        )
         worst, compared, unconstrained = None, 0, 0
         for role, y in outputs.items():
             if y.size == 0:
                 continue
             first_input = next(a for a in inputs.values() if a is not None)
-            result = compare(y, expected[role], tolerance[role],
-                             inputs=first_input if first_input.shape == y.shape else None, unconstrained_as=words)
+            result = compare(
+                y,
+                expected[role],
+                tolerance[role],
+                inputs=first_input if first_input.shape == y.shape else None,
+                unconstrained_as=words,
+            )
             worst = max(worst or 0.0, result.worst_ratio)
             compared, unconstrained = compared + result.checked, unconstrained + result.unconstrained
             if not result.passed:
                 verdict.worst_ratio = result.worst_ratio
                 verdict.error_profile = result.error_profile(role, y.shape)
-                raise CaseFailed(f"{case.id}: output {role} differs from the reference:\n{result.message()}",
-                                 failure=self.failure_for(
-                                     "values", f"output {role} differs from the reference: {result.message()}",
-                                     case, inputs,
-                                     lambda: expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
-                                     {"outcome": "accepted", "outputs": dict(outputs)}))
+                raise CaseFailed(
+                    f"{case.id}: output {role} differs from the reference:\n{result.message()}",
+                    failure=self.failure_for(
+                        "values",
+                        f"output {role} differs from the reference: {result.message()}",
+                        case,
+                        inputs,
+                        lambda: expected_accepted(expected, tolerance, Expected.of(case.expect).outputs),
+                        {"outcome": "accepted", "outputs": dict(outputs)},
+                    ),
+                )
         verdict.worst_ratio = worst
         verdict.compared = compared
         if compared:
@@ -283,25 +326,31 @@ class Checker:
         the stored case's (test.json), else the op record's reference and tolerance model."""
         if isinstance(case, StoredCase):
             stored = case.stored
-            expected = {role: np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-                        .reshape(case.expect["outputs"][role]["shape"]) for role, values in stored.outputs.items()}
+            expected = {
+                role: np.array([np.nan if v is None else v for v in values], dtype=np.float64).reshape(
+                    case.expect["outputs"][role]["shape"]
+                )
+                for role, values in stored.outputs.items()
+            }
             tolerance = {role: stored_tolerance(t, expected[role].shape) for role, t in stored.tolerance.items()}
             return expected, tolerance
         record = find(manifest.op_id)
         if reference is None or record is None:
             record_for(manifest.op_id)  # a missing record is a clear error that says how to add one
         # the tolerance model may depend on the call's data (row ops derive it from each row)
-        plan = plan_context(self._manifest_planner(manifest), case)   # a model may depend on the plan
-        return reference, {role: record.tolerance_for(dtype, inputs, case.attributes, plan)
-                           for role, dtype in dtypes.items()}
+        plan = plan_context(self._manifest_planner(manifest), case)  # a model may depend on the plan
+        return reference, {
+            role: record.tolerance_for(dtype, inputs, case.attributes, plan) for role, dtype in dtypes.items()
+        }
 
     def failure_for(self, kind: str, text: str, case, inputs, expected, observed: dict) -> Failure | None:
         """The failure as a standalone repro sees it (``expected()`` made only then), where repros are wanted (and
         the rules give failures a repro: an implementation outside the device model)."""
         if not self.rules.repros or not self.repros:
             return None
-        return Failure(kind, one_line(text), case.id, case.package, dict(inputs), dict(case.attributes), expected(),
-                       observed)
+        return Failure(
+            kind, one_line(text), case.id, case.package, dict(inputs), dict(case.attributes), expected(), observed
+        )
 
     def contract_outcome(self, case, manifest, inputs, expect: Expected) -> dict:
         """What the contract expects of an accepted call, for a repro: the float64 reference of every output with
@@ -328,11 +377,15 @@ class Checker:
             if want is None or got is None:
                 continue
             if tuple(got.shape) != tuple(np.shape(want)):
-                problems.append(f"output {role}: the manifest declares shape {list(got.shape)}, the op's reference "
-                                f"({record.op}) gives {list(np.shape(want))}")
+                problems.append(
+                    f"output {role}: the manifest declares shape {list(got.shape)}, the op's reference "
+                    f"({record.op}) gives {list(np.shape(want))}"
+                )
             if dtype is not None and str(got.dtype) != dtype:
-                problems.append(f"output {role}: the manifest declares dtype {got.dtype}, the op's reference "
-                                f"({record.op}) gives {dtype}")
+                problems.append(
+                    f"output {role}: the manifest declares dtype {got.dtype}, the op's reference "
+                    f"({record.op}) gives {dtype}"
+                )
         if problems:
             raise CaseFailed(f"{case.id}: the outputs do not match the op's contract:\n  " + "\n  ".join(problems))
 
@@ -346,8 +399,10 @@ def _breach(result, role: str, expected) -> str:
     shape, dtype = expected
     size, count = np.dtype(dtype).itemsize, math.prod(shape)
     past = offset // size
-    return (f": first at element {count + past} (flat index; the output has {count} elements, so {past + 1} past "
-            f"its last one; byte {offset} after its end)")
+    return (
+        f": first at element {count + past} (flat index; the output has {count} elements, so {past + 1} past "
+        f"its last one; byte {offset} after its end)"
+    )
 
 
 def stored_tolerance(t: dict, shape) -> Tolerance:

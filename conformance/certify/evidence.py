@@ -54,8 +54,10 @@ def _checked(cases: list[dict], heavy_left_out: list[dict]) -> bool:
 def _why_unchecked(cases: list[dict], heavy_left_out: list[dict]) -> str:
     runnable = [v for v in cases if _runnable(v)]
     if heavy_left_out and all(v["status"] == "passed" for v in runnable):
-        return (f"heavy only: its {len(heavy_left_out)} case(s) with data are heavy and were left out, and no other "
-                f"case checked its values (run with --run-heavy)")
+        return (
+            f"heavy only: its {len(heavy_left_out)} case(s) with data are heavy and were left out, and no other "
+            f"case checked its values (run with --run-heavy)"
+        )
     if all(v["status"] == "passed" for v in runnable):
         return "its cases passed without a value checked against the reference"
     return f"no case passed with its values checked: {what_happened(runnable)}"
@@ -89,25 +91,35 @@ def what_happened(cases: list[dict]) -> str:
             groups["failed before a value check"].append(v)
     parts = []
     for what, mine in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        reason = next((v.get("replanned") or v.get("detail") for v in mine if v.get("replanned") or v.get("detail")),
-                      None) if what in ("skipped", "not-applicable", "planned into a rejection for this device",
-                                        "failed before a value check") else None
+        reason = (
+            next((v.get("replanned") or v.get("detail") for v in mine if v.get("replanned") or v.get("detail")), None)
+            if what
+            in ("skipped", "not-applicable", "planned into a rejection for this device", "failed before a value check")
+            else None
+        )
         parts.append(f"{len(mine)} {what}" + (f" ({reason.splitlines()[0][:200]})" if reason else ""))
     return "; ".join(parts) or "no case of it ran"
 
 
 def _why_not_runnable(cases: list[dict]) -> str:
-    why = next((v.get("replanned") for v in cases if v.get("replanned")), None) or \
-        next((v.get("detail") for v in cases if v["status"] in NOT_RUN_HERE and v.get("detail")), None)
+    why = next((v.get("replanned") for v in cases if v.get("replanned")), None) or next(
+        (v.get("detail") for v in cases if v["status"] in NOT_RUN_HERE and v.get("detail")), None
+    )
     return (why or "no case ran as accepted").splitlines()[0][:300]
 
 
 def compared_nothing(verdicts) -> list[dict]:
     """The cases that passed with outputs but compared no element: ``{id, package, column?, why}`` each."""
-    return [{"id": v["id"], "package": v["package"], **({"column": v["column"]} if v.get("column") else {}),
-             "why": v.get("detail") or "compared no element"}
-            for v in sorted(verdicts, key=lambda v: v["id"])
-            if v["status"] == "passed" and v.get("compared") == 0 and not v.get("empty")]
+    return [
+        {
+            "id": v["id"],
+            "package": v["package"],
+            **({"column": v["column"]} if v.get("column") else {}),
+            "why": v.get("detail") or "compared no element",
+        }
+        for v in sorted(verdicts, key=lambda v: v["id"])
+        if v["status"] == "passed" and v.get("compared") == 0 and not v.get("empty")
+    ]
 
 
 def assess(verdicts, left_out=()) -> dict:
@@ -132,10 +144,21 @@ def assess(verdicts, left_out=()) -> dict:
     for package in packages:
         if package not in checked_packages:
             mine = [v for v in verdicts if v.get("package") == package]
-            unchecked.append({"package": package, "variant": None, "dtype": None, "cases": len(mine),
-                              "why": f"no case passed a value check on this device: {what_happened(mine)}"})
-    return {"unchecked": unchecked, "not_runnable": not_runnable, "checked": checked,
-            "compared_nothing": compared_nothing(verdicts)}
+            unchecked.append(
+                {
+                    "package": package,
+                    "variant": None,
+                    "dtype": None,
+                    "cases": len(mine),
+                    "why": f"no case passed a value check on this device: {what_happened(mine)}",
+                }
+            )
+    return {
+        "unchecked": unchecked,
+        "not_runnable": not_runnable,
+        "checked": checked,
+        "compared_nothing": compared_nothing(verdicts),
+    }
 
 
 def left_out_entry(verdict: dict) -> dict:
@@ -168,5 +191,6 @@ def weak_of(reports) -> list[dict]:
 def flag_lines(weak, compared_nothing) -> list[str]:
     """What is weaker than it looks, one plain line each (the caller quotes them): the generator's flags, then the
     cases that ran and compared no element."""
-    return [f"{w['package']}: {w['kind']}: {w['message']}" for w in weak] + \
-        [f"{c['id']}" + (f" on {c['column']}" if c.get("column") else "") + f": {c['why']}" for c in compared_nothing]
+    return [f"{w['package']}: {w['kind']}: {w['message']}" for w in weak] + [
+        f"{c['id']}" + (f" on {c['column']}" if c.get("column") else "") + f": {c['why']}" for c in compared_nothing
+    ]

@@ -105,8 +105,15 @@ DEFAULT_IMPL = "manifest"
 class Rejected(ContractError):
     """An implementation refused a call (the counterpart of the manifest's rejections)."""
 
-    def __init__(self, message: str, *, reason: str = "rejected", argument: str | None = None,
-                 failures: dict | None = None, report: dict | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "rejected",
+        argument: str | None = None,
+        failures: dict | None = None,
+        report: dict | None = None,
+    ):
         super().__init__(message, reason=reason, argument=argument)
         #: For a manifest's no-variant rejection: variant id -> the first predicate that failed, with values.
         self.failures = dict(failures or {})
@@ -124,7 +131,7 @@ class ImplResult:
 
     outputs: dict[str, np.ndarray]
     variant: str | None = None
-    dispatch: list | None = None        # [(pass name, threads, workgroup size, (x, y, z))] like the golden cases
+    dispatch: list | None = None  # [(pass name, threads, workgroup size, (x, y, z))] like the golden cases
     #: Per output: whether the bytes after it are untouched (None: the implementation cannot tell).
     guards_intact: dict[str, bool] | None = None
     #: Per input: whether the device copy is unchanged after the run (None: the checker compares host arrays).
@@ -256,13 +263,21 @@ class ManifestImplementation:
 
     def run(self, case, inputs) -> ImplResult:
         try:
-            plan, run = self._kernels[case.package].run(case.profile, case.tunables, verify=True, **inputs,
-                                                        **case.attributes)
+            plan, run = self._kernels[case.package].run(
+                case.profile, case.tunables, verify=True, **inputs, **case.attributes
+            )
         except ContractError as err:
             raise _rejected(err) from None
         dispatch = [(p.name, p.dispatch.threads, p.dispatch.workgroup_size, p.dispatch.counts) for p in plan.passes]
-        return ImplResult(dict(run.outputs), plan.variant, dispatch, run.guards_intact, run.inputs_intact,
-                          run.identical, extra={"guard_breach": run.guard_breach})
+        return ImplResult(
+            dict(run.outputs),
+            plan.variant,
+            dispatch,
+            run.guards_intact,
+            run.inputs_intact,
+            run.identical,
+            extra={"guard_breach": run.guard_breach},
+        )
 
 
 def _rejected(err: ContractError) -> Rejected:
@@ -271,12 +286,14 @@ def _rejected(err: ContractError) -> Rejected:
 
 
 #: The built-in implementations, as "module:factory" (loaded on selection: ONNX Runtime is optional).
-BUILTIN = {DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementation",
-           "onnxruntime-cpu": "conformance.impls.onnxruntime.native:OrtCpu",
-           "onnxruntime-webgpu": "conformance.impls.onnxruntime.native:OrtWebGpu",
-           "onnxruntime-web": "conformance.impls.onnxruntime.web:OrtWeb",
-           "onnxruntime-web-jsep": "conformance.impls.onnxruntime.web:OrtWebJsep",
-           "js-loader": "conformance.impls.js_loader.loader:JsLoader"}
+BUILTIN = {
+    DEFAULT_IMPL: "conformance.certify.implementations:ManifestImplementation",
+    "onnxruntime-cpu": "conformance.impls.onnxruntime.native:OrtCpu",
+    "onnxruntime-webgpu": "conformance.impls.onnxruntime.native:OrtWebGpu",
+    "onnxruntime-web": "conformance.impls.onnxruntime.web:OrtWeb",
+    "onnxruntime-web-jsep": "conformance.impls.onnxruntime.web:OrtWebJsep",
+    "js-loader": "conformance.impls.js_loader.loader:JsLoader",
+}
 #: ``--impl js-loader:PATH_OR_URL.mjs``: the js-loader implementation running another loader module.
 LOADER_PREFIX = "js-loader:"
 
@@ -297,18 +314,21 @@ def _factory(spec: str) -> Callable[..., Any]:
     return target
 
 
-def load_implementation(name: str, *, device: str = "auto", adapter: str | None = None,
-                        webgpu: str = "wgpu") -> Implementation:
+def load_implementation(
+    name: str, *, device: str = "auto", adapter: str | None = None, webgpu: str = "wgpu"
+) -> Implementation:
     known = registered()
     extra = {}
-    if name.startswith(LOADER_PREFIX):   # a loader module, not a Python module:factory
-        name, extra = "js-loader", {"loader": name[len(LOADER_PREFIX):]}
+    if name.startswith(LOADER_PREFIX):  # a loader module, not a Python module:factory
+        name, extra = "js-loader", {"loader": name[len(LOADER_PREFIX) :]}
     if name not in known and ":" in name:  # --impl module:factory, importable but not registered
         known[name] = name
     if name not in known:
-        raise ConformanceError(f"no implementation {name!r}; known: {', '.join(sorted(known))} "
-                               f"(third parties register under the entry point group {ENTRY_POINT_GROUP!r}, "
-                               f"or pass module:factory)")
+        raise ConformanceError(
+            f"no implementation {name!r}; known: {', '.join(sorted(known))} "
+            f"(third parties register under the entry point group {ENTRY_POINT_GROUP!r}, "
+            f"or pass module:factory)"
+        )
     try:
         factory = _factory(known[name])
     except (ImportError, AttributeError) as exc:
@@ -320,9 +340,10 @@ def load_implementation(name: str, *, device: str = "auto", adapter: str | None 
     options = {k: v for k, v in (("device", device), ("adapter", adapter), ("webgpu", webgpu)) if k in params}
     impl = factory(**options, **extra)
     missing = [a for a in ("name", "available", "prepare", "run") if not hasattr(impl, a)]
-    if Hooks(impl).device_model is not None:   # held to the device model: it must offer what that asks
+    if Hooks(impl).device_model is not None:  # held to the device model: it must offer what that asks
         missing += [a for a in DEVICE_MODEL if not hasattr(type(impl), a) and not hasattr(impl, a)]
     if missing:
-        raise ConformanceError(f"implementation {name!r} lacks {', '.join(missing)} "
-                               f"(see conformance.certify.implementations)")
+        raise ConformanceError(
+            f"implementation {name!r} lacks {', '.join(missing)} (see conformance.certify.implementations)"
+        )
     return impl

@@ -37,7 +37,7 @@ class Verdict:
 
     case_id: str
     package: str
-    variant: str          # expected variant, or "rejected"
+    variant: str  # expected variant, or "rejected"
     dtype: str
     family: str
     status: str = "passed"  # one of STATUSES
@@ -72,9 +72,16 @@ class Verdict:
     compared: int | None = None
 
     def as_dict(self) -> dict:
-        out = {"id": self.case_id, "package": self.package, "variant": self.variant, "dtype": self.dtype,
-               "family": self.family, "status": self.status, "worst_ratio": self.worst_ratio,
-               "detail": self.detail[:2000]}
+        out = {
+            "id": self.case_id,
+            "package": self.package,
+            "variant": self.variant,
+            "dtype": self.dtype,
+            "family": self.family,
+            "status": self.status,
+            "worst_ratio": self.worst_ratio,
+            "detail": self.detail[:2000],
+        }
         if self.checks:
             out["checks"] = dict(self.checks)
         if self.divergence:
@@ -86,8 +93,9 @@ class Verdict:
         for key in ("error_profile", "repro") + (("rerun",) if self.status in ("failed", "xfailed") else ()):
             if getattr(self, key):
                 out[key] = getattr(self, key)
-        out.update(expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty,
-                   compared=self.compared)
+        out.update(
+            expected_variant=self.expected_variant, evidence=self.evidence, empty=self.empty, compared=self.compared
+        )
         if self.impl:
             out["impl"] = dict(self.impl)
         return out
@@ -99,19 +107,21 @@ class Expected:
 
     accepted: bool
     variant: str | None = None
-    dispatch: tuple = ()       # (pass name, threads, workgroup size, (x, y, z)) per pass
-    outputs: dict = field(default_factory=dict)   # role -> (shape, dtype)
+    dispatch: tuple = ()  # (pass name, threads, workgroup size, (x, y, z)) per pass
+    outputs: dict = field(default_factory=dict)  # role -> (shape, dtype)
     reason: str | None = None
     detail: Any = None
 
     @classmethod
     def of(cls, expect: dict) -> "Expected":
         if expect["outcome"] == "accepted":
-            return cls(True, expect["variant"],
-                       tuple((p["name"], p["threads"], p["workgroupSize"], tuple(p["workgroups"]))
-                             for p in expect["passes"]),
-                       {role: (tuple(o["shape"]), o["dtype"]) for role, o in expect["outputs"].items()})
-        if expect["outcome"] == "planning-failed":   # a manifest defect: the checker fails the case
+            return cls(
+                True,
+                expect["variant"],
+                tuple((p["name"], p["threads"], p["workgroupSize"], tuple(p["workgroups"])) for p in expect["passes"]),
+                {role: (tuple(o["shape"]), o["dtype"]) for role, o in expect["outputs"].items()},
+            )
+        if expect["outcome"] == "planning-failed":  # a manifest defect: the checker fails the case
             return cls(False, reason="planning-failed", detail=f"{expect['pointer']}: {expect['message']}")
         return cls(False, reason=expect["reason"], detail=expect.get("detail"))
 
@@ -128,8 +138,20 @@ def case_dtype(case) -> str:
 
 def verdict_for(case) -> Verdict:
     expected = Expected.of(case.expect)
-    variant = expected.variant if expected.accepted else \
-        "planning-failed" if expected.reason == "planning-failed" else "rejected"
+    variant = (
+        expected.variant
+        if expected.accepted
+        else "planning-failed"
+        if expected.reason == "planning-failed"
+        else "rejected"
+    )
     empty = expected.accepted and all(0 in shape for shape, _ in expected.outputs.values())
-    return Verdict(case.id, case.package, variant, case_dtype(case), case.family,
-                   expected_variant=expected.variant if expected.accepted else None, empty=empty)
+    return Verdict(
+        case.id,
+        case.package,
+        variant,
+        case_dtype(case),
+        case.family,
+        expected_variant=expected.variant if expected.accepted else None,
+        empty=empty,
+    )

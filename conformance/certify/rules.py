@@ -35,8 +35,10 @@ MAX_REJECTION_BYTES = 64 << 20
 
 
 def input_bytes(case) -> int:
-    return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in
-               (arg for arg in case.inputs.values() if arg is not None))
+    return sum(
+        math.prod(shape) * np.dtype(dtype).itemsize
+        for shape, dtype in (arg for arg in case.inputs.values() if arg is not None)
+    )
 
 
 def rules_for(checker) -> "DeviceModelRules | ContractRules":
@@ -86,19 +88,25 @@ class DeviceModelRules:
         try:
             if input_bytes(case) > MAX_REJECTION_BYTES:
                 variant = self.model.plan(case)
-                raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
-                                 f"the call was accepted as variant {variant!r}")
+                raise CaseFailed(
+                    f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but "
+                    f"the call was accepted as variant {variant!r}"
+                )
             inputs = self.checker.inputs_for(case)
             result = self.checker.run_impl(case, inputs, expect, verdict)
         except Rejected as err:
             check_reason(case, expect, err)
             if self.model.dispatch_count() != before:
-                raise CaseFailed(f"{case.id}: the call was rejected ({err.reason}) but "
-                                 f"{self.model.dispatch_count() - before} dispatch(es) ran") from None
+                raise CaseFailed(
+                    f"{case.id}: the call was rejected ({err.reason}) but "
+                    f"{self.model.dispatch_count() - before} dispatch(es) ran"
+                ) from None
             verdict.detail = str(err)
             return
-        raise CaseFailed(f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but the "
-                         f"call was accepted as variant {result.variant!r}")
+        raise CaseFailed(
+            f"{case.id}: expected a rejection ({expect.reason}: {expect.detail_text()}), but the "
+            f"call was accepted as variant {result.variant!r}"
+        )
 
 
 class ContractRules:
@@ -125,8 +133,10 @@ class ContractRules:
             # accepted on the case's profile but not on an unbounded one cannot happen; the reverse is the device model
             verdict.checks.update(contract="not-applicable")
             what = f"profile {case.profile.name!r}" + (f", tunables {case.tunables}" if case.tunables else "")
-            raise CaseNotApplicable(f"the manifest rejects this call only under {what} ({expect.reason}); "
-                                    f"{self.impl.name} is not bound by the manifest's device model")
+            raise CaseNotApplicable(
+                f"the manifest rejects this call only under {what} ({expect.reason}); "
+                f"{self.impl.name} is not bound by the manifest's device model"
+            )
         if input_bytes(case) > MAX_REJECTION_BYTES:
             verdict.checks.update(contract="not-applicable")
             raise CaseNotApplicable(f"{input_bytes(case)} bytes of inputs: too large to run here")
@@ -159,16 +169,25 @@ class ContractRules:
         divergence (rejects-accepted)."""
         checks = verdict.checks
         lacking = self.lacking_features(case)
-        if lacking:   # refusing what the device cannot do is right; running it anyway is checked
+        if lacking:  # refusing what the device cannot do is right; running it anyway is checked
             checks.update(contract="not-applicable")
-            raise CaseNotApplicable(f"{self.impl.name} refuses the call on a device without "
-                                    f"{', '.join(lacking)}: {err}") from None
+            raise CaseNotApplicable(
+                f"{self.impl.name} refuses the call on a device without {', '.join(lacking)}: {err}"
+            ) from None
         checks.update(contract="failed")
         text = f"{self.impl.name} rejects a call the manifest accepts (as variant {expect.variant!r})"
-        raise CaseFailed(f"{case.id}: {text}:\n{err}", divergence="rejects-accepted", failure=self.checker.failure_for(
-            "rejects-accepted", f"{text}: {err}", case, inputs,
-            lambda: self.checker.contract_outcome(case, package.manifest, inputs, expect),
-            {"outcome": "rejected", "message": str(err)})) from None
+        raise CaseFailed(
+            f"{case.id}: {text}:\n{err}",
+            divergence="rejects-accepted",
+            failure=self.checker.failure_for(
+                "rejects-accepted",
+                f"{text}: {err}",
+                case,
+                inputs,
+                lambda: self.checker.contract_outcome(case, package.manifest, inputs, expect),
+                {"outcome": "rejected", "message": str(err)},
+            ),
+        ) from None
 
     def lacking_features(self, case) -> list[str]:
         """The features a call needs that the implementation's device lacks (where it says which it has, in
@@ -193,30 +212,47 @@ class ContractRules:
         shapes = ", ".join(f"{r} {y.dtype}{list(y.shape)}" for r, y in result.outputs.items())
         reason = verdict.extra.get("contract_why") or expect.reason or ""
         why = reason.splitlines()[0]
-        text = (f"{self.impl.name} accepts a call the manifest rejects ({why}); it returned {shapes}"
-                + _interpret(case, inputs, result))
-        raise CaseFailed(f"{case.id}: {text}", divergence="accepts-rejected", failure=self.checker.failure_for(
-            "accepts-rejected", text, case, inputs, lambda: {"outcome": "rejected", "reason": reason},
-            {"outcome": "accepted", "outputs": dict(result.outputs)}))
+        text = f"{self.impl.name} accepts a call the manifest rejects ({why}); it returned {shapes}" + _interpret(
+            case, inputs, result
+        )
+        raise CaseFailed(
+            f"{case.id}: {text}",
+            divergence="accepts-rejected",
+            failure=self.checker.failure_for(
+                "accepts-rejected",
+                text,
+                case,
+                inputs,
+                lambda: {"outcome": "rejected", "reason": reason},
+                {"outcome": "accepted", "outputs": dict(result.outputs)},
+            ),
+        )
 
 
 def check_reason(case, expect: Expected, err: Rejected) -> None:
     """A device-model rejection gives the manifest's reason, and its details: the failed predicate of each variant
     (no-variant) or the argument it names."""
     if err.reason != expect.reason:
-        raise CaseFailed(f"{case.id}: expected rejection {expect.reason!r} ({expect.detail_text()}), got "
-                         f"{err.reason!r}:\n{err}") from None
+        raise CaseFailed(
+            f"{case.id}: expected rejection {expect.reason!r} ({expect.detail_text()}), got {err.reason!r}:\n{err}"
+        ) from None
     if err.failures and isinstance(expect.detail, dict) and expect.detail:
         if err.failures != dict(expect.detail):
-            lines = [f"  {vid}: expected {expect.detail.get(vid)!r}\n  {' ' * len(vid)}  got      "
-                     f"{err.failures.get(vid)!r}"
-                     for vid in sorted(set(err.failures) | set(expect.detail))
-                     if err.failures.get(vid) != expect.detail.get(vid)]
+            lines = [
+                f"  {vid}: expected {expect.detail.get(vid)!r}\n  {' ' * len(vid)}  got      {err.failures.get(vid)!r}"
+                for vid in sorted(set(err.failures) | set(expect.detail))
+                if err.failures.get(vid) != expect.detail.get(vid)
+            ]
             raise CaseFailed(f"{case.id}: rejected for other reasons than expected:\n" + "\n".join(lines))
-    elif err.reason != "expression" and isinstance(expect.detail, str) and expect.detail \
-            and err.argument not in (None, expect.detail):
-        raise CaseFailed(f"{case.id}: expected the rejection to name argument {expect.detail!r}, "
-                         f"it names {err.argument!r}:\n{err}")
+    elif (
+        err.reason != "expression"
+        and isinstance(expect.detail, str)
+        and expect.detail
+        and err.argument not in (None, expect.detail)
+    ):
+        raise CaseFailed(
+            f"{case.id}: expected the rejection to name argument {expect.detail!r}, it names {err.argument!r}:\n{err}"
+        )
 
 
 def _interpret(case, inputs, result) -> str:

@@ -42,21 +42,26 @@ ID_PREFIX = "test.json/"
 def encode_array(a: np.ndarray) -> dict:
     a = np.asarray(a)
     little = a.astype(a.dtype.newbyteorder("<"), copy=False)
-    return {"shape": list(a.shape), "dtype": a.dtype.name,
-            "data": base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")}
+    return {
+        "shape": list(a.shape),
+        "dtype": a.dtype.name,
+        "data": base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii"),
+    }
 
 
 def decode_array(d: dict) -> np.ndarray:
     dtype = np.dtype(d["dtype"]).newbyteorder("<")
     shape = tuple(int(s) for s in d["shape"])
-    if "data" not in d:      # shape-only (a large rejected call): zeros stand in, only the shape matters
+    if "data" not in d:  # shape-only (a large rejected call): zeros stand in, only the shape matters
         return np.zeros(shape, dtype=dtype.newbyteorder("="))
     if not isinstance(d["data"], str):
         raise ValueError(f"{d['dtype']}{list(shape)}: data must be base64 text")
     raw = base64.b64decode(d["data"], validate=True)
     if len(raw) != math.prod(shape) * dtype.itemsize:
-        raise ManifestError(f"{d['dtype']}{list(shape)}: data has {len(raw)} bytes, expected "
-                            f"{math.prod(shape) * dtype.itemsize}", file=TEST_FILE)
+        raise ManifestError(
+            f"{d['dtype']}{list(shape)}: data has {len(raw)} bytes, expected {math.prod(shape) * dtype.itemsize}",
+            file=TEST_FILE,
+        )
     return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="), copy=True).reshape(shape)
 
 
@@ -75,8 +80,14 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
         if case.heavy or (case.accepted and numel > max_elements):
             left_out += 1
             continue
-        item = {"id": case.id, "family": case.family, "markers": list(case.markers),
-                "profile": case.profile.name, "tunables": dict(case.tunables), "expect": case.expect}
+        item = {
+            "id": case.id,
+            "family": case.family,
+            "markers": list(case.markers),
+            "profile": case.profile.name,
+            "tunables": dict(case.tunables),
+            "expect": case.expect,
+        }
         if case.attributes:
             item["attributes"] = dict(case.attributes)
         profiles.setdefault(case.profile.name, profile_to_dict(case.profile))
@@ -85,16 +96,20 @@ def build_test(package: Package, max_elements: int = MAX_ELEMENTS) -> dict:
             item["inputs"] = {r: None if a is None else encode_array(a) for r, a in arrays.items()}
         else:  # a rejection too large to ship: its shapes are enough
             arrays = None
-            item["inputs"] = {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]}
-                              for r, a in case.inputs.items()}
+            item["inputs"] = {
+                r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in case.inputs.items()
+            }
         if case.accepted:
             item["outputs"], item["tolerance"] = _expected(record, m.op_id, case, arrays, plan_context(planner, case))
         out_cases.append(item)
-    return {"format": TEST_FORMAT, "package": package.name,   # with @N for a version beyond 1
-            "manifest": {"file": "manifest.json", "sha256": m.sha256},
-            "generator": {"suite": "webgpu-kernel-conformance", "maxElements": max_elements,
-                          "leftOut": left_out},
-            "profiles": profiles, "cases": out_cases}
+    return {
+        "format": TEST_FORMAT,
+        "package": package.name,  # with @N for a version beyond 1
+        "manifest": {"file": "manifest.json", "sha256": m.sha256},
+        "generator": {"suite": "webgpu-kernel-conformance", "maxElements": max_elements, "leftOut": left_out},
+        "profiles": profiles,
+        "cases": out_cases,
+    }
 
 
 def _expected(record, op: str, case, arrays, plan) -> tuple[dict, dict]:
@@ -142,7 +157,7 @@ def test_json_path(package: Package) -> Path | None:
 
 def load_test_cases(package: Package, path: Path | None = None) -> list:
     """The stored cases of ``test.json`` as ``cases.Case`` objects with a ``stored`` attribute."""
-    root = package.root if path is None else Path(path).parent   # a caller's own file: confined to its folder
+    root = package.root if path is None else Path(path).parent  # a caller's own file: confined to its folder
     path = path or test_json_path(package)
     if path is None:
         return []
@@ -159,7 +174,7 @@ def load_test_cases(package: Package, path: Path | None = None) -> list:
     if data.get("package") != package.name:
         raise ManifestError(f"holds cases of {data.get('package')!r}, not of {package.name!r}", file=str(path))
     pointer = "/profiles"
-    try:      # a malformed file is this package's error, located, never a crash of the run
+    try:  # a malformed file is this package's error, located, never a crash of the run
         profiles = {name: profile_from_dict(p) for name, p in data.get("profiles", {}).items()}
         out = []
         for i, item in enumerate(data["cases"]):
@@ -181,8 +196,11 @@ MAX_SHAPE_ONLY = 1 << 28
 
 
 def _shape(value, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or len(value) > 8 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in value):
+    if (
+        not isinstance(value, list)
+        or len(value) > 8
+        or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in value)
+    ):
         raise ValueError(f"{where}: expected a shape, a list of at most 8 non-negative integers, got {value!r:.80}")
     return tuple(value)
 
@@ -194,8 +212,9 @@ def _check_item(item) -> None:
     if not isinstance(item, dict):
         raise ValueError(f"expected a case object, got {type(item).__name__}")
     if not isinstance(item.get("id"), str) or not STORED_ID.fullmatch(item["id"]):
-        raise ValueError(f"id: expected up to 200 printable characters (no newline or backtick), got "
-                         f"{str(item.get('id'))[:80]!r}")
+        raise ValueError(
+            f"id: expected up to 200 printable characters (no newline or backtick), got {str(item.get('id'))[:80]!r}"
+        )
     markers = item.get("markers", [])
     if not isinstance(markers, list) or not all(isinstance(m, str) and len(m) <= 64 for m in markers):
         raise ValueError("markers: expected a list of strings of at most 64 characters")
@@ -212,14 +231,19 @@ def _check_item(item) -> None:
             raise ValueError(f"inputs/{role}: expected {{shape, dtype, data}}")
         shape = _shape(d.get("shape"), f"inputs/{role}/shape")
         if "data" not in d and (expect["outcome"] == "accepted" or math.prod(shape) > MAX_SHAPE_ONLY):
-            raise ValueError(f"inputs/{role}: no data (only a rejected call of at most {MAX_SHAPE_ONLY} elements "
-                             f"may be stored by its shape alone)")
-        decode_array(d)            # its data must hold exactly what the shape and dtype say
+            raise ValueError(
+                f"inputs/{role}: no data (only a rejected call of at most {MAX_SHAPE_ONLY} elements "
+                f"may be stored by its shape alone)"
+            )
+        decode_array(d)  # its data must hold exactly what the shape and dtype say
     if expect["outcome"] == "rejected":
         return
     declared = expect.get("outputs")
-    if not isinstance(declared, dict) or not isinstance(expect.get("variant"), str) \
-            or not isinstance(expect.get("passes"), list):
+    if (
+        not isinstance(declared, dict)
+        or not isinstance(expect.get("variant"), str)
+        or not isinstance(expect.get("passes"), list)
+    ):
         raise ValueError("expect: an accepted case needs 'variant', 'passes' and 'outputs'")
     outputs, tolerance = item.get("outputs"), item.get("tolerance")
     if not isinstance(outputs, dict) or not isinstance(tolerance, dict):
@@ -229,13 +253,20 @@ def _check_item(item) -> None:
             raise ValueError(f"expect/outputs/{role}: expected {{shape, dtype}}")
         count = math.prod(_shape(o.get("shape"), f"expect/outputs/{role}/shape"))
         values = outputs.get(role)
-        if not isinstance(values, list) or len(values) != count or not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
-            raise ValueError(f"outputs/{role}: expected {count} numbers (null: unconstrained), got "
-                             f"{len(values) if isinstance(values, list) else type(values).__name__}")
+        if (
+            not isinstance(values, list)
+            or len(values) != count
+            or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values)
+        ):
+            raise ValueError(
+                f"outputs/{role}: expected {count} numbers (null: unconstrained), got "
+                f"{len(values) if isinstance(values, list) else type(values).__name__}"
+            )
         t = tolerance.get(role)
-        if not isinstance(t, dict) or not all(isinstance(t.get(k), (int, float)) and not isinstance(t.get(k), bool)
-                                              and t[k] >= 0 for k in ("atol", "rtol")):
+        if not isinstance(t, dict) or not all(
+            isinstance(t.get(k), (int, float)) and not isinstance(t.get(k), bool) and t[k] >= 0
+            for k in ("atol", "rtol")
+        ):
             raise ValueError(f"tolerance/{role}: expected non-negative numbers 'atol' and 'rtol'")
         element = t.get("elementAtol")
         if element is not None and (not isinstance(element, list) or len(element) != count):
@@ -250,10 +281,20 @@ def _stored_case(package: Package, item: dict, profiles: dict, path: Path):
     profile = profiles.get(name) or PROFILES[name]
     inputs = {r: None if d is None else (tuple(d["shape"]), d["dtype"]) for r, d in item["inputs"].items()}
     stored = Stored(item["inputs"], item.get("outputs", {}), item.get("tolerance", {}), str(path))
-    return StoredCase(ID_PREFIX + item["id"], package.name, item.get("family", "stored"), inputs, profile,
-                      dict(item.get("tunables", {})), Recipe(0), item["expect"], False,
-                      tuple(item.get("markers", ())) + ("test_json",), attributes=dict(item.get("attributes", {})),
-                      stored=stored)
+    return StoredCase(
+        ID_PREFIX + item["id"],
+        package.name,
+        item.get("family", "stored"),
+        inputs,
+        profile,
+        dict(item.get("tunables", {})),
+        Recipe(0),
+        item["expect"],
+        False,
+        tuple(item.get("markers", ())) + ("test_json",),
+        attributes=dict(item.get("attributes", {})),
+        stored=stored,
+    )
 
 
 @dataclass(frozen=True)

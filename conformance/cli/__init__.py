@@ -9,8 +9,7 @@ from contextlib import contextmanager
 
 from conformance.config import BACKENDS, REPO_SPECS, WEBGPU
 
-COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve", "new",
-            "certify")
+COMMANDS = ("bench", "accuracy", "lint", "diff", "export", "cases", "mutate", "merge", "serve", "new", "certify")
 
 
 def add_packages_and_device(parser) -> None:
@@ -22,10 +21,14 @@ def add_packages_and_device(parser) -> None:
 
 
 def add_webgpu(parser, default: str | None = "wgpu") -> None:
-    parser.add_argument("--webgpu", default=default, choices=WEBGPU,
-                        help="the WebGPU implementation: wgpu (wgpu-native, naga), dawn (Dawn, Tint), firefox (a "
-                             "headless firefox-esr at the served page) or chromium "
-                             "(a headless Chromium page)" + (f"; default {default}" if default else ""))
+    parser.add_argument(
+        "--webgpu",
+        default=default,
+        choices=WEBGPU,
+        help="the WebGPU implementation: wgpu (wgpu-native, naga), dawn (Dawn, Tint), firefox (a "
+        "headless firefox-esr at the served page) or chromium "
+        "(a headless Chromium page)" + (f"; default {default}" if default else ""),
+    )
 
 
 #: Garbage collection thresholds while a batch command runs (Python's defaults are 700, 10, 10).

@@ -47,12 +47,16 @@ def _accuracy(args) -> int:
                 if big.any():
                     cell["max_rel"] = max(cell["max_rel"], float((err[big] / np.abs(expected[ok][big])).max()))
     rows = [{"package": p, "variant": v, "dtype": d, **c} for (p, v, d), c in sorted(table.items())]
-    print(f"device: {device.summary['adapter']} ({device.summary['backend']}); relative error where "
-          f"|expected| >= {REL_FLOOR}")
+    print(
+        f"device: {device.summary['adapter']} ({device.summary['backend']}); relative error where "
+        f"|expected| >= {REL_FLOOR}"
+    )
     print(f"{'package':<24}{'variant':<20}{'dtype':<9}{'cases':>6}{'max abs':>12}{'max rel':>12}")
     for r in rows:
-        print(f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{r['cases']:>6}{r['max_abs']:>12.3e}"
-              f"{r['max_rel']:>12.3e}")
+        print(
+            f"{r['package']:<24}{r['variant']:<20}{r['dtype']:<9}{r['cases']:>6}{r['max_abs']:>12.3e}"
+            f"{r['max_rel']:>12.3e}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device.summary, "rows": rows}, indent=2) + "\n")
     return 0

@@ -27,8 +27,9 @@ def webgpu_list(text: str) -> list[str]:
     names = list(WEBGPU) if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     unknown = [n for n in names if n not in WEBGPU]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected all, or one or more of {', '.join(WEBGPU)} "
-                                         f"separated by commas")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected all, or one or more of {', '.join(WEBGPU)} separated by commas"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -49,30 +50,42 @@ def _selected(dirs: list[Path], packages: str | None) -> list[Path]:
 
 def _bench(args) -> int:
     if args.plot:
-        bench.pyplot()   # before the run, not after it
+        bench.pyplot()  # before the run, not after it
     dirs = _selected(find_package_dirs(Path(args.specs)), args.packages)
     if args.per_thread > 1 or args.proposal:
         if args.write_tuning:
-            raise SystemExit("bench: --write-tuning would store tuning for variants that do not ship; "
-                             "drop it or --proposal/--per-thread")
+            raise SystemExit(
+                "bench: --write-tuning would store tuning for variants that do not ship; "
+                "drop it or --proposal/--per-thread"
+            )
         scratch = Path(tempfile.mkdtemp(prefix="bench-proposal-"))
         if args.proposal:
             dirs = proposal.apply_all(dirs, Path(args.proposal), scratch)
         if args.per_thread > 1:
             dirs = [proposal.vec4_per_thread(d, args.per_thread, scratch) for d in dirs]
     packages = [load_package(d) for d in dirs]
-    options = dict(min_elements=args.min_elements, max_elements=args.max_elements, reps=args.reps,
-                   sweep=args.sweep, write_tuning=args.write_tuning, warmup_seconds=args.warmup_seconds,
-                   peers=args.peers, cuda_copy=not args.no_cuda_copy, max_calls=args.max_calls,
-                   shapes=_shapes(args))
+    options = dict(
+        min_elements=args.min_elements,
+        max_elements=args.max_elements,
+        reps=args.reps,
+        sweep=args.sweep,
+        write_tuning=args.write_tuning,
+        warmup_seconds=args.warmup_seconds,
+        peers=args.peers,
+        cuda_copy=not args.no_cuda_copy,
+        max_calls=args.max_calls,
+        shapes=_shapes(args),
+    )
     out, plot = Path(args.json) if args.json else None, Path(args.plot) if args.plot else None
     if len(args.webgpu) == 1:
         device = get_device(args.device, args.adapter, args.webgpu[0])
         result = bench.run_bench([Kernel(p, device) for p in packages], out=out, plot=plot, **options)
     else:
+
         def open_kernels(webgpu):
             device = get_device(args.device, args.adapter, webgpu)
             return [Kernel(p, device) for p in packages]
+
         result = bench.run_implementations(args.webgpu, open_kernels, out=out, plot=plot, **options)
     print(bench.format_table(result))
     for run in result.get("runs") or [result]:
@@ -102,7 +115,7 @@ def shape_argument(text: str) -> tuple[int, ...]:
 
 
 def _plot(args) -> int:
-    bench.pyplot()   # before reading anything: without matplotlib, one line saying what to install
+    bench.pyplot()  # before reading anything: without matplotlib, one line saying what to install
     try:
         result = json.loads(Path(args.json).read_text())
         rows, adapter = result["rows"], result["device"].get("adapter", "device")
@@ -118,39 +131,84 @@ def register(sub) -> None:
     b.add_argument("--specs", default=str(REPO_SPECS))
     b.add_argument("--device", default="auto", choices=sorted(BACKENDS))
     b.add_argument("--adapter", default=None)
-    b.add_argument("--webgpu", type=webgpu_list, default=["wgpu"],
-                   help="WebGPU implementation(s): wgpu (wgpu-native, naga), dawn (Dawn, Tint), chromium, a comma-"
-                        "separated list (wgpu,dawn: side by side in one run and one JSON) or all")
-    b.add_argument("--packages", default=None,
-                   help="only these packages (op names such as Gelu, op ids, or op id@N; commas); default every one")
-    b.add_argument("--max-calls", type=int, default=None, metavar="N",
-                   help="time only the first N calls of each implementation's fixed list (the JSON says what was left "
-                        "out; a count, so the same calls are benched on every machine)")
-    b.add_argument("--no-cuda-copy", action="store_true",
-                   help="leave the CUDA device-to-device copy (torch) out of best_copy")
+    b.add_argument(
+        "--webgpu",
+        type=webgpu_list,
+        default=["wgpu"],
+        help="WebGPU implementation(s): wgpu (wgpu-native, naga), dawn (Dawn, Tint), chromium, a comma-"
+        "separated list (wgpu,dawn: side by side in one run and one JSON) or all",
+    )
+    b.add_argument(
+        "--packages",
+        default=None,
+        help="only these packages (op names such as Gelu, op ids, or op id@N; commas); default every one",
+    )
+    b.add_argument(
+        "--max-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="time only the first N calls of each implementation's fixed list (the JSON says what was left "
+        "out; a count, so the same calls are benched on every machine)",
+    )
+    b.add_argument(
+        "--no-cuda-copy", action="store_true", help="leave the CUDA device-to-device copy (torch) out of best_copy"
+    )
     b.add_argument("--min-elements", type=int, default=0, help="smallest size in elements")
-    b.add_argument("--max-elements", type=int, default=1 << 20,
-                   help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)")
-    b.add_argument("--shapes", choices=["models"], default=None,
-                   help="instead of the size grid, each op's activation shapes in public model configurations "
-                        "(BERT-base, GPT-2, GPT-2 medium, a 7B decoder; sequence 128 and 512)")
-    b.add_argument("--shape", type=shape_argument, action="append", default=None, metavar="D0,D1,...",
-                   help="instead of the size grid, this primary input shape for every package (repeatable)")
+    b.add_argument(
+        "--max-elements",
+        type=int,
+        default=1 << 20,
+        help="largest size in elements (default 1 Mi; 268435456 for the full 4 Ki..256 Mi range)",
+    )
+    b.add_argument(
+        "--shapes",
+        choices=["models"],
+        default=None,
+        help="instead of the size grid, each op's activation shapes in public model configurations "
+        "(BERT-base, GPT-2, GPT-2 medium, a 7B decoder; sequence 128 and 512)",
+    )
+    b.add_argument(
+        "--shape",
+        type=shape_argument,
+        action="append",
+        default=None,
+        metavar="D0,D1,...",
+        help="instead of the size grid, this primary input shape for every package (repeatable)",
+    )
     b.add_argument("--reps", type=int, default=20)
-    b.add_argument("--warmup-seconds", type=float, default=1.0,
-                   help="sustained load before each timing, so the GPU's clocks are up (default 1.0)")
+    b.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=1.0,
+        help="sustained load before each timing, so the GPU's clocks are up (default 1.0)",
+    )
     b.add_argument("--sweep", action="store_true", help="sweep WORKGROUP_SIZE 32..1024 at the largest size")
-    b.add_argument("--write-tuning", nargs="?", const=True, default=False, metavar="DIR",
-                   help="write the sweep's best values as this device's table, in DIR or else the user's cache "
-                        "($XDG_CACHE_HOME/webgpu-kernel-conformance/tuning), where plain kernel calls find it")
+    b.add_argument(
+        "--write-tuning",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="DIR",
+        help="write the sweep's best values as this device's table, in DIR or else the user's cache "
+        "($XDG_CACHE_HOME/webgpu-kernel-conformance/tuning), where plain kernel calls find it",
+    )
     b.add_argument("--json", default=None, help="write the results as JSON here")
     b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
-    b.add_argument("--per-thread", type=int, default=1,
-                   help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation")
-    b.add_argument("--proposal", default=None,
-                   help="bench a proposed manifest change: a specs/proposals/*.json file of additions")
-    b.add_argument("--peers", action="store_true",
-                   help="also time PyTorch GELU (CUDA) and ONNX Runtime WebGPU FastGelu/Gelu in the same run")
+    b.add_argument(
+        "--per-thread",
+        type=int,
+        default=1,
+        help="bench a proposed manifest change: vec4 variants handle N vec4 per invocation",
+    )
+    b.add_argument(
+        "--proposal", default=None, help="bench a proposed manifest change: a specs/proposals/*.json file of additions"
+    )
+    b.add_argument(
+        "--peers",
+        action="store_true",
+        help="also time PyTorch GELU (CUDA) and ONNX Runtime WebGPU FastGelu/Gelu in the same run",
+    )
     b.set_defaults(func=_bench)
     p = sub.add_parser("plot", help="plot a bench JSON file as PNG")
     p.add_argument("json")

@@ -29,12 +29,20 @@ def add_arguments(ap) -> None:
     ap.add_argument("--out", type=Path, default=None, help="where golden files live (default: cases/)")
     ap.add_argument("--check", action="store_true", help="exit 1 with a diff when a golden file is out of date")
     ap.add_argument("--coverage", action="store_true", help="print the coverage report per manifest")
-    ap.add_argument("--jobs", "-j", type=int, default=None,
-                    help="packages generated at a time, each in a worker process (default: CONFORMANCE_JOBS, else "
-                         "the cores this process may use)")
-    ap.add_argument("--without-record", action="store_true",
-                    help="write the golden files of packages that have no op record in this Python (by default "
-                         "refused: they would lack the cases the record adds)")
+    ap.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="packages generated at a time, each in a worker process (default: CONFORMANCE_JOBS, else "
+        "the cores this process may use)",
+    )
+    ap.add_argument(
+        "--without-record",
+        action="store_true",
+        help="write the golden files of packages that have no op record in this Python (by default "
+        "refused: they would lack the cases the record adds)",
+    )
 
 
 def main(argv=None) -> int:
@@ -43,7 +51,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         return run(args)
-    except ConformanceError as err:      # e.g. an installed record that may not be used: one line, as -m conformance
+    except ConformanceError as err:  # e.g. an installed record that may not be used: one line, as -m conformance
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -70,7 +78,7 @@ def _run(args) -> int:
         note = missing_record_note(package.name)
         if note:
             print(f"warning: {note}", file=sys.stderr)
-    if not args.check and not args.coverage:      # every golden file's path is checked before any is generated
+    if not args.check and not args.coverage:  # every golden file's path is checked before any is generated
         refused = refuse_without_record(args, packages)
         if refused:
             return 2
@@ -82,7 +90,7 @@ def _run(args) -> int:
             return 2
     if args.coverage:
         return coverage_all(packages, failed)
-    stale, checked = 0, []   # checked: (package, path, calls delta, text diff), summarized before the diffs
+    stale, checked = 0, []  # checked: (package, path, calls delta, text diff), summarized before the diffs
     generated = workers.generate_all(packages, args.jobs)
     for package, cases_or_error in zip(packages, generated):
         try:
@@ -149,8 +157,11 @@ def one_package(args, package, checked: list, generated) -> int:
         why = golden.stale_why(golden.digest_path(args.out, package.name), package)
         record_changed = bool(why) and "op record" in why
         if why:
-            print(f"{'error: ' if record_changed else ''}{path}: {why} ({stale_hint(args, package, record_changed)})"
-                  f": test runs do not load it", file=sys.stderr if record_changed else sys.stdout)
+            print(
+                f"{'error: ' if record_changed else ''}{path}: {why} ({stale_hint(args, package, record_changed)})"
+                f": test runs do not load it",
+                file=sys.stderr if record_changed else sys.stdout,
+            )
         checked.append((package.name, path, golden.compare(path, generated, text), golden.diff(path, text), why))
         return int(failing or record_changed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,9 +186,12 @@ def refuse_without_record(args, packages) -> int:
         return 0
     missing = [p for p in packages if missing_record_note(p.name)]
     for package in missing:
-        print(f"error: {package.root}: not writing its golden file: "
-              f"{golden.record_missing_hint(package.name)} "
-              f"(a package that has no record yet: --without-record)", file=sys.stderr)
+        print(
+            f"error: {package.root}: not writing its golden file: "
+            f"{golden.record_missing_hint(package.name)} "
+            f"(a package that has no record yet: --without-record)",
+            file=sys.stderr,
+        )
     return len(missing)
 
 
@@ -186,8 +200,11 @@ def report_planning_failures(package, generated) -> int:
     ``planning-failed``, which pytest fails); 1 when there is any, so the command does not pass silently."""
     failures = cases.planning_failures(generated)
     for f in failures:
-        print(f"error: {package.manifest.file}:{f.pointer}: fails to evaluate for {f.count} generated call(s), "
-              f"e.g. case {f.first}: {f.message}", file=sys.stderr)
+        print(
+            f"error: {package.manifest.file}:{f.pointer}: fails to evaluate for {f.count} generated call(s), "
+            f"e.g. case {f.first}: {f.message}",
+            file=sys.stderr,
+        )
     return int(bool(failures))
 
 
@@ -206,8 +223,7 @@ def report_check(checked: list, command: str) -> int:
         elif text:
             print(f"  {name}: same calls and outcomes, written differently (not a behaviour change)")
         elif why:
-            print(f"  {name}: same calls and outcomes; its digest file does not match ({why}): `{command}` "
-                  f"rewrites it")
+            print(f"  {name}: same calls and outcomes; its digest file does not match ({why}): `{command}` rewrites it")
         else:
             print(f"  {name}: up to date")
     if stale:

@@ -45,11 +45,32 @@ def pytest_command(args, scratch: Path) -> list[str]:
     report = check_paths(named_path(args.report, "--report"))[0]
     ini = scratch / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
-    argv = [sys.executable, "-I", "-c", BOOTSTRAP, str(suite_root()), "-c", str(ini), "--rootdir", str(scratch),
-            "--noconftest", "-p", "no:cacheprovider", "-p", "conformance.plugin", "-q", "-rfE",
-            "--pyargs", *targets(args), f"--specs={specs}", f"--conformance-report={report}",
-            f"--device={args.device}", f"--webgpu={args.webgpu}", f"--impl={args.impl}",
-            f"--divergences={args.divergences}"]
+    argv = [
+        sys.executable,
+        "-I",
+        "-c",
+        BOOTSTRAP,
+        str(suite_root()),
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(scratch),
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "conformance.plugin",
+        "-q",
+        "-rfE",
+        "--pyargs",
+        *targets(args),
+        f"--specs={specs}",
+        f"--conformance-report={report}",
+        f"--device={args.device}",
+        f"--webgpu={args.webgpu}",
+        f"--impl={args.impl}",
+        f"--divergences={args.divergences}",
+    ]
     if args.adapter:
         argv.append(f"--adapter={args.adapter}")
     if getattr(args, "webgpu_adapter", None):
@@ -69,17 +90,34 @@ def pytest_command(args, scratch: Path) -> list[str]:
 
 def targets(args) -> list[str]:
     """What the isolated pytest collects: every case, or the ones ``--case`` names."""
-    return [f"conformance.test_kernels::{case}" for case in getattr(args, "case", None) or ()] \
-        or ["conformance.test_kernels"]
+    return [f"conformance.test_kernels::{case}" for case in getattr(args, "case", None) or ()] or [
+        "conformance.test_kernels"
+    ]
 
 
 def rerun_prefix(args, specs: Path, report: Path) -> str:
     """This certify command as it reruns one case from anywhere (the case is appended as ``--case NAME``): the
     same interpreter, packages, device and options, paths absolute, the report written beside this run's as
     ``<name>-rerun.json`` (not over it), no workers or repros."""
-    words = [sys.executable, *(["-P"] if sys.flags.safe_path else []), "-m", "conformance", "certify",
-             "--specs", str(specs), "--device", args.device, "--webgpu", args.webgpu, "--impl", args.impl,
-             "--divergences", args.divergences, "--report", str(report.with_name(f"{report.stem}-rerun.json"))]
+    words = [
+        sys.executable,
+        *(["-P"] if sys.flags.safe_path else []),
+        "-m",
+        "conformance",
+        "certify",
+        "--specs",
+        str(specs),
+        "--device",
+        args.device,
+        "--webgpu",
+        args.webgpu,
+        "--impl",
+        args.impl,
+        "--divergences",
+        args.divergences,
+        "--report",
+        str(report.with_name(f"{report.stem}-rerun.json")),
+    ]
     if args.adapter:
         words += ["--adapter", args.adapter]
     if getattr(args, "webgpu_adapter", None):
@@ -106,7 +144,7 @@ def isolated_environment() -> dict[str, str]:
     """This process's environment less what configures pytest, with plugin autoloading off."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env[CHECKOUT_VARIABLE] = os.getcwd()     # the scratch run refuses links below the checkout too
+    env[CHECKOUT_VARIABLE] = os.getcwd()  # the scratch run refuses links below the checkout too
     return env
 
 
@@ -118,28 +156,47 @@ def _certify(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("certify", help="run every conformance case in a pytest the checkout cannot configure "
-                                       "(no conftest.py, ini files, addopts or autoloaded plugins)")
+    p = sub.add_parser(
+        "certify",
+        help="run every conformance case in a pytest the checkout cannot configure "
+        "(no conftest.py, ini files, addopts or autoloaded plugins)",
+    )
     p.add_argument("--specs", default=str(REPO_SPECS), help="a directory of packages, or one package directory")
     p.add_argument("--device", default="auto", choices=sorted(BACKENDS) + ["all"])
     p.add_argument("--adapter", default=None)
-    p.add_argument("--webgpu-adapter", default=None, choices=ADAPTER_REQUESTS,
-                   help="a launched Chromium's WebGPU adapter: gpu, software or auto (pytest's --webgpu-adapter)")
+    p.add_argument(
+        "--webgpu-adapter",
+        default=None,
+        choices=ADAPTER_REQUESTS,
+        help="a launched Chromium's WebGPU adapter: gpu, software or auto (pytest's --webgpu-adapter)",
+    )
     p.add_argument("--webgpu", default="wgpu", choices=WEBGPU + JS_RUNTIMES + ("all",))
     p.add_argument("--impl", default="manifest")
     p.add_argument("--divergences", choices=("fail", "xfail"), default="fail")
     p.add_argument("--expectations", default=None, metavar="FILE")
-    p.add_argument("--golden", default=None, metavar="DIR", help="the kernel repository's golden files (as pytest's "
-                                                                  "--golden)")
+    p.add_argument(
+        "--golden", default=None, metavar="DIR", help="the kernel repository's golden files (as pytest's --golden)"
+    )
     p.add_argument("--run-heavy", action="store_true")
-    p.add_argument("--repro-dir", default=None, metavar="DIR",
-                   help="standalone repros of an outside implementation's failures, one per group of identical "
-                        "ones, with DIR/index.md (as pytest's --repro-dir)")
-    p.add_argument("--case", action="append", default=[], metavar="NAME",
-                   help="run only this case (its test name, test_case[...], as a failure's rerun line gives it); "
-                        "repeatable")
+    p.add_argument(
+        "--repro-dir",
+        default=None,
+        metavar="DIR",
+        help="standalone repros of an outside implementation's failures, one per group of identical "
+        "ones, with DIR/index.md (as pytest's --repro-dir)",
+    )
+    p.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this case (its test name, test_case[...], as a failure's rerun line gives it); repeatable",
+    )
     p.add_argument("--workers", "-n", type=int, default=0, metavar="N", help="pytest-xdist workers (default: none)")
-    p.add_argument("--report", default="conformance-report.json", metavar="PATH",
-                   help="the JSON report (and the Markdown and HTML ones beside it); default "
-                        "conformance-report.json")
+    p.add_argument(
+        "--report",
+        default="conformance-report.json",
+        metavar="PATH",
+        help="the JSON report (and the Markdown and HTML ones beside it); default conformance-report.json",
+    )
     p.set_defaults(func=_certify)

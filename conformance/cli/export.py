@@ -27,12 +27,15 @@ def _export(args) -> int:
         print(f"export: portable-subset check skipped ({err}); metadata.json says so")
     try:
         for directory in dirs:
-            test, bench = export.export_package(directory, Path(args.out) if args.out else None,
-                                                args.max_elements if args.max_elements is not None else
-                                                export.MAX_ELEMENTS, engine)
+            test, bench = export.export_package(
+                directory,
+                Path(args.out) if args.out else None,
+                args.max_elements if args.max_elements is not None else export.MAX_ELEMENTS,
+                engine,
+            )
             print(f"wrote {test} ({test.stat().st_size} bytes), {bench} and {test.parent / export.METADATA_FILE}")
             portable = json.loads((test.parent / export.METADATA_FILE).read_text(encoding="utf-8"))["portableSubset"]
-            if engine is not None and not portable.get("checked"):   # a check that compared nothing says so here too
+            if engine is not None and not portable.get("checked"):  # a check that compared nothing says so here too
                 print(f"export: {directory.name}: portable-subset check: not checked ({portable.get('reason')})")
     finally:
         if engine is not None:
@@ -41,10 +44,15 @@ def _export(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write test.json, bench.json and metadata.json into a package directory "
-                                         "(beside its manifest)")
+    p = sub.add_parser(
+        "export", help="write test.json, bench.json and metadata.json into a package directory (beside its manifest)"
+    )
     p.add_argument("package", help="a package directory (either layout), or a directory of packages")
     p.add_argument("--out", default=None, help="write here instead of beside the manifest")
-    p.add_argument("--max-elements", type=int, default=None,
-                   help="ship accepted cases with at most this many input elements (default 4096)")
+    p.add_argument(
+        "--max-elements",
+        type=int,
+        default=None,
+        help="ship accepted cases with at most this many input elements (default 4096)",
+    )
     p.set_defaults(func=_export)

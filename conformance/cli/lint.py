@@ -31,6 +31,7 @@ def _lint(args) -> int:
         except DeviceError as err:
             findings.append(Finding("<device>", "", f"{err} (--no-compile renders and checks without compiling)"))
             return None
+
     engine, compared, js = None, {}, "JS check off (--no-js)"
     if not args.no_js:
         try:
@@ -57,26 +58,44 @@ def _lint(args) -> int:
     for f in findings:
         print(f)
     for name, stats in compared.items():
-        print(f"lint: {name}: {stats.contexts} template contexts and {stats.expressions} expression evaluations "
-              f"compared with {engine.label}", file=sys.stderr)
+        print(
+            f"lint: {name}: {stats.contexts} template contexts and {stats.expressions} expression evaluations "
+            f"compared with {engine.label}",
+            file=sys.stderr,
+        )
     device = opened[0] if opened else None
     where = f"{device.summary['adapter']} through {device.webgpu}" if device else "no device, not compiled"
-    print(f"lint: {len(findings)} error(s) in {args.dir} ({where}; {js}; {time.perf_counter() - start:.1f}s)",
-          file=sys.stderr)
+    print(
+        f"lint: {len(findings)} error(s) in {args.dir} ({where}; {js}; {time.perf_counter() - start:.1f}s)",
+        file=sys.stderr,
+    )
     return 1 if findings else 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("lint", help="check kernel packages: schema, reachable variants, templates render and "
-                                    "compile, bindings agree; one `path:json-pointer: message` line per error")
-    p.add_argument("dir", nargs="?", default=str(REPO_SPECS), help="a package or a directory of packages "
-                                                                   "(default: the repository's specs/)")
+    p = sub.add_parser(
+        "lint",
+        help="check kernel packages: schema, reachable variants, templates render and "
+        "compile, bindings agree; one `path:json-pointer: message` line per error",
+    )
+    p.add_argument(
+        "dir",
+        nargs="?",
+        default=str(REPO_SPECS),
+        help="a package or a directory of packages (default: the repository's specs/)",
+    )
     p.add_argument("--device", default=None, help="backend to compile on (default: CONFORMANCE_DEVICE or auto)")
     p.add_argument("--adapter", default=None)
     add_webgpu(p, default=None)
     p.add_argument("--no-compile", action="store_true", help="render and check bindings, but open no device")
-    p.add_argument("--no-js", action="store_true", help="skip the portable-subset check (templates and expressions "
-                                                        "against @huggingface/jinja in Node)")
-    p.add_argument("--require-js", action="store_true", help="an error, not a skip, when Node or @huggingface/jinja "
-                                                             "is missing (CI)")
+    p.add_argument(
+        "--no-js",
+        action="store_true",
+        help="skip the portable-subset check (templates and expressions against @huggingface/jinja in Node)",
+    )
+    p.add_argument(
+        "--require-js",
+        action="store_true",
+        help="an error, not a skip, when Node or @huggingface/jinja is missing (CI)",
+    )
     p.set_defaults(func=_lint)

@@ -54,8 +54,13 @@ def register(sub) -> None:
     p.add_argument("reports", nargs="+", help="JSON reports written by --conformance-report")
     p.add_argument("--out", default=None, help="write the Markdown matrix here (default: print it)")
     p.add_argument("--json", default=None, help="write the matrix as JSON here")
-    p.add_argument("--html", default=None, help="write the matrix as one self-contained HTML page here (colour grid, "
-                                                "devices, every failure with its plot and rerun command)")
-    p.add_argument("--allow-different-packages", action="store_true",
-                   help="merge reports whose package files differ (sha256)")
+    p.add_argument(
+        "--html",
+        default=None,
+        help="write the matrix as one self-contained HTML page here (colour grid, "
+        "devices, every failure with its plot and rerun command)",
+    )
+    p.add_argument(
+        "--allow-different-packages", action="store_true", help="merge reports whose package files differ (sha256)"
+    )
     p.set_defaults(func=_merge)

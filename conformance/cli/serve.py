@@ -24,10 +24,13 @@ PROGRESS_STEPS = 20  # terminal lines per column over its run (and one when it e
 
 def _serve(args) -> int:
     patterns = [id_pattern(g) for g in args.cases or ()]
-    packages = load_packages(Path(args.specs) if args.specs else REPO_SPECS, args.run_heavy,
-                             (lambda i: any(p.fullmatch(i) for p in patterns)) if patterns else None)
+    packages = load_packages(
+        Path(args.specs) if args.specs else REPO_SPECS,
+        args.run_heavy,
+        (lambda i: any(p.fullmatch(i) for p in patterns)) if patterns else None,
+    )
     report_dir = Path(args.report) if args.report else None
-    if report_dir is not None:   # refused now, not once the columns have run
+    if report_dir is not None:  # refused now, not once the columns have run
         report.check_paths(report_dir / "column.json")
     runs: list = []
     lock = threading.Lock()
@@ -35,7 +38,7 @@ def _serve(args) -> int:
     def on_page(client):
         run = ColumnRun(client, packages, report_dir, reconnect_timeout=args.reconnect_timeout)
         with lock:
-            if _enough(runs, args.columns):     # the columns asked for have finished: no new one starts
+            if _enough(runs, args.columns):  # the columns asked for have finished: no new one starts
                 client.close(f"this server takes no more columns ({args.columns} finished)")
                 return
             runs.append(run)
@@ -46,8 +49,11 @@ def _serve(args) -> int:
     except OSError as err:
         raise ConformanceError(f"--host {args.host} --port {args.port}: cannot listen there ({err})") from None
     total = sum(len(c) for _, c, _ in packages)
-    print(f"serving {len(packages)} package(s), {total} cases a column; open this URL in each browser to certify:\n"
-          f"  {server.url}\n(requests without its token are refused; Ctrl-C stops)", flush=True)
+    print(
+        f"serving {len(packages)} package(s), {total} cases a column; open this URL in each browser to certify:\n"
+        f"  {server.url}\n(requests without its token are refused; Ctrl-C stops)",
+        flush=True,
+    )
     shown: dict[str, int] = {}
     finished_at = None
     try:
@@ -82,11 +88,16 @@ def _enough(runs: list, columns: int) -> bool:
 
 def _finished_lines(runs: list, finished: list, report_dir) -> None:
     """How many columns finished and which, each with its result and report (page-given text on one line)."""
-    print(f"{len(finished)} column(s) finished" + (f": {', '.join(r.slug for r in finished)}" if finished else "")
-          + (f"; {len(runs) - len(finished)} not finished (not reported)" if len(runs) > len(finished) else ""))
+    print(
+        f"{len(finished)} column(s) finished"
+        + (f": {', '.join(r.slug for r in finished)}" if finished else "")
+        + (f"; {len(runs) - len(finished)} not finished (not reported)" if len(runs) > len(finished) else "")
+    )
     for run in finished:
-        print(f"{run.slug}: {run.data['result']}: {run.summary()}; device: "
-              f"{one_line(report.device_line(run.data['device']))}")
+        print(
+            f"{run.slug}: {run.data['result']}: {run.summary()}; device: "
+            f"{one_line(report.device_line(run.data['device']))}"
+        )
         if run.report_error:
             print(f"  report not written: {one_line(run.report_error)}")
         elif report_dir is not None:
@@ -99,7 +110,7 @@ def _progress(run: ColumnRun, shown: dict) -> None:
     """A line when a column connects, every 1/PROGRESS_STEPS of its cases, and when it ends."""
     done, step = len(run.verdicts), max(1, run.total // PROGRESS_STEPS)
     last = shown.get(run.client.id)
-    if last is None and not run.client.generation:   # made for a page whose hello is not through yet: no agent
+    if last is None and not run.client.generation:  # made for a page whose hello is not through yet: no agent
         return
     if last is None:
         print(f"{run.client.id}: connected: {one_line(run.client.user_agent)}", flush=True)
@@ -116,18 +127,35 @@ def _progress(run: ColumnRun, shown: dict) -> None:
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve a page: every browser that opens its URL runs the cases as one column")
     p.add_argument("--specs", default=None, help="packages to certify (default: the shipped ones)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for other machines of the network)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; 0.0.0.0 for other machines of the network)",
+    )
     p.add_argument("--port", type=int, default=0, help="port (default: any free one)")
     p.add_argument("--report", default=None, help="write each column's report here as <column>.json, .md and .html")
-    p.add_argument("--columns", type=int, default=0, help="exit once this many columns have finished (default: "
-                                                          "serve until Ctrl-C)")
-    p.add_argument("--cases", action="append", default=None, metavar="GLOB",
-                   help="only the case ids matching GLOB (* and ? wildcards; repeat for more)")
+    p.add_argument(
+        "--columns", type=int, default=0, help="exit once this many columns have finished (default: serve until Ctrl-C)"
+    )
+    p.add_argument(
+        "--cases",
+        action="append",
+        default=None,
+        metavar="GLOB",
+        help="only the case ids matching GLOB (* and ? wildcards; repeat for more)",
+    )
     p.add_argument("--run-heavy", action="store_true", help="include the cases with hundreds of MB of buffers")
-    p.add_argument("--timeout", type=float, default=25.0,
-                   help="seconds a page may take to answer one batch before the case fails (default 25)")
-    p.add_argument("--reconnect-timeout", type=float, default=600.0,
-                   help="seconds a column waits for its page to come back (a reload, a crashed tab) before its "
-                        "remaining cases are not run (default 600)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=25.0,
+        help="seconds a page may take to answer one batch before the case fails (default 25)",
+    )
+    p.add_argument(
+        "--reconnect-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a column waits for its page to come back (a reload, a crashed tab) before its "
+        "remaining cases are not run (default 600)",
+    )
     p.set_defaults(func=_serve)

@@ -23,7 +23,6 @@ MAX_NUMEL = 2**53
 MAX_RANK = 8
 
 
-
 @dataclass(frozen=True)
 class TensorArg:
     """One tensor argument as the contract sees it: a shape and a manifest dtype name (``float32``)."""
@@ -60,16 +59,23 @@ def dtype_name(value: Any, argument: str) -> str:
             return value
         if value in FROM_WGSL:
             return FROM_WGSL[value]
-        raise ContractError(f"argument {argument!r}: unknown dtype {value!r}; expected one of "
-                            f"{', '.join(WGSL_DTYPE)}", reason="dtype", argument=argument)
+        raise ContractError(
+            f"argument {argument!r}: unknown dtype {value!r}; expected one of {', '.join(WGSL_DTYPE)}",
+            reason="dtype",
+            argument=argument,
+        )
     try:
         name = np.dtype(value).name
     except TypeError:
-        raise ContractError(f"argument {argument!r}: cannot read a dtype from {value!r}", reason="dtype",
-                            argument=argument) from None
+        raise ContractError(
+            f"argument {argument!r}: cannot read a dtype from {value!r}", reason="dtype", argument=argument
+        ) from None
     if name not in NUMPY_NAMES:
-        raise ContractError(f"argument {argument!r}: dtype {name} is not a tensor dtype this suite knows",
-                            reason="dtype", argument=argument)
+        raise ContractError(
+            f"argument {argument!r}: dtype {name} is not a tensor dtype this suite knows",
+            reason="dtype",
+            argument=argument,
+        )
     return name
 
 
@@ -84,27 +90,42 @@ def tensor_arg(value: Any, argument: str) -> TensorArg | None:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         shape, dtype = value
         return TensorArg(_shape(shape, argument), dtype_name(dtype, argument))
-    raise ContractError(f"argument {argument!r}: expected a NumPy array, a (shape, dtype) pair or None, "
-                        f"got {type(value).__name__}", reason="argument", argument=argument)
+    raise ContractError(
+        f"argument {argument!r}: expected a NumPy array, a (shape, dtype) pair or None, got {type(value).__name__}",
+        reason="argument",
+        argument=argument,
+    )
 
 
 def _shape(shape: Any, argument: str) -> tuple[int, ...]:
     if not isinstance(shape, (tuple, list)):
-        raise ContractError(f"argument {argument!r}: shape must be a sequence of integers, got {shape!r}",
-                            reason="shape", argument=argument)
+        raise ContractError(
+            f"argument {argument!r}: shape must be a sequence of integers, got {shape!r}",
+            reason="shape",
+            argument=argument,
+        )
     if len(shape) > MAX_RANK:
-        raise ContractError(f"argument {argument!r}: rank {len(shape)} exceeds the suite's maximum {MAX_RANK}",
-                            reason="shape", argument=argument)
+        raise ContractError(
+            f"argument {argument!r}: rank {len(shape)} exceeds the suite's maximum {MAX_RANK}",
+            reason="shape",
+            argument=argument,
+        )
     dims = []
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
-            raise ContractError(f"argument {argument!r}: shape {list(shape)!r} must hold non-negative integers",
-                                reason="shape", argument=argument)
+            raise ContractError(
+                f"argument {argument!r}: shape {list(shape)!r} must hold non-negative integers",
+                reason="shape",
+                argument=argument,
+            )
         dims.append(int(d))
     numel = math.prod(dims)
     if numel > MAX_NUMEL:
-        raise ContractError(f"argument {argument!r}: shape {dims} has {numel} elements, more than {MAX_NUMEL}",
-                            reason="shape", argument=argument)
+        raise ContractError(
+            f"argument {argument!r}: shape {dims} has {numel} elements, more than {MAX_NUMEL}",
+            reason="shape",
+            argument=argument,
+        )
     return tuple(dims)
 
 
@@ -120,8 +141,11 @@ def resolve_attributes(manifest: Manifest, given: Mapping[str, Any]) -> dict[str
     for name, spec in manifest.attributes.items():
         if name not in given:
             if spec.required:
-                raise ContractError(f"attribute {name!r} is required by {manifest.op_id} (it has no default)",
-                                    reason="missing-attribute", argument=name)
+                raise ContractError(
+                    f"attribute {name!r} is required by {manifest.op_id} (it has no default)",
+                    reason="missing-attribute",
+                    argument=name,
+                )
             out[name] = spec.default
             continue
         try:
@@ -131,25 +155,33 @@ def resolve_attributes(manifest: Manifest, given: Mapping[str, Any]) -> dict[str
     return out
 
 
-def make_call(manifest: Manifest, args: Mapping[str, Any], profile: DeviceProfile,
-              tunables: Mapping[str, int] | None = None) -> Call:
+def make_call(
+    manifest: Manifest, args: Mapping[str, Any], profile: DeviceProfile, tunables: Mapping[str, int] | None = None
+) -> Call:
     """``args``: tensor arguments by role and attribute values by name (``X=..., epsilon=1e-6``)."""
     args, given = split_attributes(manifest, args)
     input_roles = [s.role for s in manifest.inputs]
     for name in args:
         if name not in input_roles:
             also = f"; attributes are {', '.join(manifest.attributes)}" if manifest.attributes else ""
-            raise ContractError(f"{manifest.op_id} has no input {name!r}; inputs are {', '.join(input_roles)}{also}",
-                                reason="unknown-argument", argument=name)
+            raise ContractError(
+                f"{manifest.op_id} has no input {name!r}; inputs are {', '.join(input_roles)}{also}",
+                reason="unknown-argument",
+                argument=name,
+            )
     inputs = {role: tensor_arg(args.get(role), role) for role in input_roles}
     merged = dict(manifest.tunables)
     for key, value in (tunables or {}).items():
         if key not in manifest.tunables:
-            raise ContractError(f"{manifest.op_id} has no tunable {key!r}; tunables are "
-                                f"{', '.join(manifest.tunables) or 'none'}", reason="tunable", argument=key)
+            raise ContractError(
+                f"{manifest.op_id} has no tunable {key!r}; tunables are {', '.join(manifest.tunables) or 'none'}",
+                reason="tunable",
+                argument=key,
+            )
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
-            raise ContractError(f"tunable {key!r} must be an integer in [0, 2**32), got {value!r}",
-                                reason="tunable", argument=key)
+            raise ContractError(
+                f"tunable {key!r} must be an integer in [0, 2**32), got {value!r}", reason="tunable", argument=key
+            )
         merged[key] = value
     return Call(inputs, profile, merged, resolve_attributes(manifest, given))
 
@@ -161,17 +193,27 @@ def check_types(manifest: Manifest, call: Call) -> dict[str, str]:
         arg = call.inputs.get(spec.role)
         if arg is None:
             if not spec.optional:
-                raise ContractError(f"input {spec.role!r} is required by {manifest.op_id} but absent",
-                                    reason="missing-input", argument=spec.role)
+                raise ContractError(
+                    f"input {spec.role!r} is required by {manifest.op_id} but absent",
+                    reason="missing-input",
+                    argument=spec.role,
+                )
             continue
         allowed = manifest.type_constraints[spec.typevar]
         if arg.dtype not in allowed:
-            raise ContractError(f"input {spec.role!r} has dtype {arg.dtype}; type {spec.typevar} allows "
-                                f"{', '.join(allowed)}", reason="dtype", argument=spec.role)
+            raise ContractError(
+                f"input {spec.role!r} has dtype {arg.dtype}; type {spec.typevar} allows {', '.join(allowed)}",
+                reason="dtype",
+                argument=spec.role,
+            )
         if spec.typevar in bound and bound[spec.typevar][1] != arg.dtype:
             other, other_dtype = bound[spec.typevar]
-            raise ContractError(f"input {spec.role!r} has dtype {arg.dtype} but {other!r} has {other_dtype}; "
-                                f"both are of type {spec.typevar}", reason="mixed-dtype", argument=spec.role)
+            raise ContractError(
+                f"input {spec.role!r} has dtype {arg.dtype} but {other!r} has {other_dtype}; "
+                f"both are of type {spec.typevar}",
+                reason="mixed-dtype",
+                argument=spec.role,
+            )
         bound.setdefault(spec.typevar, (spec.role, arg.dtype))
     return {tv: WGSL_DTYPE[dt] for tv, (_, dt) in bound.items()}
 
@@ -181,6 +223,8 @@ def rank_violation(manifest: Manifest, call: Call) -> tuple[str, str] | None:
     for spec in manifest.inputs:
         arg = call.inputs.get(spec.role)
         if arg is not None and spec.rank is not None and len(arg.shape) != spec.rank:
-            return spec.role, (f"input {spec.role!r} has rank {len(arg.shape)} (shape {list(arg.shape)}); "
-                               f"the contract declares rank {spec.rank}")
+            return spec.role, (
+                f"input {spec.role!r} has rank {len(arg.shape)} (shape {list(arg.shape)}); "
+                f"the contract declares rank {spec.rank}"
+            )
     return None

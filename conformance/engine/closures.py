@@ -35,11 +35,26 @@ MAX_DEPTH = 40
 #: variable the expression is assigned to.
 _JINJA_NAMES = frozenset({"self", "result"})
 
-_BINOPS = {nodes.Add: "+", nodes.Sub: "-", nodes.Mul: "*", nodes.Div: "/", nodes.FloorDiv: "//", nodes.Mod: "%",
-           nodes.Pow: "**"}
+_BINOPS = {
+    nodes.Add: "+",
+    nodes.Sub: "-",
+    nodes.Mul: "*",
+    nodes.Div: "/",
+    nodes.FloorDiv: "//",
+    nodes.Mod: "%",
+    nodes.Pow: "**",
+}
 _UNOPS = {nodes.Neg: "-", nodes.Pos: "+"}
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
-            "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
+_COMPARE = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
 
 Fn = Callable[[Mapping[str, Any], list], Any]
 
@@ -97,8 +112,8 @@ class _Builder:
     def __init__(self, tree: nodes.Expr, env, fixed: Mapping[str, Any]):
         self.tree, self.env, self.fixed = tree, env, dict(fixed)
         self.context = _context(env, self.fixed)
-        self.ids: dict[int, int] = {}     # id(node) -> subtree id
-        self.lists: set[int] = set()      # id(node) of nodes whose subtree builds a list (kept out of memos)
+        self.ids: dict[int, int] = {}  # id(node) -> subtree id
+        self.lists: set[int] = set()  # id(node) of nodes whose subtree builds a list (kept out of memos)
 
     def build(self) -> Fn:
         try:
@@ -134,7 +149,7 @@ class _Builder:
         if depth > MAX_DEPTH:
             raise _NotTaken
         fn = self._plain(node, depth)
-        if isinstance(node, (nodes.Const, nodes.Name)) or id(node) in self.lists:   # a list: a fresh one each time
+        if isinstance(node, (nodes.Const, nodes.Name)) or id(node) in self.lists:  # a list: a fresh one each time
             return fn
         key = self.ids[id(node)]
 
@@ -143,6 +158,7 @@ class _Builder:
             if value is _UNSET:
                 value = m[key] = fn(scope, m)
             return value
+
         return kept
 
     def _plain(self, node: nodes.Node, depth: int) -> Fn:
@@ -161,7 +177,7 @@ class _Builder:
             obj, attr, getattr_ = sub(node.node), node.attr, env.getattr
             return lambda scope, m: getattr_(obj(scope, m), attr)
         if kind is nodes.Getitem:
-            if isinstance(node.arg, nodes.Slice):   # Jinja2 slices in plain Python, outside the sandbox's getitem
+            if isinstance(node.arg, nodes.Slice):  # Jinja2 slices in plain Python, outside the sandbox's getitem
                 raise _NotTaken
             obj, arg, getitem = sub(node.node), sub(node.arg), env.getitem
             return lambda scope, m: getitem(obj(scope, m), arg(scope, m))
@@ -194,7 +210,7 @@ class _Builder:
         if kind is nodes.Compare:
             return _compare(sub(node.expr), tuple((_COMPARE[o.op], sub(o.expr)) for o in node.ops))
         if kind is nodes.CondExpr:
-            if node.expr2 is None:   # Jinja2 gives a plain Undefined with its own hint: left to it
+            if node.expr2 is None:  # Jinja2 gives a plain Undefined with its own hint: left to it
                 raise _NotTaken
             test, yes, no = sub(node.test), sub(node.expr1), sub(node.expr2)
             return lambda scope, m: yes(scope, m) if test(scope, m) else no(scope, m)
@@ -219,13 +235,14 @@ def _name(node: nodes.Name, env, fixed: dict) -> Fn:
     def load(scope, m):
         value = scope.get(name, missing)
         return undefined(name=name) if value is missing else value
+
     return load
 
 
 def _compare(first: Fn, ops: tuple) -> Fn:
     """A chain ``a < b <= c`` as Python runs it: each operand once, stopping at the first false comparison."""
     if len(ops) == 1:
-        (op, right), = ops
+        ((op, right),) = ops
         return lambda scope, m: op(first(scope, m), right(scope, m))
 
     def chain(scope, m):
@@ -236,4 +253,5 @@ def _compare(first: Fn, ops: tuple) -> Fn:
             if i + 1 == len(ops) or not result:
                 return result
             left = right
+
     return chain

@@ -9,20 +9,31 @@ from typing import NamedTuple
 
 
 class DType(NamedTuple):
-    name: str          # manifest / ONNX / NumPy name: "float16"
-    wgsl: str          # what expressions compare with: "f16"
-    itemsize: int      # bytes per element
-    onnx: int          # ONNX TensorProto element type
-    numpy: bool        # NumPy has it (bfloat16 has no NumPy dtype)
+    name: str  # manifest / ONNX / NumPy name: "float16"
+    wgsl: str  # what expressions compare with: "f16"
+    itemsize: int  # bytes per element
+    onnx: int  # ONNX TensorProto element type
+    numpy: bool  # NumPy has it (bfloat16 has no NumPy dtype)
 
 
-DTYPES = {d.name: d for d in (
-    DType("float32", "f32", 4, 1, True), DType("float16", "f16", 2, 10, True), DType("float64", "f64", 8, 11, True),
-    DType("bfloat16", "bf16", 2, 16, False), DType("int8", "i8", 1, 3, True), DType("uint8", "u8", 1, 2, True),
-    DType("int16", "i16", 2, 5, True), DType("uint16", "u16", 2, 4, True), DType("int32", "i32", 4, 6, True),
-    DType("uint32", "u32", 4, 12, True), DType("int64", "i64", 8, 7, True), DType("uint64", "u64", 8, 13, True),
-    DType("bool", "bool", 1, 9, True),
-)}
+DTYPES = {
+    d.name: d
+    for d in (
+        DType("float32", "f32", 4, 1, True),
+        DType("float16", "f16", 2, 10, True),
+        DType("float64", "f64", 8, 11, True),
+        DType("bfloat16", "bf16", 2, 16, False),
+        DType("int8", "i8", 1, 3, True),
+        DType("uint8", "u8", 1, 2, True),
+        DType("int16", "i16", 2, 5, True),
+        DType("uint16", "u16", 2, 4, True),
+        DType("int32", "i32", 4, 6, True),
+        DType("uint32", "u32", 4, 12, True),
+        DType("int64", "i64", 8, 7, True),
+        DType("uint64", "u64", 8, 13, True),
+        DType("bool", "bool", 1, 9, True),
+    )
+}
 
 #: Manifest dtype name -> WGSL name, and back.
 WGSL_DTYPE = {d.name: d.wgsl for d in DTYPES.values()}

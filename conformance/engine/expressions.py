@@ -103,8 +103,6 @@ class Builtin:
         return f"<builtin {self.name}>"
 
 
-
-
 def _shape(value, fn: str) -> tuple[int, ...]:
     if not isinstance(value, tuple) or not all(isinstance(d, int) for d in value):
         raise ExpressionError(f"{fn}() expects a shape, got {value!r}")
@@ -148,6 +146,7 @@ def _minmax(fn, name):
         if not all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
             raise ExpressionError(f"{name}() expects numbers, got {args!r}")
         return fn(args)
+
     return run
 
 
@@ -164,8 +163,15 @@ def _builtins(has_f16: bool) -> Mapping[str, Builtin]:
             raise ExpressionError(f"f16Ok() expects a dtype name, got {dtype!r}")
         return dtype == "f32" or (dtype == "f16" and has_f16)
 
-    fns = {"numel": _numel, "dim": _dim, "dtypeBytes": _dtype_bytes, "f16Ok": f16_ok,
-           "ceilDiv": _ceil_div, "min": _minmax(min, "min"), "max": _minmax(max, "max")}
+    fns = {
+        "numel": _numel,
+        "dim": _dim,
+        "dtypeBytes": _dtype_bytes,
+        "f16Ok": f16_ok,
+        "ceilDiv": _ceil_div,
+        "min": _minmax(min, "min"),
+        "max": _minmax(max, "max"),
+    }
     return MappingProxyType({name: Builtin(name, fn) for name, fn in fns.items()})
 
 
@@ -247,24 +253,30 @@ def parse(source: Any, *, pointer: str = "", file: str | None = None) -> nodes.E
     if isinstance(source, bool) or isinstance(source, (int, float)) and not isinstance(source, bool):
         return nodes.Const(source, lineno=1)
     if not isinstance(source, str):
-        raise ExpressionError(f"expected an expression string, number or boolean, got {type(source).__name__}",
-                              pointer=pointer, file=file)
+        raise ExpressionError(
+            f"expected an expression string, number or boolean, got {type(source).__name__}", pointer=pointer, file=file
+        )
     if len(source) > MAX_SOURCE:
         raise ExpressionError(f"expression is longer than {MAX_SOURCE} characters", pointer=pointer, file=file)
     try:
         parser = Parser(SANDBOX, source, state="variable")
         expr = parser.parse_expression()
         if not parser.stream.eos:
-            raise ExpressionError(f"unexpected {parser.stream.current.value!r} after the expression",
-                                  source=source, pointer=pointer, file=file)
+            raise ExpressionError(
+                f"unexpected {parser.stream.current.value!r} after the expression",
+                source=source,
+                pointer=pointer,
+                file=file,
+            )
     except TemplateError as exc:
         raise ExpressionError(f"syntax error: {exc.message}", source=source, pointer=pointer, file=file) from None
     except RecursionError:
         raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
-    for const in expr.find_all(nodes.Const):    # a literal such as 1e999 reads as inf, which nothing can compile
+    for const in expr.find_all(nodes.Const):  # a literal such as 1e999 reads as inf, which nothing can compile
         if isinstance(const.value, float) and not math.isfinite(const.value):
-            raise ExpressionError(f"number literal {const.value!r} is not finite", source=source, pointer=pointer,
-                                  file=file)
+            raise ExpressionError(
+                f"number literal {const.value!r} is not finite", source=source, pointer=pointer, file=file
+            )
     return expr
 
 
@@ -272,8 +284,23 @@ def parse(source: Any, *, pointer: str = "", file: str | None = None) -> nodes.E
 
 _BINOPS = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**"}
 _CMP = {"eq": "==", "ne": "!=", "gt": ">", "gteq": ">=", "lt": "<", "lteq": "<=", "in": "in", "notin": "not in"}
-_PREC = {"CondExpr": 1, "Or": 2, "And": 3, "Not": 4, "Compare": 5, "Add": 6, "Sub": 6, "Concat": 7,
-         "Mul": 8, "Div": 8, "FloorDiv": 8, "Mod": 8, "Pow": 9, "Neg": 10, "Pos": 10}
+_PREC = {
+    "CondExpr": 1,
+    "Or": 2,
+    "And": 3,
+    "Not": 4,
+    "Compare": 5,
+    "Add": 6,
+    "Sub": 6,
+    "Concat": 7,
+    "Mul": 8,
+    "Div": 8,
+    "FloorDiv": 8,
+    "Mod": 8,
+    "Pow": 9,
+    "Neg": 10,
+    "Pos": 10,
+}
 
 
 def _prec(node) -> int:
@@ -365,6 +392,7 @@ def attribute_paths(node: nodes.Node) -> set[tuple[str, ...]]:
 
 # -- rule tables, inlining and evaluation --------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Rule:
     """A named expression (a ``derive`` entry or a constant) with where it came from."""
@@ -395,9 +423,8 @@ class RuleTable:
     def _rule_size(self, name, stack) -> int:
         if name not in self._sizes:
             if name in stack:
-                cycle = " -> ".join(stack[stack.index(name):] + [name])
-                raise ExpressionError(f"rules form a cycle: {cycle}", pointer=self.rules[name].pointer,
-                                      file=self.file)
+                cycle = " -> ".join(stack[stack.index(name) :] + [name])
+                raise ExpressionError(f"rules form a cycle: {cycle}", pointer=self.rules[name].pointer, file=self.file)
             self._sizes[name] = self._tree_size(self.rules[name].tree, stack + [name])
         return self._sizes[name]
 
@@ -415,8 +442,11 @@ class RuleTable:
         except RecursionError:
             raise ExpressionError("rules nest too deeply", pointer=pointer, file=self.file) from None
         if size > MAX_INLINED_NODES:
-            raise ExpressionError(f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
-                                  pointer=pointer, file=self.file)
+            raise ExpressionError(
+                f"expression grows past {MAX_INLINED_NODES} nodes once rules are inlined",
+                pointer=pointer,
+                file=self.file,
+            )
         # _tree_size has already refused cycles and oversize trees, so the copy below is bounded
 
         def inline_rule(node):
@@ -457,10 +487,12 @@ _CONCAT = Builtin("~", _concat)
 
 def _guard_concat(tree):
     """Rewrite ``a ~ b`` into a call of a length-checked join (an internal name manifests cannot use)."""
+
     def concat_call(node):
         if isinstance(node, nodes.Concat):
             return nodes.Call(nodes.Name("__concat", "load"), [_guard_concat(n) for n in node.nodes], [], None, None)
         return None
+
     return rewrite(tree, concat_call)
 
 
@@ -487,8 +519,10 @@ class Compiled:
         body.set_environment(SANDBOX)
         try:
             template = SANDBOX.from_string(body)
-        except (RecursionError, SyntaxError, MemoryError):   # Python's parser: "too many nested parentheses"
-            raise ExpressionError("expression is nested too deeply", source=source, pointer=pointer, file=file) from None
+        except (RecursionError, SyntaxError, MemoryError):  # Python's parser: "too many nested parentheses"
+            raise ExpressionError(
+                "expression is nested too deeply", source=source, pointer=pointer, file=file
+            ) from None
         except TemplateError as exc:
             raise ExpressionError(str(exc), source=source, pointer=pointer, file=file) from None
         expr = TemplateExpression(template, undefined_to_none=False)
@@ -505,17 +539,21 @@ class Compiled:
         except ExpressionError as exc:
             raise ExpressionError(exc.detail, source=self.source, pointer=self.pointer, file=self.file) from None
         except UndefinedError as exc:
-            raise ExpressionError(f"undefined name: {exc.message}", source=self.source, pointer=self.pointer,
-                                  file=self.file) from None
+            raise ExpressionError(
+                f"undefined name: {exc.message}", source=self.source, pointer=self.pointer, file=self.file
+            ) from None
         except SecurityError as exc:
-            raise ExpressionError(f"refused by the sandbox: {exc}", source=self.source, pointer=self.pointer,
-                                  file=self.file) from None
+            raise ExpressionError(
+                f"refused by the sandbox: {exc}", source=self.source, pointer=self.pointer, file=self.file
+            ) from None
         except RecursionError:
-            raise ExpressionError("evaluation nested too deeply", source=self.source, pointer=self.pointer,
-                                  file=self.file) from None
+            raise ExpressionError(
+                "evaluation nested too deeply", source=self.source, pointer=self.pointer, file=self.file
+            ) from None
         except (ArithmeticError, TypeError, ValueError, TemplateError, MemoryError) as exc:
-            raise ExpressionError(f"{type(exc).__name__}: {exc}", source=self.source, pointer=self.pointer,
-                                  file=self.file) from None
+            raise ExpressionError(
+                f"{type(exc).__name__}: {exc}", source=self.source, pointer=self.pointer, file=self.file
+            ) from None
 
 
 class Compilations:
@@ -532,9 +570,13 @@ class Compilations:
         if hit is None:
             self.nodes += sum(1 for _ in _self_and_descendants(inlined, nodes.Node))
             if self.nodes > MAX_COMPILED_NODES:
-                raise ExpressionError(f"the manifest's expressions add up to more than {MAX_COMPILED_NODES} nodes "
-                                      f"once rules are inlined (each distinct expression counts once)",
-                                      source=source, pointer=pointer, file=file)
+                raise ExpressionError(
+                    f"the manifest's expressions add up to more than {MAX_COMPILED_NODES} nodes "
+                    f"once rules are inlined (each distinct expression counts once)",
+                    source=source,
+                    pointer=pointer,
+                    file=file,
+                )
             hit = self.by_source[key] = Compiled(inlined, source=source, pointer=pointer, file=file)
         return hit
 
@@ -548,7 +590,7 @@ class Evaluator:
         self.compilations = compilations if compilations is not None else Compilations()
         self._cache: dict[str, Compiled] = {}
         self._by_tree: dict[int, tuple[nodes.Expr, Compiled]] = {}  # the tree is kept so its id stays unique
-        self._texts: dict[int, tuple[nodes.Expr, str]] = {}         # unparsed, for explanations (same way)
+        self._texts: dict[int, tuple[nodes.Expr, str]] = {}  # unparsed, for explanations (same way)
 
     def compiled(self, tree: nodes.Expr, pointer: str = "") -> Compiled:
         known = self._by_tree.get(id(tree))
@@ -557,8 +599,9 @@ class Evaluator:
         source = unparse(tree)
         hit = self._cache.get(source)
         if hit is None:
-            hit = self.compilations.get(self.table.inline(tree, pointer), source=source, pointer=pointer,
-                                        file=self.table.file)
+            hit = self.compilations.get(
+                self.table.inline(tree, pointer), source=source, pointer=pointer, file=self.table.file
+            )
             self._cache[source] = hit
         self._by_tree[id(tree)] = (tree, hit)
         return hit

@@ -10,9 +10,15 @@ from conformance.engine.dtypes import WGSL_BYTES
 
 # (alignment, size, component format, component count) per host-shareable field type (WGSL §14.4.1)
 FIELD_LAYOUT = {
-    "u32": (4, 4, "I", 1), "i32": (4, 4, "i", 1), "f32": (4, 4, "f", 1),
-    "vec2<u32>": (8, 8, "I", 2), "vec2<i32>": (8, 8, "i", 2), "vec2<f32>": (8, 8, "f", 2),
-    "vec4<u32>": (16, 16, "I", 4), "vec4<i32>": (16, 16, "i", 4), "vec4<f32>": (16, 16, "f", 4),
+    "u32": (4, 4, "I", 1),
+    "i32": (4, 4, "i", 1),
+    "f32": (4, 4, "f", 1),
+    "vec2<u32>": (8, 8, "I", 2),
+    "vec2<i32>": (8, 8, "i", 2),
+    "vec2<f32>": (8, 8, "f", 2),
+    "vec4<u32>": (16, 16, "I", 4),
+    "vec4<i32>": (16, 16, "i", 4),
+    "vec4<f32>": (16, 16, "f", 4),
 }
 
 _ELEMENT = re.compile(r"^(?:(?P<scalar>f16|f32|i32|u32)|vec(?P<n>[234])<(?P<inner>f16|f32|i32|u32)>)$")

@@ -43,7 +43,6 @@ RESERVED_ARGUMENTS = ("profile", "tunables", "verify")
 MAX_OP_ID = 200
 
 
-
 def _pointer(*parts: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
@@ -69,9 +68,9 @@ class AttributeSpec:
     """An op attribute (``epsilon``): passed per call, read by expressions as ``attributes.<name>``."""
 
     name: str
-    type: str            # float | int | bool
-    default: Any         # the value a call that leaves it out gets (None when required)
-    required: bool       # no default: every call must pass it
+    type: str  # float | int | bool
+    default: Any  # the value a call that leaves it out gets (None when required)
+    required: bool  # no default: every call must pass it
 
 
 def attribute_value(type_: str, value: Any) -> Any:
@@ -80,7 +79,7 @@ def attribute_value(type_: str, value: Any) -> Any:
     if type_ == "bool" and is_bool:
         return bool(value)
     if type_ == "int" and isinstance(value, (int, np.integer)) and not is_bool:
-        if -2**63 <= int(value) < 2**63:
+        if -(2**63) <= int(value) < 2**63:
             return int(value)
         raise ValueError(f"int attribute value {value} is outside the int64 range")
     if type_ == "float" and isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
@@ -203,8 +202,9 @@ MAX_DEPTH = 64
 def _plain(value, file, path=()):
     """Plain dicts again, raising at the first duplicated key, or at nesting past MAX_DEPTH, with its JSON pointer."""
     if len(path) > MAX_DEPTH and isinstance(value, (dict, list)):
-        raise ManifestError(f"malformed JSON: nested too deeply (more than {MAX_DEPTH} levels)", file=file,
-                            pointer=_pointer(*path))
+        raise ManifestError(
+            f"malformed JSON: nested too deeply (more than {MAX_DEPTH} levels)", file=file, pointer=_pointer(*path)
+        )
     if isinstance(value, dict):
         if getattr(value, "duplicates", ()):
             key = value.duplicates[0]
@@ -223,7 +223,7 @@ def read_json(path: Path) -> Any:
 def _read(path: Path) -> tuple[Any, bytes]:
     """The parsed JSON and the exact bytes it came from (read once, so the digest matches what was parsed)."""
     try:
-        data = read_confined(path.parent, path, MAX_PACKAGE_FILE)   # a regular file of its package, capped
+        data = read_confined(path.parent, path, MAX_PACKAGE_FILE)  # a regular file of its package, capped
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ManifestError(f"manifest is not UTF-8: {exc.reason} at byte {exc.start}", file=str(path)) from None
@@ -241,7 +241,7 @@ def parse_json(text: str, file: str) -> Any:
         raise ManifestError("malformed JSON: nested too deeply", file=file) from None
     plain = _plain(raw, file)
     values = _count_values(plain)
-    if values > MAX_JSON_VALUES:   # before the schema and the expressions, whose cost grows with it
+    if values > MAX_JSON_VALUES:  # before the schema and the expressions, whose cost grows with it
         raise ManifestError(f"{values} JSON values, more than the {MAX_JSON_VALUES} a manifest may hold", file=file)
     return plain
 
@@ -269,7 +269,9 @@ def _deepest(err):
 
 
 def schema_problems(raw: Any, problems: Problems):
-    errors = sorted(map(_deepest, _VALIDATOR.iter_errors(raw)), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted(
+        map(_deepest, _VALIDATOR.iter_errors(raw)), key=lambda e: (list(map(str, e.absolute_path)), e.message)
+    )
     for err in errors[:50]:
         message = err.message if len(err.message) < 300 else err.message[:300] + "..."
         problems.add(_pointer(*err.absolute_path), f"schema: {message}")
@@ -283,7 +285,7 @@ class Manifest:
         self.file = file
         self.directory = directory
         self.sha256 = hashlib.sha256(text if text is not None else json.dumps(raw, sort_keys=True).encode()).hexdigest()
-        self.compilations = Compilations()   # shared by every variant's evaluator: one compile budget
+        self.compilations = Compilations()  # shared by every variant's evaluator: one compile budget
         self._parsed = 0
         self._predicate_nodes = 0
         problems = Problems(file)
@@ -291,9 +293,12 @@ class Manifest:
         problems.raise_if_any()
         op_length = len(raw["domain"]) + 1 + len(raw["name"])
         if op_length > MAX_OP_ID:
-            problems.add("/name", f"the op id {raw['domain']}.{raw['name'][:40]}... is {op_length} characters, more "
-                                  f"than {MAX_OP_ID}: it names files (<op id>@<version>.digest), and file systems "
-                                  f"take names of at most 255 bytes")
+            problems.add(
+                "/name",
+                f"the op id {raw['domain']}.{raw['name'][:40]}... is {op_length} characters, more "
+                f"than {MAX_OP_ID}: it names files (<op id>@<version>.digest), and file systems "
+                f"take names of at most 255 bytes",
+            )
             problems.raise_if_any()
         self._build(problems)
         problems.raise_if_any()
@@ -301,7 +306,7 @@ class Manifest:
     # -- construction -----------------------------------------------------------------------
     def _parse(self, source, pointer, problems) -> Expr | None:
         self._parsed += 1
-        if self._parsed > MAX_EXPRESSIONS:   # stop at once: parsing is ~0.5 ms an expression
+        if self._parsed > MAX_EXPRESSIONS:  # stop at once: parsing is ~0.5 ms an expression
             problems.add(pointer, f"more than {MAX_EXPRESSIONS} expressions in one manifest")
             problems.raise_if_any()
         try:
@@ -318,32 +323,44 @@ class Manifest:
         self.type_constraints: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in raw["typeConstraints"].items()}
         self.tunables: dict[str, int] = dict(raw.get("tunables", {}))
         self.attributes: dict[str, AttributeSpec] = self._attributes(raw.get("attributes", {}), problems)
-        self.inputs = tuple(TensorSpec(t["role"], t["dtype"], t.get("rank"), bool(t.get("optional", False)))
-                            for t in raw["inputs"])
+        self.inputs = tuple(
+            TensorSpec(t["role"], t["dtype"], t.get("rank"), bool(t.get("optional", False))) for t in raw["inputs"]
+        )
         self.outputs = tuple(
-            OutputSpec(o["role"], o["dtype"],
-                       self._parse(o["rank"], _pointer("outputs", i, "rank"), problems) if "rank" in o else None,
-                       self._parse(o["shape"], _pointer("outputs", i, "shape"), problems))
-            for i, o in enumerate(raw["outputs"]))
+            OutputSpec(
+                o["role"],
+                o["dtype"],
+                self._parse(o["rank"], _pointer("outputs", i, "rank"), problems) if "rank" in o else None,
+                self._parse(o["shape"], _pointer("outputs", i, "shape"), problems),
+            )
+            for i, o in enumerate(raw["outputs"])
+        )
         self.args: dict[str, dict] = dict(raw.get("args", {}))
         self._check_roles(problems)
         for name in self.attributes:
             if name in self.roles:
-                problems.add(_pointer("attributes", name), f"attribute {name!r} has the name of a tensor role: "
-                                                            f"calls pass both as keywords")
+                problems.add(
+                    _pointer("attributes", name),
+                    f"attribute {name!r} has the name of a tensor role: calls pass both as keywords",
+                )
 
-        derive = {name: self._parse(src, _pointer("derive", name), problems)
-                  for name, src in raw.get("derive", {}).items()}
-        top_constants = {name: self._parse(src, _pointer("constants", name), problems)
-                         for name, src in raw.get("constants", {}).items()}
+        derive = {
+            name: self._parse(src, _pointer("derive", name), problems) for name, src in raw.get("derive", {}).items()
+        }
+        top_constants = {
+            name: self._parse(src, _pointer("constants", name), problems)
+            for name, src in raw.get("constants", {}).items()
+        }
         for name in derive:
             if name in top_constants:
                 problems.add(_pointer("constants", name), f"constant {name!r} has the name of a derive rule")
         for name in list(derive) + list(top_constants):
             if name in SCOPE_ROOTS or name in BUILTIN_NAMES:
-                problems.add(_pointer("derive" if name in derive else "constants", name),
-                             f"{name!r} is a reserved name (scope: {', '.join(SCOPE_ROOTS)}; "
-                             f"functions: {', '.join(BUILTIN_NAMES)})")
+                problems.add(
+                    _pointer("derive" if name in derive else "constants", name),
+                    f"{name!r} is a reserved name (scope: {', '.join(SCOPE_ROOTS)}; "
+                    f"functions: {', '.join(BUILTIN_NAMES)})",
+                )
         if problems.items:
             return
         self.derive_names = tuple(derive)
@@ -352,10 +369,14 @@ class Manifest:
         self.base_table = RuleTable(base_rules, file=self.file)
         self._check_rules(base_rules, problems)
 
-        binding_sets = {name: self._bindings(lst, _pointer("bindingSets", name), problems)
-                        for name, lst in raw.get("bindingSets", {}).items()}
-        self.variants = tuple(self._variant(i, v, base_rules, derive.keys(), binding_sets, problems)
-                              for i, v in enumerate(raw["variants"]))
+        binding_sets = {
+            name: self._bindings(lst, _pointer("bindingSets", name), problems)
+            for name, lst in raw.get("bindingSets", {}).items()
+        }
+        self.variants = tuple(
+            self._variant(i, v, base_rules, derive.keys(), binding_sets, problems)
+            for i, v in enumerate(raw["variants"])
+        )
         self._check_variant_ids(problems)
         for out in self.outputs:
             for expr in (out.rank, out.shape):
@@ -368,8 +389,9 @@ class Manifest:
         for name, spec in raw.items():
             pointer = _pointer("attributes", name)
             if name in RESERVED_ARGUMENTS:
-                problems.add(pointer, f"attribute name {name!r} is reserved (call keywords: "
-                                      f"{', '.join(RESERVED_ARGUMENTS)})")
+                problems.add(
+                    pointer, f"attribute name {name!r} is reserved (call keywords: {', '.join(RESERVED_ARGUMENTS)})"
+                )
             default = None
             if "default" in spec:
                 try:
@@ -387,19 +409,24 @@ class Manifest:
                     problems.add(_pointer(kind, i, "role"), f"role {spec.role!r} is declared twice")
                 roles[spec.role] = kind
                 if spec.typevar not in self.type_constraints:
-                    problems.add(_pointer(kind, i, "dtype"),
-                                 f"type variable {spec.typevar!r} is not in typeConstraints "
-                                 f"(declared: {', '.join(self.type_constraints)})")
+                    problems.add(
+                        _pointer(kind, i, "dtype"),
+                        f"type variable {spec.typevar!r} is not in typeConstraints "
+                        f"(declared: {', '.join(self.type_constraints)})",
+                    )
         for name, arg in self.args.items():
             expected_kind = "inputs" if arg["role"] == "input" else "outputs"
             if roles.get(name) != expected_kind:
-                problems.add(_pointer("args", name),
-                             f"arg {name!r} has role {arg['role']!r} but no {expected_kind[:-1]} of that role exists")
+                problems.add(
+                    _pointer("args", name),
+                    f"arg {name!r} has role {arg['role']!r} but no {expected_kind[:-1]} of that role exists",
+                )
             spec = next((s for s in self.inputs if s.role == name), None)
             if spec is not None and "required" in arg and arg["required"] == spec.optional:
-                problems.add(_pointer("args", name, "required"),
-                             f"arg {name!r} says required={arg['required']} but input {name!r} says "
-                             f"optional={spec.optional}")
+                problems.add(
+                    _pointer("args", name, "required"),
+                    f"arg {name!r} says required={arg['required']} but input {name!r} says optional={spec.optional}",
+                )
         self.roles = roles
 
     def _check_rules(self, rules: dict[str, Rule], problems: Problems):
@@ -477,23 +504,42 @@ class Manifest:
             struct = b.get("struct")
             fields = ()
             if struct:
-                fields = tuple(FieldSpec(f["name"], f["type"],
-                                         self._parse(f["value"], _pointer_join(bp, "struct", "fields", j, "value"),
-                                                     problems))
-                               for j, f in enumerate(struct["fields"]))
-            out.append(BindingSpec(b["name"], b["buffer"]["type"], arg, b.get("elementType"), b.get("length"),
-                                   struct["name"] if struct else None, fields, bp, b.get("packing"),
-                                   b.get("first"), b.get("count")))
+                fields = tuple(
+                    FieldSpec(
+                        f["name"],
+                        f["type"],
+                        self._parse(f["value"], _pointer_join(bp, "struct", "fields", j, "value"), problems),
+                    )
+                    for j, f in enumerate(struct["fields"])
+                )
+            out.append(
+                BindingSpec(
+                    b["name"],
+                    b["buffer"]["type"],
+                    arg,
+                    b.get("elementType"),
+                    b.get("length"),
+                    struct["name"] if struct else None,
+                    fields,
+                    bp,
+                    b.get("packing"),
+                    b.get("first"),
+                    b.get("count"),
+                )
+            )
         return tuple(out)
 
     def _variant(self, index, raw_variant, base_rules, derive_names, binding_sets, problems) -> VariantSpec:
         vp = _pointer("variants", index)
-        constants = {name: self._parse(src, _pointer_join(vp, "constants", name), problems)
-                     for name, src in raw_variant.get("constants", {}).items()}
+        constants = {
+            name: self._parse(src, _pointer_join(vp, "constants", name), problems)
+            for name, src in raw_variant.get("constants", {}).items()
+        }
         for name in constants:
             if name in derive_names or name in SCOPE_ROOTS or name in BUILTIN_NAMES:
-                problems.add(_pointer_join(vp, "constants", name), f"constant {name!r} shadows a derive rule or a "
-                                                                      f"reserved name")
+                problems.add(
+                    _pointer_join(vp, "constants", name), f"constant {name!r} shadows a derive rule or a reserved name"
+                )
         rules = dict(base_rules)
         rules.update({n: Rule(n, e.tree, e.pointer) for n, e in constants.items() if e is not None})
         table = RuleTable(rules, file=self.file)
@@ -505,17 +551,23 @@ class Manifest:
                     table.inline(expr.tree, expr.pointer)
                 except ExpressionError as exc:
                     problems.add(exc.pointer or expr.pointer, exc.detail)
-        when = tuple(e for j, src in enumerate(raw_variant["when"])
-                     if (e := self._parse(src, _pointer_join(vp, "when", j), problems)) is not None)
+        when = tuple(
+            e
+            for j, src in enumerate(raw_variant["when"])
+            if (e := self._parse(src, _pointer_join(vp, "when", j), problems)) is not None
+        )
         for expr in when:
             self._check_names(expr, set(rules), problems)
-            try:     # what choosing a variant evaluates, summed over the variants: every call pays it
+            try:  # what choosing a variant evaluates, summed over the variants: every call pays it
                 self._predicate_nodes += table.inlined_size(expr.tree, expr.pointer)
             except ExpressionError as exc:
                 problems.add(exc.pointer or expr.pointer, exc.detail)
             if self._predicate_nodes > MAX_PREDICATE_NODES:
-                problems.add(expr.pointer, f"the variants' predicates add up to more than {MAX_PREDICATE_NODES} nodes "
-                                           f"once rules are inlined (each call may evaluate all of them)")
+                problems.add(
+                    expr.pointer,
+                    f"the variants' predicates add up to more than {MAX_PREDICATE_NODES} nodes "
+                    f"once rules are inlined (each call may evaluate all of them)",
+                )
                 problems.raise_if_any()
         passes = []
         pass_ids = set()
@@ -527,8 +579,10 @@ class Manifest:
             bindings = raw_pass["bindings"]
             if isinstance(bindings, str):
                 if bindings not in binding_sets:
-                    problems.add(_pointer_join(pp, "bindings"),
-                                 f"bindingSets has no entry {bindings!r} (known: {', '.join(binding_sets) or 'none'})")
+                    problems.add(
+                        _pointer_join(pp, "bindings"),
+                        f"bindingSets has no entry {bindings!r} (known: {', '.join(binding_sets) or 'none'})",
+                    )
                     specs = ()
                 else:
                     specs = binding_sets[bindings]
@@ -537,21 +591,31 @@ class Manifest:
             for spec in specs:
                 for ref in (spec.element_type, spec.length, spec.first, spec.count):
                     if isinstance(ref, str) and ref.startswith("$") and ref[1:] not in constant_names:
-                        problems.add(_pointer_join(pp, "bindings") if isinstance(bindings, str) else spec.pointer,
-                                     f"{ref} in binding {spec.name!r} is not a constant of variant "
-                                     f"{raw_variant['id']!r} (constants: {', '.join(constant_names)})")
+                        problems.add(
+                            _pointer_join(pp, "bindings") if isinstance(bindings, str) else spec.pointer,
+                            f"{ref} in binding {spec.name!r} is not a constant of variant "
+                            f"{raw_variant['id']!r} (constants: {', '.join(constant_names)})",
+                        )
                 for f in spec.fields:
                     if f.value is not None:
                         self._check_names(f.value, set(rules), problems)
             threads = self._parse(raw_pass["dispatch"]["threads"], _pointer_join(pp, "dispatch", "threads"), problems)
-            wg = self._parse(raw_pass["dispatch"]["workgroupSize"], _pointer_join(pp, "dispatch", "workgroupSize"),
-                             problems)
+            wg = self._parse(
+                raw_pass["dispatch"]["workgroupSize"], _pointer_join(pp, "dispatch", "workgroupSize"), problems
+            )
             for expr in (threads, wg):
                 if expr is not None:
                     self._check_names(expr, set(rules), problems)
             passes.append(PassSpec(raw_pass["id"], raw_pass["name"], raw_pass["shader"], specs, threads, wg, pp))
-        return VariantSpec(raw_variant["id"], raw_variant["priority"], when, constant_names, tuple(passes),
-                           Evaluator(table, self.compilations), vp)
+        return VariantSpec(
+            raw_variant["id"],
+            raw_variant["priority"],
+            when,
+            constant_names,
+            tuple(passes),
+            Evaluator(table, self.compilations),
+            vp,
+        )
 
     def _check_variant_ids(self, problems: Problems):
         ids, priorities = {}, {}
@@ -560,9 +624,11 @@ class Manifest:
                 problems.add(_pointer_join(v.pointer, "id"), f"variant id {v.id!r} is used twice")
             ids[v.id] = v
             if v.priority in priorities:
-                problems.add(_pointer_join(v.pointer, "priority"),
-                             f"priority {v.priority} is shared with variant {priorities[v.priority]!r}: "
-                             f"selection would be ambiguous")
+                problems.add(
+                    _pointer_join(v.pointer, "priority"),
+                    f"priority {v.priority} is shared with variant {priorities[v.priority]!r}: "
+                    f"selection would be ambiguous",
+                )
             priorities[v.priority] = v.id
         self.variants = tuple(sorted(self.variants, key=lambda v: -v.priority))
 

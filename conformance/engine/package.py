@@ -40,7 +40,7 @@ def manifest_path(directory: Path) -> Path | None:
 class Package:
     """A kernel package: its validated manifest and its directory of templates."""
 
-    root: Path          # the directory holding manifest.json
+    root: Path  # the directory holding manifest.json
     manifest: Manifest
 
     @property
@@ -73,7 +73,7 @@ class Package:
             st = os.stat(self.root / name)
             status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
-                status = None   # changed within a timestamp tick of now: a second write could keep the status
+                status = None  # changed within a timestamp tick of now: a second write could keep the status
         except (OSError, ValueError):
             status = None
         known = self._template_digests.get(name)
@@ -115,8 +115,9 @@ def load_package(ref: str | Path, specs_dir: Path | None = None) -> Package:
         if directory.is_dir():
             path = manifest_path(directory)
             if path is None:
-                raise ManifestError(f"no manifest.json in {directory} (nor in {directory / PUBLISHED})",
-                                    file=str(directory))
+                raise ManifestError(
+                    f"no manifest.json in {directory} (nor in {directory / PUBLISHED})", file=str(directory)
+                )
             return Package(path.parent, load_manifest(path))
     known = ", ".join(sorted(p.name for p in find_package_dirs(specs_dir or REPO_SPECS)))
     raise ManifestError(f"no kernel package {str(ref)!r}; known packages: {known or 'none'}", file=str(ref))
@@ -130,7 +131,7 @@ def package_versions(name: str, specs_dir: Path | None = None) -> dict[int, Path
     if manifest_path(root / name):
         found[1] = root / name
     for d in root.glob(f"{name}@*"):
-        suffix = d.name[len(name) + 1:]
+        suffix = d.name[len(name) + 1 :]
         if suffix.isdigit() and int(suffix) > 1 and manifest_path(d):
             found[int(suffix)] = d
     return dict(sorted(found.items()))

@@ -18,8 +18,9 @@ from conformance.engine.profile import DeviceProfile
 from conformance.errors import ContractError, ExpressionError, NoVariantError
 
 
-def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
-              output_shapes: dict[str, tuple[int, ...]] | None = None) -> Scope:
+def scope_for(
+    manifest: Manifest, call: Call, typevars: dict[str, str], output_shapes: dict[str, tuple[int, ...]] | None = None
+) -> Scope:
     """The names an expression sees for this call (see specs/README.md, "Expressions"), read-only with a memo."""
     shapes: dict[str, Any] = {}
     for spec in manifest.inputs:
@@ -30,13 +31,22 @@ def scope_for(manifest: Manifest, call: Call, typevars: dict[str, str],
     ranks = {role: (len(s) if isinstance(s, tuple) else s) for role, s in shapes.items()}
     present = {role: isinstance(s, tuple) for role, s in shapes.items()}
     dtypes = {tv: typevars.get(tv, Absent(f"dtype {tv}")) for tv in manifest.type_constraints}
-    device = Namespace("device", {"limits": Namespace("device.limits", call.profile.limits),
-                                  "features": tuple(sorted(call.profile.features))})
-    return Scope({"shapes": Namespace("shapes", shapes), "ranks": Namespace("ranks", ranks),
-                  "dtypes": Namespace("dtypes", dtypes), "present": Namespace("present", present),
-                  "device": device, "tunables": Namespace("tunables", call.tunables),
-                  "attributes": Namespace("attributes", call.attributes),
-                  **builtins(call.profile.features)})
+    device = Namespace(
+        "device",
+        {"limits": Namespace("device.limits", call.profile.limits), "features": tuple(sorted(call.profile.features))},
+    )
+    return Scope(
+        {
+            "shapes": Namespace("shapes", shapes),
+            "ranks": Namespace("ranks", ranks),
+            "dtypes": Namespace("dtypes", dtypes),
+            "present": Namespace("present", present),
+            "device": device,
+            "tunables": Namespace("tunables", call.tunables),
+            "attributes": Namespace("attributes", call.attributes),
+            **builtins(call.profile.features),
+        }
+    )
 
 
 def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int = 0) -> int:
@@ -44,11 +54,13 @@ def _int(value: Any, what: str, pointer: str, manifest: Manifest, minimum: int =
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ExpressionError(f"{what} must be an integer >= {minimum}, got {format_value(value)}",
-                              pointer=pointer, file=manifest.file)
+        raise ExpressionError(
+            f"{what} must be an integer >= {minimum}, got {format_value(value)}", pointer=pointer, file=manifest.file
+        )
     if value < minimum:  # a well-formed value this call makes out of range (e.g. a tunable of 0)
-        raise ContractError(f"{what} is {value} for this call, below {minimum} ({manifest.file}:{pointer})",
-                            reason="dispatch")
+        raise ContractError(
+            f"{what} is {value} for this call, below {minimum} ({manifest.file}:{pointer})", reason="dispatch"
+        )
     return value
 
 
@@ -74,9 +86,14 @@ def call_key(call: Call) -> tuple:
     Mappings are taken in their own order, unsorted: equal mappings in another order only make another key (a
     plan made again), never one key for two calls, and make_call and DeviceProfile write them in one order."""
     profile = call.profile
-    return (tuple((role, None) if arg is None else (role, arg.shape, arg.dtype) for role, arg in call.inputs.items()),
-            profile.name, tuple(profile.limits.items()), frozenset(profile.features), tuple(call.tunables.items()),
-            tuple((name, type(v).__name__, repr(v)) for name, v in call.attributes.items()))
+    return (
+        tuple((role, None) if arg is None else (role, arg.shape, arg.dtype) for role, arg in call.inputs.items()),
+        profile.name,
+        tuple(profile.limits.items()),
+        frozenset(profile.features),
+        tuple(call.tunables.items()),
+        tuple((name, type(v).__name__, repr(v)) for name, v in call.attributes.items()),
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -123,16 +140,24 @@ class Planner:
     def plan(self, call: Call) -> Plan:
         return _remembered(self._plans, MAX_PLANS, call_key(call), lambda: self._plan(call))
 
-    def plan_case(self, args: Mapping[str, Any], profile: DeviceProfile,
-                  tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None) -> Plan:
+    def plan_case(
+        self,
+        args: Mapping[str, Any],
+        profile: DeviceProfile,
+        tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None,
+    ) -> Plan:
         """The plan of a case: the call ``args`` (tensors by role as ``(shape, dtype)``, an array or None, and
         attributes by name: a case's ``call_args()``) on ``profile`` with ``tunables`` (overrides of the manifest's
         defaults, a mapping or name-value pairs; None or empty: the defaults). The one way the suite plans a case,
         a generated call or a caller's; raises the refusal (ContractError, ExpressionError) as :meth:`plan` does."""
         return self.plan(self.call_for(args, profile, tunables))
 
-    def call_for(self, args: Mapping[str, Any], profile: DeviceProfile,
-                 tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None) -> Call:
+    def call_for(
+        self,
+        args: Mapping[str, Any],
+        profile: DeviceProfile,
+        tunables: Mapping[str, int] | Iterable[tuple[str, int]] | None = None,
+    ) -> Call:
         """The :class:`Call` :meth:`plan_case` plans (:func:`make_call` with this planner's manifest), for what
         needs the call itself: its :meth:`scope`, its tunables with the defaults filled in."""
         return make_call(self.manifest, args, profile, dict(tunables or ()))
@@ -150,8 +175,10 @@ class Planner:
             raise err
         if violation:
             raise ContractError(violation[1], reason="rank", argument=violation[0])
-        constants = {name: variant.evaluator.evaluate(_name_node(name), scope, f"{variant.pointer}/constants/{name}")
-                     for name in variant.constant_names}
+        constants = {
+            name: variant.evaluator.evaluate(_name_node(name), scope, f"{variant.pointer}/constants/{name}")
+            for name in variant.constant_names
+        }
         passes = tuple(self._pass(variant, p, scope, constants, call, typevars) for p in variant.passes)
         return Plan(m.op_id, variant.id, passes, outputs, call.profile.name)
 
@@ -162,11 +189,12 @@ class Planner:
 
     def _prepared(self, call: Call) -> tuple[dict[str, str], dict[str, OutputPlan], Scope]:
         """(type variables, outputs, scope) of ``call``, after the contract checks and output shapes."""
+
         def prepare():
             typevars = check_types(self.manifest, call)
             outputs = self._outputs(call, typevars)
-            return typevars, outputs, scope_for(self.manifest, call, typevars,
-                                                {r: o.shape for r, o in outputs.items()})
+            return typevars, outputs, scope_for(self.manifest, call, typevars, {r: o.shape for r, o in outputs.items()})
+
         return _remembered(self._scopes, MAX_SCOPES, call_key(call), prepare)
 
     def _outputs(self, call: Call, typevars: dict[str, str]) -> dict[str, OutputPlan]:
@@ -175,20 +203,30 @@ class Planner:
         out = {}
         for spec in m.outputs:
             shape = self._outputs_eval.evaluate(spec.shape.tree, scope, spec.shape.pointer)
-            if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                       for d in shape):
-                raise ExpressionError(f"output shape must be a list of non-negative integers, got "
-                                      f"{format_value(shape)}", pointer=spec.shape.pointer, file=m.file)
+            if not isinstance(shape, tuple) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+            ):
+                raise ExpressionError(
+                    f"output shape must be a list of non-negative integers, got {format_value(shape)}",
+                    pointer=spec.shape.pointer,
+                    file=m.file,
+                )
             if spec.rank is not None:
                 rank = self._outputs_eval.evaluate(spec.rank.tree, scope, spec.rank.pointer)
                 if rank != len(shape):
-                    raise ContractError(f"output {spec.role!r}: shape {list(shape)} has rank {len(shape)}, the "
-                                        f"contract says rank {format_value(rank)}", reason="output-rank",
-                                        argument=spec.role)
+                    raise ContractError(
+                        f"output {spec.role!r}: shape {list(shape)} has rank {len(shape)}, the "
+                        f"contract says rank {format_value(rank)}",
+                        reason="output-rank",
+                        argument=spec.role,
+                    )
             dtype = typevars.get(spec.typevar)
             if dtype is None:
-                raise ContractError(f"output {spec.role!r}: type {spec.typevar} is bound by no present input",
-                                    reason="dtype", argument=spec.role)
+                raise ContractError(
+                    f"output {spec.role!r}: type {spec.typevar} is bound by no present input",
+                    reason="dtype",
+                    argument=spec.role,
+                )
             out[spec.role] = OutputPlan(spec.role, shape, FROM_WGSL[dtype])
         return out
 
@@ -198,8 +236,11 @@ class Planner:
             for expr in variant.when:
                 value = variant.evaluator.evaluate(expr.tree, scope, expr.pointer)
                 if not isinstance(value, bool):
-                    raise ExpressionError(f"a when predicate must be true or false, got {format_value(value)}",
-                                          pointer=expr.pointer, file=self.manifest.file)
+                    raise ExpressionError(
+                        f"a when predicate must be true or false, got {format_value(value)}",
+                        pointer=expr.pointer,
+                        file=self.manifest.file,
+                    )
                 if not value:
                     failures[variant.id] = variant.evaluator.explain_false(expr.tree, scope)
                     break
@@ -209,20 +250,29 @@ class Planner:
 
     def _pass(self, variant: VariantSpec, spec: PassSpec, scope, constants, call: Call, typevars) -> PassPlan:
         ev, m, limits = variant.evaluator, self.manifest, call.profile.limits
-        wg = _int(ev.evaluate(spec.workgroup_size.tree, scope, spec.workgroup_size.pointer), "workgroupSize",
-                  spec.workgroup_size.pointer, m, minimum=1)
-        threads = _int(ev.evaluate(spec.threads.tree, scope, spec.threads.pointer), "threads",
-                       spec.threads.pointer, m)
+        wg = _int(
+            ev.evaluate(spec.workgroup_size.tree, scope, spec.workgroup_size.pointer),
+            "workgroupSize",
+            spec.workgroup_size.pointer,
+            m,
+            minimum=1,
+        )
+        threads = _int(ev.evaluate(spec.threads.tree, scope, spec.threads.pointer), "threads", spec.threads.pointer, m)
         for limit in ("maxComputeWorkgroupSizeX", "maxComputeInvocationsPerWorkgroup"):
             if wg > limits[limit]:
-                raise ContractError(f"pass {spec.name}: workgroup size {wg} exceeds device.limits.{limit} = "
-                                    f"{limits[limit]}", reason="device-limit")
+                raise ContractError(
+                    f"pass {spec.name}: workgroup size {wg} exceeds device.limits.{limit} = {limits[limit]}",
+                    reason="device-limit",
+                )
         groups = -(-threads // wg)
         counts = split_workgroups(groups, limits["maxComputeWorkgroupsPerDimension"])
         if counts is None:
-            raise ContractError(f"pass {spec.name}: {groups} workgroups do not fit in 3 dimensions of at most "
-                                f"device.limits.maxComputeWorkgroupsPerDimension = "
-                                f"{limits['maxComputeWorkgroupsPerDimension']}", reason="device-limit")
+            raise ContractError(
+                f"pass {spec.name}: {groups} workgroups do not fit in 3 dimensions of at most "
+                f"device.limits.maxComputeWorkgroupsPerDimension = "
+                f"{limits['maxComputeWorkgroupsPerDimension']}",
+                reason="device-limit",
+            )
         bindings = tuple(self._binding(i, b, spec, scope, constants, call, ev) for i, b in enumerate(spec.bindings))
         self._check_binding_limits(spec, bindings, limits)
         return PassPlan(spec.id, spec.name, spec.shader, constants, bindings, Dispatch(threads, wg, counts))
@@ -240,8 +290,9 @@ class Planner:
             except (ValueError, KeyError) as exc:
                 raise ExpressionError(str(exc), pointer=b.pointer, file=m.file) from None
             decl = binding_declaration(index, b.name, b.buffer_type, b.struct_name)
-            return BindingPlan(index, b.name, b.buffer_type, None, None, None, b.struct_name, fields, data,
-                               len(data), decl)
+            return BindingPlan(
+                index, b.name, b.buffer_type, None, None, None, b.struct_name, fields, data, len(data), decl
+            )
         etype, length = resolve(b.element_type), resolve(b.length)
         try:
             scalar, width = element_type(str(etype))
@@ -249,65 +300,105 @@ class Planner:
             raise ExpressionError(f"binding {b.name!r}: {exc}", pointer=b.pointer, file=m.file) from None
         if b.packing == "2x16float":
             if scalar != "u32" or width == 3:
-                raise ExpressionError(f"binding {b.name!r}: packing 2x16float needs u32, vec2<u32> or vec4<u32>, "
-                                      f"not {etype}", pointer=b.pointer, file=m.file)
+                raise ExpressionError(
+                    f"binding {b.name!r}: packing 2x16float needs u32, vec2<u32> or vec4<u32>, not {etype}",
+                    pointer=b.pointer,
+                    file=m.file,
+                )
             scalar, width = "f16", 2 * width
         tensor = self._tensor_for(b.arg, call, scope)
         if tensor is None:
-            raise ContractError(f"pass {spec.name}: binding {b.name!r} needs argument {b.arg!r}, which is absent",
-                                reason="missing-input", argument=b.arg)
+            raise ContractError(
+                f"pass {spec.name}: binding {b.name!r} needs argument {b.arg!r}, which is absent",
+                reason="missing-input",
+                argument=b.arg,
+            )
         shape, wgsl_dtype = tensor
         numel = math.prod(shape)
         if scalar != wgsl_dtype:
             packed = " (packing 2x16float holds f16)" if b.packing else ""
-            raise ExpressionError(f"binding {b.name!r}: element type {etype}{packed} does not hold argument "
-                                  f"{b.arg!r} of dtype {wgsl_dtype}", pointer=b.pointer, file=m.file)
+            raise ExpressionError(
+                f"binding {b.name!r}: element type {etype}{packed} does not hold argument "
+                f"{b.arg!r} of dtype {wgsl_dtype}",
+                pointer=b.pointer,
+                file=m.file,
+            )
         first, count = self._range(b, resolve, numel, width, etype, element_stride(scalar), call)
         if length is not None:
             length = _int(length, f"binding {b.name!r} length", b.pointer, m, minimum=1)
             if length * width != count:
-                raise ContractError(f"pass {spec.name}: binding {b.name!r} declares {length} x {etype} but "
-                                    f"argument {b.arg!r} has {count} elements", reason="binding-length",
-                                    argument=b.arg)
+                raise ContractError(
+                    f"pass {spec.name}: binding {b.name!r} declares {length} x {etype} but "
+                    f"argument {b.arg!r} has {count} elements",
+                    reason="binding-length",
+                    argument=b.arg,
+                )
         type_text = f"array<{etype}, {length}>" if length is not None else f"array<{etype}>"
         byte_size = (count // width) * element_stride(str(etype))
         decl = binding_declaration(index, b.name, b.buffer_type, type_text)
-        return BindingPlan(index, b.name, b.buffer_type, str(etype), length, b.arg, None, (), b"", byte_size, decl,
-                           b.packing, first * element_stride(scalar))
+        return BindingPlan(
+            index,
+            b.name,
+            b.buffer_type,
+            str(etype),
+            length,
+            b.arg,
+            None,
+            (),
+            b"",
+            byte_size,
+            decl,
+            b.packing,
+            first * element_stride(scalar),
+        )
 
-    def _range(self, b: BindingSpec, resolve, numel: int, width: int, etype, scalar_bytes: int,
-               call: Call) -> tuple[int, int]:
+    def _range(
+        self, b: BindingSpec, resolve, numel: int, width: int, etype, scalar_bytes: int, call: Call
+    ) -> tuple[int, int]:
         """The argument elements [first, first + count) a binding covers: the whole argument unless it names a
         range, whose start must sit at a multiple of the device's minStorageBufferOffsetAlignment."""
         m = self.manifest
         first = 0 if b.first is None else _int(resolve(b.first), f"binding {b.name!r} first", b.pointer, m)
-        count = numel - first if b.count is None else _int(resolve(b.count), f"binding {b.name!r} count",
-                                                           b.pointer, m)
+        count = numel - first if b.count is None else _int(resolve(b.count), f"binding {b.name!r} count", b.pointer, m)
         packed = f" ({width} f16 each, packing 2x16float)" if b.packing else ""
         if first + count > numel:
-            raise ContractError(f"binding {b.name!r} covers elements [{first}, {first + count}) of argument "
-                                f"{b.arg!r}, which has {numel}", reason="binding-range", argument=b.arg)
+            raise ContractError(
+                f"binding {b.name!r} covers elements [{first}, {first + count}) of argument "
+                f"{b.arg!r}, which has {numel}",
+                reason="binding-range",
+                argument=b.arg,
+            )
         if count % width:
             what = f"{count} elements" if (first, count) == (0, numel) else f"the {count} elements it covers"
-            raise ExpressionError(f"binding {b.name!r}: {what} of {b.arg!r} are not a whole number of "
-                                  f"{etype}{packed}", pointer=b.pointer, file=m.file)
+            raise ExpressionError(
+                f"binding {b.name!r}: {what} of {b.arg!r} are not a whole number of {etype}{packed}",
+                pointer=b.pointer,
+                file=m.file,
+            )
         limits = call.profile.limits
         if (first, count) != (0, numel) and numel * scalar_bytes > limits["maxBufferSize"]:
-            raise ContractError(f"argument {b.arg!r} needs a buffer of {numel * scalar_bytes} bytes, more than "
-                                f"device.limits.maxBufferSize = {limits['maxBufferSize']}", reason="device-limit",
-                                argument=b.arg)
+            raise ContractError(
+                f"argument {b.arg!r} needs a buffer of {numel * scalar_bytes} bytes, more than "
+                f"device.limits.maxBufferSize = {limits['maxBufferSize']}",
+                reason="device-limit",
+                argument=b.arg,
+            )
         alignment = limits["minStorageBufferOffsetAlignment"]
         if first * scalar_bytes % alignment:
-            raise ContractError(f"binding {b.name!r} starts at byte {first * scalar_bytes} of argument {b.arg!r}, "
-                                f"not a multiple of device.limits.minStorageBufferOffsetAlignment = {alignment}",
-                                reason="binding-offset", argument=b.arg)
+            raise ContractError(
+                f"binding {b.name!r} starts at byte {first * scalar_bytes} of argument {b.arg!r}, "
+                f"not a multiple of device.limits.minStorageBufferOffsetAlignment = {alignment}",
+                reason="binding-offset",
+                argument=b.arg,
+            )
         return first, count
 
     def _field_value(self, f, scope, ev):
         value = ev.evaluate(f.value.tree, scope, f.value.pointer)
         if f.type.endswith(("u32", "i32", "u32>", "i32>")) and not isinstance(value, (tuple, list)):
-            return _int(value, f"field {f.name!r}", f.value.pointer, self.manifest,
-                        minimum=0 if "u32" in f.type else -2**31)
+            return _int(
+                value, f"field {f.name!r}", f.value.pointer, self.manifest, minimum=0 if "u32" in f.type else -(2**31)
+            )
         return value
 
     def _tensor_for(self, arg: str, call: Call, scope) -> tuple[tuple[int, ...], str] | None:
@@ -322,15 +413,23 @@ class Planner:
     def _check_binding_limits(spec: PassSpec, bindings: tuple[BindingPlan, ...], limits):
         storage = [b for b in bindings if b.buffer_type != "uniform"]
         if len(storage) > limits["maxStorageBuffersPerShaderStage"]:
-            raise ContractError(f"pass {spec.name}: {len(storage)} storage buffers exceed "
-                                f"device.limits.maxStorageBuffersPerShaderStage = "
-                                f"{limits['maxStorageBuffersPerShaderStage']}", reason="device-limit")
+            raise ContractError(
+                f"pass {spec.name}: {len(storage)} storage buffers exceed "
+                f"device.limits.maxStorageBuffersPerShaderStage = "
+                f"{limits['maxStorageBuffersPerShaderStage']}",
+                reason="device-limit",
+            )
         for b in bindings:
-            caps = (("maxUniformBufferBindingSize",) if b.buffer_type == "uniform"
-                    else ("maxStorageBufferBindingSize", "maxBufferSize"))
+            caps = (
+                ("maxUniformBufferBindingSize",)
+                if b.buffer_type == "uniform"
+                else ("maxStorageBufferBindingSize", "maxBufferSize")
+            )
             for cap in caps:
                 if b.byte_size > limits[cap]:
-                    raise ContractError(f"pass {spec.name}: binding {b.name!r} needs {b.byte_size} bytes, more "
-                                        f"than device.limits.{cap} = {limits[cap]}", reason="device-limit",
-                                        argument=b.arg)
-
+                    raise ContractError(
+                        f"pass {spec.name}: binding {b.name!r} needs {b.byte_size} bytes, more "
+                        f"than device.limits.{cap} = {limits[cap]}",
+                        reason="device-limit",
+                        argument=b.arg,
+                    )

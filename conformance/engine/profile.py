@@ -50,20 +50,36 @@ LIMIT_NAMES = frozenset(DEFAULT_LIMITS)
 #: Limits where a *smaller* value is the more permissive one.
 ALIGNMENT_LIMITS = frozenset({"minUniformBufferOffsetAlignment", "minStorageBufferOffsetAlignment"})
 
-KNOWN_FEATURES = frozenset({
-    "shader-f16", "timestamp-query", "subgroups", "float32-filterable", "depth-clip-control",
-    "depth32float-stencil8", "texture-compression-bc", "texture-compression-etc2", "texture-compression-astc",
-    "indirect-first-instance", "rg11b10ufloat-renderable", "bgra8unorm-storage", "clip-distances",
-    "dual-source-blending", "float32-blendable",
-})
+KNOWN_FEATURES = frozenset(
+    {
+        "shader-f16",
+        "timestamp-query",
+        "subgroups",
+        "float32-filterable",
+        "depth-clip-control",
+        "depth32float-stencil8",
+        "texture-compression-bc",
+        "texture-compression-etc2",
+        "texture-compression-astc",
+        "indirect-first-instance",
+        "rg11b10ufloat-renderable",
+        "bgra8unorm-storage",
+        "clip-distances",
+        "dual-source-blending",
+        "float32-blendable",
+    }
+)
 
 
 def camel_limit(name: str) -> str:
     """``max-storage-buffer-binding-size`` (wgpu-py) -> ``maxStorageBufferBindingSize``."""
     head, *rest = name.replace("_", "-").split("-")
     out = head + "".join(p[:1].upper() + p[1:] for p in rest)
-    return out.replace("Dimension1d", "Dimension1D").replace("Dimension2d", "Dimension2D").replace(
-        "Dimension3d", "Dimension3D")
+    return (
+        out.replace("Dimension1d", "Dimension1D")
+        .replace("Dimension2d", "Dimension2D")
+        .replace("Dimension3d", "Dimension3D")
+    )
 
 
 def kebab_limit(name: str) -> str:
@@ -94,8 +110,13 @@ class DeviceProfile:
         object.__setattr__(self, "limits", {**DEFAULT_LIMITS, **self.limits})
         object.__setattr__(self, "features", frozenset(self.features))
 
-    def restricted(self, name: str, *, limits: Mapping[str, int] | None = None,
-                   drop_features: frozenset[str] | set[str] = frozenset()) -> "DeviceProfile":
+    def restricted(
+        self,
+        name: str,
+        *,
+        limits: Mapping[str, int] | None = None,
+        drop_features: frozenset[str] | set[str] = frozenset(),
+    ) -> "DeviceProfile":
         """A stricter profile: some limits lowered, some features removed."""
         merged = dict(self.limits)
         for key, value in (limits or {}).items():
@@ -115,10 +136,13 @@ class DeviceProfile:
     def within(self, device: "DeviceProfile") -> "DeviceProfile":
         """This profile cut down to what ``device`` has: the profile a call made for this one meets on ``device``
         (each limit the stricter of the two, the features both have)."""
-        limits = {key: (max if key in ALIGNMENT_LIMITS else min)(value, device.limits.get(key, DEFAULT_LIMITS[key]))
-                  for key, value in self.limits.items()}
-        return replace(self, name=f"{self.name} on {device.name}", limits=limits,
-                       features=self.features & device.features)
+        limits = {
+            key: (max if key in ALIGNMENT_LIMITS else min)(value, device.limits.get(key, DEFAULT_LIMITS[key]))
+            for key, value in self.limits.items()
+        }
+        return replace(
+            self, name=f"{self.name} on {device.name}", limits=limits, features=self.features & device.features
+        )
 
     def as_dict(self) -> dict:
         return {"name": self.name, "limits": dict(sorted(self.limits.items())), "features": sorted(self.features)}

@@ -32,10 +32,19 @@ _TYPE_RANK = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
 _BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 1}
 
 #: Limits raised to the adapter's maximum when the device is opened.
-RAISED_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupsPerDimension",
-                 "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX", "maxComputeWorkgroupSizeY",
-                 "maxComputeWorkgroupSizeZ", "maxStorageBuffersPerShaderStage", "maxComputeWorkgroupStorageSize",
-                 "maxUniformBufferBindingSize", "maxBindingsPerBindGroup")
+RAISED_LIMITS = (
+    "maxStorageBufferBindingSize",
+    "maxBufferSize",
+    "maxComputeWorkgroupsPerDimension",
+    "maxComputeInvocationsPerWorkgroup",
+    "maxComputeWorkgroupSizeX",
+    "maxComputeWorkgroupSizeY",
+    "maxComputeWorkgroupSizeZ",
+    "maxStorageBuffersPerShaderStage",
+    "maxComputeWorkgroupStorageSize",
+    "maxUniformBufferBindingSize",
+    "maxBindingsPerBindGroup",
+)
 OPTIONAL_FEATURES = ("shader-f16", "timestamp-query", "timestamp-query-inside-encoders", "subgroups")
 #: An implementation's own name for a WebGPU feature -> the WebGPU name profiles and manifests use (wgpu-native
 #: calls WebGPU's ``subgroups`` ``subgroup``, after its native feature bit).
@@ -64,15 +73,22 @@ def adapters_of(webgpu: str = "wgpu", backend: str = "auto", adapter_filter: str
     if backend not in BACKENDS:
         raise DeviceError(f"unknown device backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     adapters = enumerate_adapters(webgpu)
-    found = [a for a in adapters if _backend_matches(a, BACKENDS[backend])
-             and (not adapter_filter or adapter_filter.lower() in a.summary.lower())]
+    found = [
+        a
+        for a in adapters
+        if _backend_matches(a, BACKENDS[backend])
+        and (not adapter_filter or adapter_filter.lower() in a.summary.lower())
+    ]
     if not found:
         seen = "; ".join(describe(a) for a in adapters) or "none"
-        raise DeviceError(f"no {webgpu} adapter for --device={backend}"
-                          f"{f' --adapter={adapter_filter!r}' if adapter_filter else ''}; adapters present: {seen}. "
-                          f"On Debian without a GPU: apt-get install -y mesa-vulkan-drivers libvulkan1")
-    found.sort(key=lambda a: (_TYPE_RANK.get(a.info.get("adapter_type"), 9),
-                              _BACKEND_RANK.get(a.info.get("backend_type"), 9)))
+        raise DeviceError(
+            f"no {webgpu} adapter for --device={backend}"
+            f"{f' --adapter={adapter_filter!r}' if adapter_filter else ''}; adapters present: {seen}. "
+            f"On Debian without a GPU: apt-get install -y mesa-vulkan-drivers libvulkan1"
+        )
+    found.sort(
+        key=lambda a: (_TYPE_RANK.get(a.info.get("adapter_type"), 9), _BACKEND_RANK.get(a.info.get("backend_type"), 9))
+    )
     return found
 
 
@@ -97,10 +113,10 @@ class Device:
     pipelines: dict = field(default_factory=dict)
     compilations: int = 0
     dispatches: int = 0
-    submissions: int = 0                # queue submissions of verified and plain runs (not of timing)
+    submissions: int = 0  # queue submissions of verified and plain runs (not of timing)
     lost: bool = False
-    adapter_filter: str | None = None   # as given to get_device: a fresh device is opened the same way
-    webgpu: str = "wgpu"                # the WebGPU implementation (conformance.gpu.backends)
+    adapter_filter: str | None = None  # as given to get_device: a fresh device is opened the same way
+    webgpu: str = "wgpu"  # the WebGPU implementation (conformance.gpu.backends)
 
     @property
     def key(self) -> tuple[str, str | None, str]:
@@ -114,15 +130,23 @@ class Device:
     @property
     def summary(self) -> dict:
         info = self.adapter.info
-        out = {"adapter": info.get("device"), "backend": info.get("backend_type"), "webgpu": self.webgpu,
-               "type": info.get("adapter_type"), "driver": info.get("description"),
-               "vendor": info.get("vendor"), "features": sorted(self.profile.features & set(OPTIONAL_FEATURES)),
-               "limits": {k: self.profile.limits[k] for k in RAISED_LIMITS[:5]}}
-        if info.get("requested"):   # a browser asked for a hardware adapter or for software (--webgpu-adapter)
+        out = {
+            "adapter": info.get("device"),
+            "backend": info.get("backend_type"),
+            "webgpu": self.webgpu,
+            "type": info.get("adapter_type"),
+            "driver": info.get("description"),
+            "vendor": info.get("vendor"),
+            "features": sorted(self.profile.features & set(OPTIONAL_FEATURES)),
+            "limits": {k: self.profile.limits[k] for k in RAISED_LIMITS[:5]},
+        }
+        if info.get("requested"):  # a browser asked for a hardware adapter or for software (--webgpu-adapter)
             out["requested"] = info["requested"]
             if info["requested"] == "gpu" and info.get("adapter_type") == "CPU":
-                out["fallback"] = f"software fallback: a GPU adapter was asked for (--webgpu-adapter gpu), the " \
-                                  f"browser gave WebGPU {info.get('device') or 'a CPU adapter'}"
+                out["fallback"] = (
+                    f"software fallback: a GPU adapter was asked for (--webgpu-adapter gpu), the "
+                    f"browser gave WebGPU {info.get('device') or 'a CPU adapter'}"
+                )
         return out
 
 
@@ -134,13 +158,21 @@ def open_device(backend: str = "auto", adapter_filter: str | None = None, webgpu
     features = [f for f in adapter.features if FEATURE_ALIASES.get(f, f) in OPTIONAL_FEATURES]  # its own names
     required = {kebab_limit(k): profile.limits[k] for k in RAISED_LIMITS}
     try:
-        device = adapter.request_device_sync(label="conformance", required_features=features,
-                                             required_limits=required)
+        device = adapter.request_device_sync(label="conformance", required_features=features, required_limits=required)
     except Exception as exc:
         raise DeviceError(f"cannot open a device on {describe(adapter)}: {exc}") from None
-    granted = DeviceProfile(describe(adapter), {**profile.limits, **{
-        camel_limit(k): v for k, v in device.limits.items()
-        if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0}}, webgpu_features(device.features))
+    granted = DeviceProfile(
+        describe(adapter),
+        {
+            **profile.limits,
+            **{
+                camel_limit(k): v
+                for k, v in device.limits.items()
+                if camel_limit(k) in LIMIT_NAMES and isinstance(v, int) and v > 0
+            },
+        },
+        webgpu_features(device.features),
+    )
     return Device(adapter, device, granted, backend, adapter_filter=adapter_filter, webgpu=webgpu)
 
 
@@ -158,8 +190,10 @@ def probe_compute(device: Device) -> str | None:
         module = dev.create_shader_module(code=PROBE_SHADER)
         pipeline = dev.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
         buf = dev.create_buffer(size=16, usage=STORAGE | COPY_SRC)
-        group = dev.create_bind_group(layout=pipeline.get_bind_group_layout(0),
-                                      entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 16}}])
+        group = dev.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": 16}}],
+        )
         encoder = dev.create_command_encoder()
         cpass = encoder.begin_compute_pass()
         cpass.set_pipeline(pipeline)
@@ -179,8 +213,9 @@ DEFAULT_RECOVERY_TIMEOUT = 60.0
 
 def recovery_timeout() -> float:
     """Seconds a fresh device waits for abandoned work to end: ``CONFORMANCE_DEVICE_RECOVERY_TIMEOUT``."""
-    return env_float("CONFORMANCE_DEVICE_RECOVERY_TIMEOUT", DEFAULT_RECOVERY_TIMEOUT, DeviceError,
-                     allow_inf=True, allow_zero=True)
+    return env_float(
+        "CONFORMANCE_DEVICE_RECOVERY_TIMEOUT", DEFAULT_RECOVERY_TIMEOUT, DeviceError, allow_inf=True, allow_zero=True
+    )
 
 
 @dataclass
@@ -256,9 +291,11 @@ class DevicePool:
                 item.thread.join(remaining)
             if item.thread.is_alive():
                 age = time.monotonic() - item.since
-                raise DeviceError(f"no fresh device: {item.what} timed out {age:.0f} s ago and is still running on "
-                                  f"the driver, which cannot open or run another device until it ends (waited "
-                                  f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)")
+                raise DeviceError(
+                    f"no fresh device: {item.what} timed out {age:.0f} s ago and is still running on "
+                    f"the driver, which cannot open or run another device until it ends (waited "
+                    f"{item.deadline - item.since:g} s: CONFORMANCE_DEVICE_RECOVERY_TIMEOUT)"
+                )
             self._abandoned.remove(item)
             if item.device is not None:
                 _destroy(item.device)
@@ -275,5 +312,3 @@ def _destroy(wgpu_device) -> None:
 devices = DevicePool()
 get_device = devices.get
 abandon = devices.abandon
-
-

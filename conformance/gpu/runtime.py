@@ -75,6 +75,7 @@ def draw_sentinel() -> bytes:
 def guard_pattern(nbytes: int, sentinel: bytes) -> bytes:
     return sentinel * (nbytes // 4)
 
+
 DEFAULT_DISPATCH_TIMEOUT = 30.0
 DEFAULT_HOST_MEMORY_FRACTION = 0.5
 
@@ -122,8 +123,18 @@ def available_host_memory() -> int | None:
 def _is_lost(text: str) -> bool:
     """A device-loss message (not any message that happens to quote an identifier like ``lost``)."""
     lowered = text.lower()
-    return any(p in lowered for p in ("device lost", "device is lost", "devicelost", "parent device is lost",
-                                      "device was destroyed", "destroyed device", "device has been destroyed"))
+    return any(
+        p in lowered
+        for p in (
+            "device lost",
+            "device is lost",
+            "devicelost",
+            "parent device is lost",
+            "device was destroyed",
+            "destroyed device",
+            "device has been destroyed",
+        )
+    )
 
 
 @dataclass
@@ -188,8 +199,8 @@ class Bound:
     plan: Plan
     buffers: dict[str, object] = field(default_factory=dict)
     output_bytes: dict[str, int] = field(default_factory=dict)
-    guarded: dict[str, int] = field(default_factory=dict)    # role -> guard bytes after the output (0: none)
-    sentinel: bytes = b""                                      # the guard word of this binding
+    guarded: dict[str, int] = field(default_factory=dict)  # role -> guard bytes after the output (0: none)
+    sentinel: bytes = b""  # the guard word of this binding
     passes: list = field(default_factory=list)
 
     @staticmethod
@@ -215,9 +226,12 @@ class Bound:
 def little_endian(inputs: dict[str, np.ndarray | None]) -> dict[str, np.ndarray | None]:
     """Every input (optional ones included) in the device's byte order, little-endian: a big-endian array
     (``>f4``) is converted, by value, instead of its bytes being uploaded as they are (which read as garbage)."""
-    return {role: a if a is None or a.dtype.byteorder in ("<", "|") or (a.dtype.byteorder == "=" and
-                                                                        sys.byteorder == "little")
-            else a.astype(a.dtype.newbyteorder("<")) for role, a in inputs.items()}
+    return {
+        role: a
+        if a is None or a.dtype.byteorder in ("<", "|") or (a.dtype.byteorder == "=" and sys.byteorder == "little")
+        else a.astype(a.dtype.newbyteorder("<"))
+        for role, a in inputs.items()
+    }
 
 
 class Runtime:
@@ -232,8 +246,14 @@ class Runtime:
     def shader_text(self, plan: Plan, pass_plan: PassPlan) -> str:
         """The WGSL a pass compiles, rendered (or found rendered) for its plan; see :meth:`pipeline`."""
         # the render context also names the op, variant and pass: templates may branch on them
-        key = (str(self.package.root), self.package.manifest.sha256, plan.op, plan.variant, pass_plan.id,
-               pass_plan.cache_key())
+        key = (
+            str(self.package.root),
+            self.package.manifest.sha256,
+            plan.op,
+            plan.variant,
+            pass_plan.id,
+            pass_plan.cache_key(),
+        )
         rendered = self.device.pipelines.get(key)
         if rendered is None or not self.package.templates_unchanged(rendered[1]):
             rendered = self.device.pipelines[key] = render_with_sources(self.package, plan, pass_plan)
@@ -248,8 +268,11 @@ class Runtime:
         lookup, so an edited template (or an include of it) is rendered and compiled anew, never served stale.
         """
         wgsl = self.shader_text(plan, pass_plan)
-        shader_key = ("wgsl", hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
-                      tuple((b.index, b.buffer_type) for b in pass_plan.bindings))
+        shader_key = (
+            "wgsl",
+            hashlib.sha256(wgsl.encode("utf-8")).hexdigest(),
+            tuple((b.index, b.buffer_type) for b in pass_plan.bindings),
+        )
         cached = self.device.pipelines.get(shader_key)
         if cached is not None:
             return cached
@@ -260,18 +283,25 @@ class Runtime:
             if _is_lost(str(exc)):
                 self._classify(exc, plan)
             raise _compile_error(pass_plan.name, wgsl, str(exc)) from None
-        entries = [{"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": b.buffer_type}} for b in pass_plan.bindings]
+        entries = [
+            {"binding": b.index, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b.buffer_type}}
+            for b in pass_plan.bindings
+        ]
         try:
             layout = dev.create_bind_group_layout(entries=entries)
             pipeline = dev.create_compute_pipeline(
-                label=pass_plan.name, layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
-                compute={"module": module, "entry_point": "main"})
+                label=pass_plan.name,
+                layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": "main"},
+            )
         except Exception as exc:
             if _is_lost(str(exc)):
                 self._classify(exc, plan)
-            raise KernelRuntimeError(f"pipeline creation failed (bindings or entry point 'main' do not match the "
-                                     f"plan): {exc}", pass_name=pass_plan.name, kind="pipeline") from None
+            raise KernelRuntimeError(
+                f"pipeline creation failed (bindings or entry point 'main' do not match the plan): {exc}",
+                pass_name=pass_plan.name,
+                kind="pipeline",
+            ) from None
         self.device.compilations += 1
         self.device.pipelines[shader_key] = (pipeline, layout, wgsl)
         return self.device.pipelines[shader_key]
@@ -297,7 +327,7 @@ class Runtime:
                     bound.buffers[role] = dev.create_buffer_with_data(data=data, usage=usage.STORAGE | usage.COPY_SRC)
             for role, out in plan.outputs.items():
                 nbytes = _padded(_output_bytes(out))
-                guarded = guard_bytes(nbytes, self.device.profile.limits) if guard else 0   # 0 at the very limit
+                guarded = guard_bytes(nbytes, self.device.profile.limits) if guard else 0  # 0 at the very limit
                 buf = dev.create_buffer(size=nbytes + guarded, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
                 if guarded:
                     dev.queue.write_buffer(buf, nbytes, guard_pattern(guarded, bound.sentinel))
@@ -327,9 +357,11 @@ class Runtime:
         :func:`dispatch_timeout` seconds.
         """
         if self.device.lost:
-            raise KernelRuntimeError("device-lost: the device was lost by an earlier run; open a fresh one "
-                                     "(conformance.gpu.device.devices)", kind="device-lost",
-                                     pass_name=", ".join(p.name for p in plan.passes))
+            raise KernelRuntimeError(
+                "device-lost: the device was lost by an earlier run; open a fresh one (conformance.gpu.device.devices)",
+                kind="device-lost",
+                pass_name=", ".join(p.name for p in plan.passes),
+            )
         inputs = little_endian(inputs)
         self.check_sizes(plan, inputs)
         outputs = {role: np.zeros(o.shape, dtype=o.dtype) for role, o in plan.outputs.items()}
@@ -339,7 +371,7 @@ class Runtime:
             result.inputs_intact = {r: True for r, a in inputs.items() if a is not None}
             result.identical = {r: True for r in outputs} if verify else {}
             return result
-        guarded_only = verify and self._stores_only(plan)   # text work: before the clock starts
+        guarded_only = verify and self._stores_only(plan)  # text work: before the clock starts
         limit = dispatch_timeout()
         box: dict = {}
 
@@ -360,9 +392,13 @@ class Runtime:
             passes = ", ".join(p.name for p in plan.passes)
             what = f"pass {passes} of {plan.op} (variant {plan.variant})"
             abandon(self.device, worker, what)
-            raise KernelRuntimeError(f"timeout: the run did not finish within {limit:g} s "
-                                     f"(CONFORMANCE_DISPATCH_TIMEOUT); the device is marked lost and the next run "
-                                     f"gets a fresh one", pass_name=passes, kind="timeout")
+            raise KernelRuntimeError(
+                f"timeout: the run did not finish within {limit:g} s "
+                f"(CONFORMANCE_DISPATCH_TIMEOUT); the device is marked lost and the next run "
+                f"gets a fresh one",
+                pass_name=passes,
+                kind="timeout",
+            )
         error = box.get("error")
         if isinstance(error, ConformanceError):  # a template error stays a TemplateError
             raise error.with_traceback(None)
@@ -382,9 +418,13 @@ class Runtime:
         for what, nbytes in sizes.items():
             for name, cap in (("maxBufferSize", max_buffer), ("maxStorageBufferBindingSize", max_binding)):
                 if cap is not None and nbytes > cap:
-                    raise KernelRuntimeError(f"device-limit: {what} needs a buffer of {nbytes:,} bytes, more than "
-                                             f"the device's {name} = {cap:,} bytes ({self.device.profile.name}); "
-                                             f"nothing was allocated", pass_name=passes, kind="device-limit")
+                    raise KernelRuntimeError(
+                        f"device-limit: {what} needs a buffer of {nbytes:,} bytes, more than "
+                        f"the device's {name} = {cap:,} bytes ({self.device.profile.name}); "
+                        f"nothing was allocated",
+                        pass_name=passes,
+                        kind="device-limit",
+                    )
         in_bytes = sum(int(a.nbytes) for a in inputs.values() if a is not None)
         out_bytes = sum(_output_bytes(o) for o in plan.outputs.values())
         needed = in_bytes + 2 * out_bytes  # the outputs and their read-back copies
@@ -397,10 +437,13 @@ class Runtime:
                 f"host-memory: the run needs {needed:,} bytes of host memory ({in_bytes:,} of inputs, "
                 f"{out_bytes:,} of outputs, counted twice for the read-back), more than {fraction:g} of the "
                 f"{available:,} bytes available (CONFORMANCE_HOST_MEMORY_FRACTION); nothing was allocated",
-                pass_name=passes, kind="host-memory")
+                pass_name=passes,
+                kind="host-memory",
+            )
 
-    def _run_on_device(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool,
-                       guarded_only: bool = False) -> None:
+    def _run_on_device(
+        self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, verify: bool, guarded_only: bool = False
+    ) -> None:
         """The run bound as in production fills ``result.outputs``; with ``verify`` the guarded run follows, or
         replaces it where the kernel cannot tell the two apart (``guarded_only``, from :meth:`_stores_only`).
 
@@ -432,8 +475,9 @@ class Runtime:
             return
         result.guards_intact, result.inputs_intact = guarded_result.guards_intact, guarded_result.inputs_intact
         result.guard_breach = guarded_result.guard_breach
-        result.identical = {role: guarded[role][:array.nbytes] == data[role][:array.nbytes]
-                            for role, array in result.outputs.items()}
+        result.identical = {
+            role: guarded[role][: array.nbytes] == data[role][: array.nbytes] for role, array in result.outputs.items()
+        }
 
     def _stores_only(self, plan: Plan) -> bool:
         """Whether every pass, as compiled, uses each output it binds only in plain stores, by the lexical check
@@ -483,8 +527,9 @@ class Runtime:
         in_bytes = sum(_padded(int(a.nbytes)) for a in inputs.values() if a is not None and a.size)
         return in_bytes + 2 * sum(_padded(_output_bytes(o)) for o in plan.outputs.values())
 
-    def _encode(self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, *, guard: bool,
-                record: bool | None = None) -> "_Pending":
+    def _encode(
+        self, plan: Plan, inputs: dict[str, np.ndarray | None], result: Run, *, guard: bool, record: bool | None = None
+    ) -> "_Pending":
         """Bind and record every pass and the copies to read back (guarded: the inputs too), not yet submitted;
         ``record`` (by default: unguarded) lists the dispatches in ``result.dispatched``."""
         record = not guard if record is None else record
@@ -504,14 +549,16 @@ class Runtime:
             for role in plan.outputs:
                 size = bound.output_bytes[role] + bound.guarded[role]
                 pending.readback[role] = bound.buffers[f"readback:{role}"] = dev.create_buffer(
-                    size=size, usage=usage.MAP_READ | usage.COPY_DST)
+                    size=size, usage=usage.MAP_READ | usage.COPY_DST
+                )
                 encoder.copy_buffer_to_buffer(bound.buffers[role], 0, pending.readback[role], 0, size)
             if guard:
                 for role in inputs:
                     if role in bound.buffers:
                         size = bound.buffers[role].size
                         pending.inputs_back[role] = bound.buffers[f"inputback:{role}"] = dev.create_buffer(
-                            size=size, usage=usage.MAP_READ | usage.COPY_DST)
+                            size=size, usage=usage.MAP_READ | usage.COPY_DST
+                        )
                         encoder.copy_buffer_to_buffer(bound.buffers[role], 0, pending.inputs_back[role], 0, size)
             pending.commands = encoder.finish()
             return pending
@@ -538,18 +585,19 @@ class Runtime:
                 data = outputs[role] = self._read(pending.readback[role])
                 if guard:
                     end, padded = _output_bytes(out), bound.output_bytes[role]
-                    padding = bound.sentinel[4 - (padded - end):] if padded > end else b""
+                    padding = bound.sentinel[4 - (padded - end) :] if padded > end else b""
                     expected_tail = padding + guard_pattern(bound.guarded[role], bound.sentinel)
                     result.guards_intact[role] = not bound.guarded[role] or data[end:] == expected_tail
-                    if not result.guards_intact[role]:   # the element the first changed byte belongs to: a
-                        at = first_difference(data[end:], expected_tail)   # written byte may equal the guard's
+                    if not result.guards_intact[role]:  # the element the first changed byte belongs to: a
+                        at = first_difference(data[end:], expected_tail)  # written byte may equal the guard's
                         result.guard_breach[role] = at - at % np.dtype(out.dtype).itemsize
             if guard:
                 for role, array in inputs.items():
                     if array is not None:
                         same = role not in pending.inputs_back or (
-                            self._read(pending.inputs_back[role])[:array.nbytes]
-                            == np.ascontiguousarray(array).tobytes())
+                            self._read(pending.inputs_back[role])[: array.nbytes]
+                            == np.ascontiguousarray(array).tobytes()
+                        )
                         result.inputs_intact[role] = same
             return outputs
         except ConformanceError:
@@ -565,12 +613,15 @@ class Runtime:
             return {"binding": b.index, "resource": {"buffer": buf, "offset": 0, "size": len(data)}}
         buf = buffers.get(b.arg)
         if buf is None:
-            raise KernelRuntimeError(f"binding {b.name!r} would be zero-sized (argument {b.arg!r} is empty or absent) "
-                                     f"but the pass dispatches {pass_plan.dispatch.threads} threads",
-                                     pass_name=pass_plan.name, kind="binding")
+            raise KernelRuntimeError(
+                f"binding {b.name!r} would be zero-sized (argument {b.arg!r} is empty or absent) "
+                f"but the pass dispatches {pass_plan.dispatch.threads} threads",
+                pass_name=pass_plan.name,
+                kind="binding",
+            )
         size = _padded(b.byte_size)
-        guard = guarded.get(b.arg, 0)   # fits the binding limit by construction (guard_bytes)
-        reaches_guard = b.byte_offset + size == buf.size - guard   # a range ending early leaves it to another
+        guard = guarded.get(b.arg, 0)  # fits the binding limit by construction (guard_bytes)
+        reaches_guard = b.byte_offset + size == buf.size - guard  # a range ending early leaves it to another
         if guard and reaches_guard and size + guard <= self.device.profile.limits["maxStorageBufferBindingSize"]:
             size += guard
         return {"binding": b.index, "resource": {"buffer": buf, "offset": b.byte_offset, "size": size}}
@@ -593,5 +644,6 @@ class Runtime:
             kind = "out-of-memory"
         else:
             kind = "validation" if "validation" in lowered else "runtime"
-        raise KernelRuntimeError(f"{kind}: {text.strip()}", pass_name=", ".join(p.name for p in plan.passes),
-                                 kind=kind) from None
+        raise KernelRuntimeError(
+            f"{kind}: {text.strip()}", pass_name=", ".join(p.name for p in plan.passes), kind=kind
+        ) from None

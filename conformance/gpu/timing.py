@@ -62,9 +62,19 @@ class Timer:
     ``warmup_runs`` holds how many warm-up runs the last measurement made.
     """
 
-    def __init__(self, device: Device, *, reps: int = 20, warmup: int = 3, warmup_seconds: float = 1.0,
-                 settle_seconds: float = 3.0, settle_tolerance: float = 0.03, probe_reps: int = 5,
-                 force_wall: bool = False, clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        device: Device,
+        *,
+        reps: int = 20,
+        warmup: int = 3,
+        warmup_seconds: float = 1.0,
+        settle_seconds: float = 3.0,
+        settle_tolerance: float = 0.03,
+        probe_reps: int = 5,
+        force_wall: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self.device, self.clock, self.warmup_runs = device, clock, 0
         self.reps, self.warmup, self.warmup_seconds = reps, warmup, warmup_seconds
         self.settle_seconds, self.settle_tolerance, self.probe_reps = settle_seconds, settle_tolerance, probe_reps
@@ -92,8 +102,11 @@ class Timer:
                 writes = None
                 if query_set is not None:
                     k = 2 * (i * len(records) + j)
-                    writes = {"query_set": query_set, "beginning_of_pass_write_index": k,
-                              "end_of_pass_write_index": k + 1}
+                    writes = {
+                        "query_set": query_set,
+                        "beginning_of_pass_write_index": k,
+                        "end_of_pass_write_index": k + 1,
+                    }
                 cpass = encoder.begin_compute_pass(timestamp_writes=writes)
                 record(cpass)
                 cpass.end()

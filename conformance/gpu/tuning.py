@@ -60,8 +60,13 @@ def write(device, best: list[dict], directory: Path | None = None) -> Path:
     directory = Path(directory) if directory is not None else user_tables()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{device_key(device.summary)}.json"
-    entries = [{k: e.get(k, 1) if k == "version" else e[k] for k in ("package", "version", "dtype", "variant",
-                                                                     "WORKGROUP_SIZE")} for e in best]
+    entries = [
+        {
+            k: e.get(k, 1) if k == "version" else e[k]
+            for k in ("package", "version", "dtype", "variant", "WORKGROUP_SIZE")
+        }
+        for e in best
+    ]
     keys = [entry_key(e) for e in entries]
     if len(set(keys)) != len(keys):
         raise ValueError(f"tuning entries share a key (package, version, dtype, variant): {sorted(keys)}")

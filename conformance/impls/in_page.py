@@ -86,13 +86,15 @@ class InPage:
         """The browser backend of ``--webgpu`` (the one page runtime's owner), started on first use."""
         webgpu = self.webgpu
         if webgpu.startswith(PAGE_PREFIX):
-            backend = PAGES.get(webgpu[len(PAGE_PREFIX):])
+            backend = PAGES.get(webgpu[len(PAGE_PREFIX) :])
             if backend is None:
                 raise PageUnavailable(f"no served page {webgpu!r} (pages: {', '.join(PAGES) or 'none'})")
             return backend
         if webgpu not in BROWSERS:
-            raise PageUnavailable(f"--webgpu={webgpu}: {self.runs_what} runs in a browser; use "
-                                  f"{', '.join('--webgpu=' + b for b in BROWSERS)} or a served page:<id>")
+            raise PageUnavailable(
+                f"--webgpu={webgpu}: {self.runs_what} runs in a browser; use "
+                f"{', '.join('--webgpu=' + b for b in BROWSERS)} or a served page:<id>"
+            )
         why = unavailable(webgpu)
         if why:
             raise PageUnavailable(why)
@@ -102,8 +104,10 @@ class InPage:
 def not_installed(impl, what: str, missing: str, variable: str) -> str:
     """Why ``impl`` cannot run here: the npm package it loads in the page is missing. Said before a browser opens,
     with how to install it."""
-    return (f"{impl.name}: {what} is not installed: no node_modules/{missing} (run `npm ci` in the suite's checkout, "
-            f"or set {variable} to that package's directory)")
+    return (
+        f"{impl.name}: {what} is not installed: no node_modules/{missing} (run `npm ci` in the suite's checkout, "
+        f"or set {variable} to that package's directory)"
+    )
 
 
 def adapter_fields(adapter: dict | None) -> dict:

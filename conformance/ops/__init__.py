@@ -29,5 +29,17 @@ from conformance.ops.registry import (
     unregister,
 )
 
-__all__ = ["DataRecipe", "ENTRY_POINT_GROUP", "OpRecord", "OrtMapping", "PlanContext", "RecordNotFound", "known_ops",
-           "missing_record_note", "record_for", "register", "source_of", "unregister"]
+__all__ = [
+    "DataRecipe",
+    "ENTRY_POINT_GROUP",
+    "OpRecord",
+    "OrtMapping",
+    "PlanContext",
+    "RecordNotFound",
+    "known_ops",
+    "missing_record_note",
+    "record_for",
+    "register",
+    "source_of",
+    "unregister",
+]

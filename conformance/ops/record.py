@@ -127,8 +127,10 @@ class OpRecord:
         if self.structure not in STRUCTURES:
             raise ValueError(f"op record {self.op}: structure {self.structure!r}, expected one of {STRUCTURES}")
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"op record {self.op}: activation {self.activation!r}, expected one of "
-                             f"{', '.join(map(str, ACTIVATIONS))}")
+            raise ValueError(
+                f"op record {self.op}: activation {self.activation!r}, expected one of "
+                f"{', '.join(map(str, ACTIVATIONS))}"
+            )
         if not self.roles or not self.outputs:
             raise ValueError(f"op record {self.op}: roles and outputs must name the manifest's inputs and outputs")
 
@@ -140,8 +142,11 @@ class OpRecord:
         """What the case generator reads of the record, so what the golden files depend on (their digest covers
         it): the structure and each data recipe's name, scales and roles (the draws themselves are made at run
         time from the recipe, so they are not part of it)."""
-        return {"op": self.op, "structure": self.structure,
-                "data": [{"name": r.name, "scales": list(r.scales), "roles": list(r.roles)} for r in self.data]}
+        return {
+            "op": self.op,
+            "structure": self.structure,
+            "data": [{"name": r.name, "scales": list(r.scales), "roles": list(r.roles)} for r in self.data],
+        }
 
     def tolerance_for(self, dtype: str, inputs, attributes=None, plan: PlanContext | None = None):
         """The tolerance of one output dtype for a call: ``tolerance(dtype, inputs, attributes, plan=plan)`` when the
@@ -177,7 +182,7 @@ def manifest_bench_inputs(manifest, shape, dtype, with_optional: bool) -> dict:
         if spec.optional and not with_optional:
             continue
         rank = len(shape) if spec.rank is None else min(spec.rank, len(shape))
-        args[spec.role] = (tuple(shape[len(shape) - rank:]) if rank else (), dtype)
+        args[spec.role] = (tuple(shape[len(shape) - rank :]) if rank else (), dtype)
     return args
 
 

@@ -16,13 +16,14 @@ ENTRY_POINT_GROUP = "conformance.ops"
 
 _registered: dict[str, OpRecord] = {}
 _loaded: dict[str, OpRecord] | None = None
-_sources: dict[str, str] = {}    # op -> where its entry-point record came from ("distribution my-ops 0.1.0")
+_sources: dict[str, str] = {}  # op -> where its entry-point record came from ("distribution my-ops 0.1.0")
 
 HOW_TO_ADD = (
     "add an op record (conformance.ops.OpRecord: the float64 reference, the tolerance, ...) and register it: "
     "in a distribution, an entry point in the group 'conformance.ops' "
-    "(pyproject.toml: [project.entry-points.\"conformance.ops\"] my_op = \"my_pkg.records:RECORD\"), "
-    "or at run time conformance.ops.register(record); docs/manual/op-records.md has a complete example")
+    '(pyproject.toml: [project.entry-points."conformance.ops"] my_op = "my_pkg.records:RECORD"), '
+    "or at run time conformance.ops.register(record); docs/manual/op-records.md has a complete example"
+)
 
 
 class RecordNotFound(ConformanceError, LookupError):
@@ -30,8 +31,10 @@ class RecordNotFound(ConformanceError, LookupError):
 
     def __init__(self, op: str):
         self.op = op
-        super().__init__(f"no op record for {op!r} (known: {', '.join(known_ops())}): the values of its accepted "
-                         f"calls cannot be checked; {HOW_TO_ADD}")
+        super().__init__(
+            f"no op record for {op!r} (known: {', '.join(known_ops())}): the values of its accepted "
+            f"calls cannot be checked; {HOW_TO_ADD}"
+        )
 
 
 def _as_records(value, source: str) -> list[OpRecord]:
@@ -40,8 +43,10 @@ def _as_records(value, source: str) -> list[OpRecord]:
     items = value if isinstance(value, (list, tuple)) else [value]
     bad = [x for x in items if not isinstance(x, OpRecord)]
     if bad:
-        raise ConformanceError(f"entry point {source} ({ENTRY_POINT_GROUP}) gave {bad[0]!r}, not an OpRecord "
-                               "(or a callable returning OpRecords)")
+        raise ConformanceError(
+            f"entry point {source} ({ENTRY_POINT_GROUP}) gave {bad[0]!r}, not an OpRecord "
+            "(or a callable returning OpRecords)"
+        )
     return list(items)
 
 
@@ -51,11 +56,14 @@ def _entry_point_records() -> dict[str, OpRecord]:
         try:
             value = ep.load()
         except Exception as exc:  # a broken third-party distribution names itself, and stops nothing else
-            raise ConformanceError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
-                                   f"loaded: {type(exc).__name__}: {exc}") from None
+            raise ConformanceError(
+                f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) cannot be "
+                f"loaded: {type(exc).__name__}: {exc}"
+            ) from None
         dist = getattr(ep, "dist", None)
-        source = (f"distribution {dist.name} {dist.version}" if dist is not None
-                  else f"entry point {ep.name} = {ep.value}")
+        source = (
+            f"distribution {dist.name} {dist.version}" if dist is not None else f"entry point {ep.name} = {ep.value}"
+        )
         for record in _as_records(value, f"{ep.name} = {ep.value}"):
             _refuse_replacement(record.op, f"{source} (entry point {ep.name} = {ep.value})", out)
             out[record.op] = record
@@ -67,12 +75,16 @@ def _refuse_replacement(op: str, source: str, found: dict[str, OpRecord]) -> Non
     """An outside record never replaces another: not a built-in one (a pull request's ``records/`` installed in
     CI would otherwise swap a shipped op's reference for its own), nor one of another entry point."""
     if op in {r.op for r in builtin.RECORDS}:
-        raise ConformanceError(f"{source} registers an op record for {op}, which the suite's built-in record "
-                               f"(conformance.ops.builtin) defines: an outside record never replaces a built-in "
-                               f"one; uninstall that distribution, or give its op a domain of its own")
+        raise ConformanceError(
+            f"{source} registers an op record for {op}, which the suite's built-in record "
+            f"(conformance.ops.builtin) defines: an outside record never replaces a built-in "
+            f"one; uninstall that distribution, or give its op a domain of its own"
+        )
     if op in found:
-        raise ConformanceError(f"{source} and {_sources[op]} both register an op record for {op}: which one "
-                               f"checks the values would depend on install order; uninstall one of them")
+        raise ConformanceError(
+            f"{source} and {_sources[op]} both register an op record for {op}: which one "
+            f"checks the values would depend on install order; uninstall one of them"
+        )
 
 
 def _all() -> dict[str, OpRecord]:
@@ -117,13 +129,22 @@ def code_digest(op: str) -> str | None:
     record = find(op)
     if record is None or source_of(op).startswith("built in"):
         return None
-    functions = [record.compute, record.tolerance, record.special_values, record.torch_peer, record.bench_inputs,
-                 record.interpret, record.tolerance_parameters, record.output_dtype, *(r.draw for r in record.data)]
+    functions = [
+        record.compute,
+        record.tolerance,
+        record.special_values,
+        record.torch_peer,
+        record.bench_inputs,
+        record.interpret,
+        record.tolerance_parameters,
+        record.output_dtype,
+        *(r.draw for r in record.data),
+    ]
     files = set()
     for fn in functions:
         try:
             files.add(inspect.getsourcefile(fn) if fn is not None else None)
-        except TypeError:          # a C function: no source of its own
+        except TypeError:  # a C function: no source of its own
             continue
     h = hashlib.sha256()
     for name in sorted(f for f in files if f):
@@ -138,9 +159,11 @@ def missing_record_note(op: str) -> str | None:
     """What a command says once, up front, for a package without a record (None when it has one)."""
     if find(op) is not None:
         return None
-    return (f"{op_of(op)}: no op record: values will not be checked (each accepted case fails with RecordNotFound) "
-            f"and its golden file lacks the cases the record adds: install the distribution that registers "
-            f"{op_of(op)} (entry point group {ENTRY_POINT_GROUP!r}), or register it (docs/manual/op-records.md)")
+    return (
+        f"{op_of(op)}: no op record: values will not be checked (each accepted case fails with RecordNotFound) "
+        f"and its golden file lacks the cases the record adds: install the distribution that registers "
+        f"{op_of(op)} (entry point group {ENTRY_POINT_GROUP!r}), or register it (docs/manual/op-records.md)"
+    )
 
 
 def known_ops() -> list[str]:

@@ -21,8 +21,8 @@ DEVICE_OF = {name: key for key, name in BACKENDS.items() if name}
 @dataclass(frozen=True)
 class Column:
     webgpu: str
-    backend: str                 # a --device name
-    adapter: str | None = None   # an adapter filter, None: the best adapter of the backend
+    backend: str  # a --device name
+    adapter: str | None = None  # an adapter filter, None: the best adapter of the backend
 
     @property
     def slug(self) -> str:
@@ -34,7 +34,7 @@ class Column:
 def expand(webgpu: str, backend: str, adapter: str | None) -> tuple[list[Column], list[str]]:
     """(the columns of ``--webgpu``/``--device``/``--adapter``, why implementations or adapters were left out)."""
     implementations, notes = [webgpu], []
-    if webgpu == "all":   # every implementation that can run here; the others are left out, with why
+    if webgpu == "all":  # every implementation that can run here; the others are left out, with why
         implementations = [w for w in WEBGPU if not unavailable(w)]
         notes = [f"{w}: {unavailable(w)}" for w in WEBGPU if unavailable(w)]
     if backend != "all":

@@ -35,14 +35,18 @@ def load(path) -> list[Expectation]:
     try:
         data = parse_yaml(read_named(Path(path), MAX_YAML_FILE), f"--expectations {path}")
     except ConformanceError as exc:
-        raise ExpectationsError(str(exc) if str(exc).startswith("--expectations") else
-                                f"--expectations {exc}") from None
+        raise ExpectationsError(
+            str(exc) if str(exc).startswith("--expectations") else f"--expectations {exc}"
+        ) from None
     if data is None:
         return []
-    if not isinstance(data, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
-                                             and isinstance(e.get("reason"), str) for e in data):
-        raise ExpectationsError(f"--expectations {path}: expected a YAML list of entries with string fields "
-                                f"'id' (a glob over case ids) and 'reason'")
+    if not isinstance(data, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("reason"), str) for e in data
+    ):
+        raise ExpectationsError(
+            f"--expectations {path}: expected a YAML list of entries with string fields "
+            f"'id' (a glob over case ids) and 'reason'"
+        )
     return [Expectation(e["id"], id_pattern(e["id"]), e["reason"]) for e in data]
 
 
@@ -56,7 +60,7 @@ class Glob:
     """
 
     def __init__(self, glob: str):
-        self.glob = re.sub(r"\*+", "*", glob)   # a run of stars is one star
+        self.glob = re.sub(r"\*+", "*", glob)  # a run of stars is one star
         self.steps = 0
 
     def fullmatch(self, text: str) -> bool:

@@ -21,7 +21,7 @@ class _TerminalStream:
     def write(self, text: str) -> None:
         for line in text.splitlines():
             if line.strip():
-                writer = self.reporter._tw      # pytest's TerminalWriter: end a line of its dots first
+                writer = self.reporter._tw  # pytest's TerminalWriter: end a line of its dots first
                 if writer.width_of_current_line:
                     writer.line()
                 self.reporter.write_line(line)
@@ -54,8 +54,7 @@ class ColumnProgress:
     def __init__(self, reporter, expected_ids, default_name: str):
         totals = Counter(column_of(i) for i in expected_ids)
         stream = _TerminalStream(reporter)
-        self.bars = {slug: Progress(f"progress {slug or default_name}", n, stream=stream)
-                     for slug, n in totals.items()}
+        self.bars = {slug: Progress(f"progress {slug or default_name}", n, stream=stream) for slug, n in totals.items()}
 
     def step(self, nodeid: str, verdict: dict) -> None:
         bar = self.bars.get(column_of(nodeid))

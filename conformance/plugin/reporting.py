@@ -30,10 +30,18 @@ def column_reports(state, verdicts: list[dict], deselected_heavy: int, interrupt
         skipped = dict(Counter(v["detail"] for v in mine if v["status"] == "skipped"))
         col = state.columns.get(slug, {})
         left_out = [v for v in state.left_out if v.get("column", "") == slug or len(slugs) <= 1]
-        data = report.build(mine, identity=state.identity, device=col.get("device"),
-                            implementation=implementation, skipped_reasons=skipped,
-                            deselected_heavy=deselected_heavy, interrupted=interrupted, weak=state.weak,
-                            templates=state.templates, left_out=left_out)
+        data = report.build(
+            mine,
+            identity=state.identity,
+            device=col.get("device"),
+            implementation=implementation,
+            skipped_reasons=skipped,
+            deselected_heavy=deselected_heavy,
+            interrupted=interrupted,
+            weak=state.weak,
+            templates=state.templates,
+            left_out=left_out,
+        )
         if col.get("error"):
             data.update(error=col["error"], conforms=False, result="does-not-conform")
         if state.fatal:
@@ -50,9 +58,19 @@ def not_run(expected_ids, ran, why: str) -> list[dict]:
     for nodeid in sorted(expected_ids):
         case_id, slug = split_column(test_id_of(nodeid))
         if nodeid not in ran:
-            verdicts.append({"id": case_id, "package": case_id.split("/")[0], "variant": "?", "dtype": "?",
-                             "family": "?", "status": "not-run", "worst_ratio": None, **({"column": slug} if slug else {}),
-                             "detail": why})
+            verdicts.append(
+                {
+                    "id": case_id,
+                    "package": case_id.split("/")[0],
+                    "variant": "?",
+                    "dtype": "?",
+                    "family": "?",
+                    "status": "not-run",
+                    "worst_ratio": None,
+                    **({"column": slug} if slug else {}),
+                    "detail": why,
+                }
+            )
     return verdicts
 
 
@@ -61,7 +79,7 @@ def test_id_of(nodeid: str) -> str:
     ``@<group>`` (the id itself may hold brackets and "@")."""
     if "[" not in nodeid or "]" not in nodeid:
         return nodeid
-    return nodeid[nodeid.index("[") + 1:nodeid.rindex("]")]
+    return nodeid[nodeid.index("[") + 1 : nodeid.rindex("]")]
 
 
 def split_column(test_id: str) -> tuple[str, str]:
@@ -80,8 +98,12 @@ def write(path: Path, reports: list[dict], interrupted: bool) -> None:
         report.write(reports[0], path)
         return
     grid = matrix.merge([(path, r) for r in reports])
-    data = {"columns": reports, "matrix": grid, "interrupted": interrupted,
-            "conforms": all(r["conforms"] for r in reports)}
-    report.write_files(path, data, matrix.run_markdown(grid, reports),
-                       report_html.page(reports, grid, title="Conformance matrix"))
-
+    data = {
+        "columns": reports,
+        "matrix": grid,
+        "interrupted": interrupted,
+        "conforms": all(r["conforms"] for r in reports),
+    }
+    report.write_files(
+        path, data, matrix.run_markdown(grid, reports), report_html.page(reports, grid, title="Conformance matrix")
+    )

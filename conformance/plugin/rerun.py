@@ -14,10 +14,31 @@ import sys
 from pathlib import Path
 
 #: Option destinations the rerun leaves out: they select, schedule or write, and the rerun names its one case.
-RERUN_DROPS = {"keyword", "markexpr", "exitfirst", "maxfail", "numprocesses", "maxprocesses", "dist", "tx",
-               "looponfail", "lf", "last_failed", "failedfirst", "stepwise", "stepwise_skip", "xmlpath",
-               "conformance_report", "repro_dir", "deselect", "collectonly", "file_or_dir", "newfirst", "cacheclear",
-               "rerun_as"}
+RERUN_DROPS = {
+    "keyword",
+    "markexpr",
+    "exitfirst",
+    "maxfail",
+    "numprocesses",
+    "maxprocesses",
+    "dist",
+    "tx",
+    "looponfail",
+    "lf",
+    "last_failed",
+    "failedfirst",
+    "stepwise",
+    "stepwise_skip",
+    "xmlpath",
+    "conformance_report",
+    "repro_dir",
+    "deselect",
+    "collectonly",
+    "file_or_dir",
+    "newfirst",
+    "cacheclear",
+    "rerun_as",
+}
 
 
 class RerunCommands:
@@ -25,7 +46,7 @@ class RerunCommands:
 
     def __init__(self, config):
         self.config = config
-        self._heads: dict[str, tuple[str, str]] = {}   # module -> (the command before the case, its file)
+        self._heads: dict[str, tuple[str, str]] = {}  # module -> (the command before the case, its file)
 
     def command(self, item) -> str:
         """The command that reruns exactly ``item`` (``--rerun-as PREFIX``: ``PREFIX --case NAME``)."""
@@ -34,13 +55,15 @@ class RerunCommands:
             return f"{prefix} --case {shlex.quote(item.name)}"
         pyargs = self.config.getoption("pyargs", False)
         module = item.module.__name__ if pyargs else str(item.path)
-        if module not in self._heads:   # the same for every case of a module: made once
+        if module not in self._heads:  # the same for every case of a module: made once
             params = self.config.invocation_params
             options = rerun_options(list(params.args), option_actions(self.config))
             where = module if pyargs else _relative(item.path, Path(params.dir))
             env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
-            self._heads[module] = (" ".join(shlex.quote(w) for w in [*env, sys.executable, "-m", "pytest",
-                                                                     *options]), where)
+            self._heads[module] = (
+                " ".join(shlex.quote(w) for w in [*env, sys.executable, "-m", "pytest", *options]),
+                where,
+            )
         head, where = self._heads[module]
         return f"{head} {shlex.quote(f'{where}::{item.name}')}"
 
@@ -67,8 +90,8 @@ def rerun_options(args: list[str], actions: dict) -> list[str]:
         action = actions.get(name)
         words = [arg]
         if action is None and not arg.startswith("--") and arg[:2] in actions:
-            action = actions[arg[:2]]                  # -kEXPR, -n2, -pPLUGIN: the value attached
-            if action.nargs == 0:                      # -xq: flags run together
+            action = actions[arg[:2]]  # -kEXPR, -n2, -pPLUGIN: the value attached
+            if action.nargs == 0:  # -xq: flags run together
                 flags = [f"-{c}" for c in arg[1:]]
                 kept += [f for f in flags if f not in actions or actions[f].dest not in RERUN_DROPS]
                 continue

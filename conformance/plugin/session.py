@@ -65,15 +65,17 @@ class CaseRunner:
         if self._packages is None:
             found = find_package_dirs(self.specs)
             if not found:
-                raise pytest.UsageError(f"--specs {self.specs}: no kernel package found (a directory with "
-                                        f"manifest.json, or build/webgpu/manifest.json, or such directories)")
+                raise pytest.UsageError(
+                    f"--specs {self.specs}: no kernel package found (a directory with "
+                    f"manifest.json, or build/webgpu/manifest.json, or such directories)"
+                )
             self._packages = []
             for directory in found:
                 try:
                     path = manifest_path(directory)
                     package = Package(path.parent, load_manifest(path))
                     note = missing_record_note(package.name)
-                    if note:   # once per package, up front (not once per case as RecordNotFound)
+                    if note:  # once per package, up front (not once per case as RecordNotFound)
                         warnings.warn(pytest.PytestWarning(note))
                     golden_or_generated = self._cases(package)
                     self._weak += report_flags(package, golden_or_generated)
@@ -84,12 +86,16 @@ class CaseRunner:
                 except Exception as err:  # noqa: BLE001 -- any failure of one package is that package's failure
                     self._packages.append((directory, f"{directory}: {type(err).__name__}: {err}", []))
             for name, roots in duplicate_names(p for _, p, _ in self._packages if not isinstance(p, str)).items():
-                message = f"{len(roots)} packages have the op id {name!r} ({', '.join(map(str, roots))}): " \
-                          f"case ids and reports would mix them; rename or remove all but one"
-                self._packages = [(d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
-                                  for d, p, g in self._packages]
+                message = (
+                    f"{len(roots)} packages have the op id {name!r} ({', '.join(map(str, roots))}): "
+                    f"case ids and reports would mix them; rename or remove all but one"
+                )
+                self._packages = [
+                    (d, message, []) if not isinstance(p, str) and p.name == name else (d, p, g)
+                    for d, p, g in self._packages
+                ]
             self.state.identity = [pkg.identity for _, pkg, _ in self._packages if not isinstance(pkg, str)]
-            if self.config.getoption("conformance_report", None):   # rendering every plan: only for a report
+            if self.config.getoption("conformance_report", None):  # rendering every plan: only for a report
                 self._report_templates()
             self.state.weak = list(self._weak)
             self.state.case_sources = list(self._sources)
@@ -100,11 +106,13 @@ class CaseRunner:
         """The report's template coverage and its dead-branch flags, from the golden (or generated) cases."""
         try:
             self.state.templates, flags = report_templates(
-                [(p, found) for _, p, found in self._packages
-                 if not isinstance(p, str)])
+                [(p, found) for _, p, found in self._packages if not isinstance(p, str)]
+            )
         except ConformanceError as err:
-            self.state.templates, flags = [], [{"package": "", "kind": "not-assessed",
-                                                "message": f"template coverage not assessed: {err}"}]
+            self.state.templates, flags = (
+                [],
+                [{"package": "", "kind": "not-assessed", "message": f"template coverage not assessed: {err}"}],
+            )
         self._weak += flags
 
     def _cases(self, package: Package) -> list:
@@ -115,19 +123,21 @@ class CaseRunner:
         the same cases. Which it was is noted for the summary."""
         loaded, why = load_matching_golden(self.golden or CASES_DIR, package)
         if loaded is not None:
-            self._sources.append(f"{package.name}: {shown_path(golden_path(self.golden or CASES_DIR, package.name))}"
-                                 f" ({len(loaded)} cases, digest matches)")
+            self._sources.append(
+                f"{package.name}: {shown_path(golden_path(self.golden or CASES_DIR, package.name))}"
+                f" ({len(loaded)} cases, digest matches)"
+            )
             return loaded
         command = regenerate_command(package.root.parent, self.golden)
         if self.golden is not None:
             raise ConformanceError(f"--golden {self.golden}: {why}; run `{command}` and commit it")
-        own = REPO_SPECS.resolve() in package.root.resolve().parents   # the suite's own packages have golden files
+        own = REPO_SPECS.resolve() in package.root.resolve().parents  # the suite's own packages have golden files
         if own:
-            warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; "
-                                               f"`{command}` writes it)"))
+            warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; `{command}` writes it)"))
         generated = case_generator.generate(package)
-        self._sources.append(f"{package.name}: generated here ({len(generated)} cases; "
-                             f"{why if own else 'no --golden DIR given'})")
+        self._sources.append(
+            f"{package.name}: generated here ({len(generated)} cases; {why if own else 'no --golden DIR given'})"
+        )
         return generated
 
     def columns(self) -> list[Column | None]:
@@ -138,7 +148,7 @@ class CaseRunner:
                 # loaded and asked once, now: an --impl that cannot load or cannot run here is one error up front,
                 # not a skip per case (a run that checks nothing must not pass)
                 why = self.checker(None).unavailable()
-                if why:   # a collection error: said once, without a traceback, on every process (xdist too)
+                if why:  # a collection error: said once, without a traceback, on every process (xdist too)
                     state.fatal = UNAVAILABLE.format(name=state.impl_name) + why
                     raise pytest.Collector.CollectError(state.fatal)
                 self._columns = [None]
@@ -146,8 +156,10 @@ class CaseRunner:
                 found, notes = expand(state.webgpu, state.backend, state.adapter)
                 state.column_notes = notes
                 if not found:
-                    raise pytest.UsageError(f"--device={state.backend} --webgpu={state.webgpu}: no adapter to "
-                                            f"certify on ({'; '.join(notes) or 'none found'})")
+                    raise pytest.UsageError(
+                        f"--device={state.backend} --webgpu={state.webgpu}: no adapter to "
+                        f"certify on ({'; '.join(notes) or 'none found'})"
+                    )
                 self._columns = found
         return self._columns
 
@@ -155,15 +167,19 @@ class CaseRunner:
         key = column.slug if column else ""
         if key not in self._checkers:
             state = self.state
-            options = dict(device=column.backend, adapter=column.adapter, webgpu=column.webgpu) if column else \
-                dict(device=state.backend, adapter=state.adapter, webgpu=state.webgpu)
+            options = (
+                dict(device=column.backend, adapter=column.adapter, webgpu=column.webgpu)
+                if column
+                else dict(device=state.backend, adapter=state.adapter, webgpu=state.webgpu)
+            )
             try:
                 impl = load_implementation(state.impl_name, **options)
             except ConformanceError as err:
                 raise pytest.UsageError(f"--impl {state.impl_name}: {err}") from None
             except Exception as err:  # noqa: BLE001 -- the factory itself failed: the option's error, said once
-                raise pytest.UsageError(f"--impl {state.impl_name}: its factory failed: "
-                                        f"{type(err).__name__}: {err}") from None
+                raise pytest.UsageError(
+                    f"--impl {state.impl_name}: its factory failed: {type(err).__name__}: {err}"
+                ) from None
             self._checkers[key] = Checker(impl, stress_runs=state.stress, repros=bool(state.repro_dir))
         return self._checkers[key]
 
@@ -184,16 +200,22 @@ class CaseRunner:
         params = []
         for directory, package, generated in self.packages():
             if isinstance(package, str):
-                params.append(pytest.param(LoadFailure(directory, package), id=f"{directory.name}/manifest",
-                                           marks=_marks(self.config, [], ("load_error",))))
+                params.append(
+                    pytest.param(
+                        LoadFailure(directory, package),
+                        id=f"{directory.name}/manifest",
+                        marks=_marks(self.config, [], ("load_error",)),
+                    )
+                )
                 continue
             for case in generated:
-                names = [n for n in case.markers if n != "heavy"]    # heaviness is the case's flag, not a name
+                names = [n for n in case.markers if n != "heavy"]  # heaviness is the case's flag, not a name
                 own = ("heavy",) if case.heavy else ()
                 for column in self.columns():
                     if len(self.columns()) == 1:
-                        params.append(pytest.param((package, case, column), id=case.id,
-                                                   marks=_marks(self.config, names, own)))
+                        params.append(
+                            pytest.param((package, case, column), id=case.id, marks=_marks(self.config, names, own))
+                        )
                         continue
                     marks = _marks(self.config, names + [column.slug], own) + [pytest.mark.xdist_group(column.slug)]
                     params.append(pytest.param((package, case, column), id=f"{case.id}+{column.slug}", marks=marks))
@@ -201,12 +223,25 @@ class CaseRunner:
 
     def run_case(self, request, conformance_case) -> None:
         """The body of every conformance test."""
-        if isinstance(conformance_case, LoadFailure):    # the package's one case, failed (never "not run")
+        if isinstance(conformance_case, LoadFailure):  # the package's one case, failed (never "not run")
             failure = conformance_case
-            request.node.user_properties.append((VERDICT_KEY, json.dumps({
-                "id": request.node.callspec.id, "package": failure.directory.name, "variant": "?", "dtype": "?",
-                "family": "load", "status": "failed", "worst_ratio": None,
-                "detail": f"cannot load the package: {failure.message}"})))
+            request.node.user_properties.append(
+                (
+                    VERDICT_KEY,
+                    json.dumps(
+                        {
+                            "id": request.node.callspec.id,
+                            "package": failure.directory.name,
+                            "variant": "?",
+                            "dtype": "?",
+                            "family": "load",
+                            "status": "failed",
+                            "worst_ratio": None,
+                            "detail": f"cannot load the package: {failure.message}",
+                        }
+                    ),
+                )
+            )
             pytest.fail(f"cannot load the package in {failure.directory}:\n{failure.message}", pytrace=False)
         package, case, column = conformance_case
         verdict = verdict_for(case)
@@ -225,8 +260,11 @@ class CaseRunner:
             verdict.status, verdict.detail = "failed", str(err)
             verdict.divergence = err.divergence
             if self.repro is not None:
-                entry = self.repro.add(checker.impl, err.failure) if err.failure is not None else \
-                    self.repro.add_unreproducible(checker.impl, case.id, package.name, str(err))
+                entry = (
+                    self.repro.add(checker.impl, err.failure)
+                    if err.failure is not None
+                    else self.repro.add_unreproducible(checker.impl, case.id, package.name, str(err))
+                )
                 props.append((REPRO_KEY, json.dumps(entry)))
                 verdict.repro = entry["repro"]
                 rerun += f"\nrepro: {verdict.repro}" if verdict.repro else ""
@@ -266,15 +304,23 @@ class CaseRunner:
         for column in self._columns or []:
             key = column.slug if column else ""
             if key in self._checkers or key in self._errors:
-                columns[key] = {"slug": key, "device": self.describe(column) if key in self._checkers else None,
-                                "error": self._errors.get(key)}
+                columns[key] = {
+                    "slug": key,
+                    "device": self.describe(column) if key in self._checkers else None,
+                    "error": self._errors.get(key),
+                }
         self.state.merge_columns(columns)
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput[WORKER_KEY] = {"identity": self.state.identity, "columns": columns,
-                                        "heavy_total": self.state.heavy_total, "left_out": self.state.left_out,
-                                        "case_sources": self.state.case_sources, "weak": self.state.weak,
-                                        "templates": self.state.templates}
+            workeroutput[WORKER_KEY] = {
+                "identity": self.state.identity,
+                "columns": columns,
+                "heavy_total": self.state.heavy_total,
+                "left_out": self.state.left_out,
+                "case_sources": self.state.case_sources,
+                "weak": self.state.weak,
+                "templates": self.state.templates,
+            }
 
 
 def _share_cpu_renderer() -> None:

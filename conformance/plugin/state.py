@@ -24,8 +24,7 @@ from conformance.certify.repro import index as repro_index
 from conformance.certify.outcomes import verdict_for
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations, progress, reporting, summary
-from conformance.plugin.keys import (COMPILATIONS_KEY, EXPECTATION_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY,
-                                     WORKER_KEY)
+from conformance.plugin.keys import COMPILATIONS_KEY, EXPECTATION_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY
 from conformance.plugin.rerun import RerunCommands
 
 
@@ -42,22 +41,26 @@ class RunState:
         if self.stress < 0:
             raise pytest.UsageError(f"--stress {self.stress}: expected the number of runs per case (1 or more)")
         if self.stress and self.impl_name != "manifest":
-            raise pytest.UsageError(f"--stress rewrites this project's rendered shaders: it applies to --impl "
-                                    f"manifest only, not {self.impl_name}")
+            raise pytest.UsageError(
+                f"--stress rewrites this project's rendered shaders: it applies to --impl "
+                f"manifest only, not {self.impl_name}"
+            )
         self.repro_dir = config.getoption("repro_dir", None)
         if self.repro_dir and self.impl_name == "manifest":
-            raise pytest.UsageError("--repro-dir: writes repros of an implementation outside this suite (--impl "
-                                    "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
-                                    "command")
+            raise pytest.UsageError(
+                "--repro-dir: writes repros of an implementation outside this suite (--impl "
+                "onnxruntime-cpu, ...); the manifest runtime's failures rerun with their rerun "
+                "command"
+            )
         #: With --repro-dir: each failing case's repro entry (conformance.certify.repro.collect.ReproCollector.add) by node
         #: id, sent with its test report (so a worker that dies keeps its entries); the index, once written.
         self.repro_entries: dict[str, dict] = {}
         self.repro_index: dict | None = None
         self.reruns = RerunCommands(config)
         self.verdicts: list[dict] = []
-        self.ran: dict[str, int] = {}           # node id -> index of its verdict
+        self.ran: dict[str, int] = {}  # node id -> index of its verdict
         self.expected_ids: set[str] = set()
-        self.progress = None      # a ColumnProgress once the cases are known, where progress is wanted
+        self.progress = None  # a ColumnProgress once the cases are known, where progress is wanted
         self.compilations: dict[int, int] = {}
         self.deselected_heavy = 0
         #: The heavy cases selected but not run (evidence.left_out_entry each): their cells are judged too.
@@ -68,9 +71,9 @@ class RunState:
         self.columns: dict[str, dict] = {}
         self.column_notes: list[str] = []
         self.heavy_total = 0
-        self.case_sources: list[str] = []   # per package: the golden file it ran, or why its cases were generated
-        self.weak: list[dict] = []   # the generator's weakness flags of the packages ({package, kind, message})
-        self.templates: list[dict] = []   # template branch coverage (conformance.certify.report.templates)
+        self.case_sources: list[str] = []  # per package: the golden file it ran, or why its cases were generated
+        self.weak: list[dict] = []  # the generator's weakness flags of the packages ({package, kind, message})
+        self.templates: list[dict] = []  # template branch coverage (conformance.certify.report.templates)
         self.interrupted = False
         self.previous_sigint = None
         #: The reports (one per column) once the session has finished: the terminal summary prints their result.
@@ -123,15 +126,18 @@ class RunState:
     def catch_interrupt(self) -> None:
         """Ctrl-C once: stop after the running case (its device work is abandoned, the device released), then write
         the partial report marked interrupted. Twice: exit at once (status 130)."""
+
         def handler(signum, frame):
             if self.interrupted:
                 sys.stderr.write("\nconformance: interrupted again: exiting now, without the report\n")
                 sys.stderr.flush()
                 os._exit(130)
             self.interrupted = True
-            sys.stderr.write("\nconformance: interrupted: stopping and writing the partial report "
-                             "(Ctrl-C again to exit at once)\n")
+            sys.stderr.write(
+                "\nconformance: interrupted: stopping and writing the partial report (Ctrl-C again to exit at once)\n"
+            )
             raise KeyboardInterrupt
+
         self.previous_sigint = signal.signal(signal.SIGINT, handler)
 
     def pytest_unconfigure(self, config):
@@ -159,8 +165,13 @@ class RunState:
                 continue
             for entry in known:
                 if entry.covers(callspec.id):
-                    item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} (expectation {entry.glob!r})",
-                                                      strict=True, raises=(AssertionError, pytest.fail.Exception)))
+                    item.add_marker(
+                        pytest.mark.xfail(
+                            reason=f"{entry.reason} (expectation {entry.glob!r})",
+                            strict=True,
+                            raises=(AssertionError, pytest.fail.Exception),
+                        )
+                    )
                     item.user_properties.append((EXPECTATION_KEY, json.dumps(entry.as_dict())))
                     break
         if heavy:
@@ -184,7 +195,8 @@ class RunState:
         """What this process will run, after every deselection (-k, -m, heavy): cases without a result are
         reported."""
         self.expected_ids.update(
-            item.nodeid for item in session.items if "conformance_case" in getattr(item, "fixturenames", ()))
+            item.nodeid for item in session.items if "conformance_case" in getattr(item, "fixturenames", ())
+        )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
@@ -212,13 +224,16 @@ class RunState:
         if hasattr(report, "wasxfail"):
             verdict["status"] = "xfailed" if report.skipped else "xpassed"
             if report.skipped:
-                verdict["waiver"] = expectation or {"pattern": "--divergences=xfail",
-                                                    "reason": f"divergence from the contract "
-                                                              f"({verdict.get('divergence')})"}
+                verdict["waiver"] = expectation or {
+                    "pattern": "--divergences=xfail",
+                    "reason": f"divergence from the contract ({verdict.get('divergence')})",
+                }
         elif report.failed and expectation and "XPASS(strict)" in str(report.longrepr):
             verdict["status"] = "xpassed"
-            verdict["detail"] = (f"expectation {expectation['pattern']!r} ({expectation['reason']}) covers this "
-                                 f"case, which passes: the pattern is too wide")
+            verdict["detail"] = (
+                f"expectation {expectation['pattern']!r} ({expectation['reason']}) covers this "
+                f"case, which passes: the pattern is too wide"
+            )
         elif report.failed:
             verdict["status"] = "failed"
             verdict["detail"] = verdict.get("detail") or str(report.longrepr)[:2000]
@@ -259,7 +274,7 @@ class RunState:
         path = config.getoption("conformance_report", None)
         if not path:
             if self.collected and not config.option.collectonly:
-                self.results = reporting.column_reports(self, list(self.verdicts), 0)   # for the summary's results
+                self.results = reporting.column_reports(self, list(self.verdicts), 0)  # for the summary's results
                 _exit_follows(session, self.results, failing=("nothing-checked",))
             return
         # a collection error (self.fatal) stops the run as pytest's "interrupted", but nothing was cut short

@@ -48,9 +48,10 @@ def write(terminalreporter, state) -> None:
     if heavy:
         tr.write_line(f"heavy cases deselected: {heavy} (run them with --run-heavy)")
     if state.compilations:
-        tr.write_line(f"shader compilations: {sum(state.compilations.values())} "
-                      f"(over {len(state.compilations)} process(es))")
-    for line in evidence.flag_lines(state.weak, []):    # once, whatever the columns
+        tr.write_line(
+            f"shader compilations: {sum(state.compilations.values())} (over {len(state.compilations)} process(es))"
+        )
+    for line in evidence.flag_lines(state.weak, []):  # once, whatever the columns
         tr.write_line(f"weak: {line}")
     _results(tr, state)
     path = state.config.getoption("conformance_report")

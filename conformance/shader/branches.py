@@ -35,10 +35,10 @@ _TAG = re.compile(r"\{%[-+]?\s*(if|elif|else|endif|for|endfor|macro|endmacro)\b(
 
 @dataclass(frozen=True)
 class Branch:
-    template: str    # the template's name in its package
-    line: int        # the line of its tag
-    kind: str        # one of KINDS
-    condition: str   # what must hold for it to render: the tag's source text
+    template: str  # the template's name in its package
+    line: int  # the line of its tag
+    kind: str  # one of KINDS
+    condition: str  # what must hold for it to render: the tag's source text
 
     @property
     def code(self) -> bool:
@@ -52,14 +52,15 @@ class Branch:
 @dataclass
 class TemplateCoverage:
     """One template of one package: its branches and the cases that render each (ids, in case order)."""
+
     package: str
     root: str
     template: str
     branches: list[Branch]
     hits: dict[Branch, list[str]] = field(default_factory=dict)
-    error: str | None = None   # the template could not be parsed: no branch is known
+    error: str | None = None  # the template could not be parsed: no branch is known
     digest: str | None = None  # sha256 of its text: packages sharing a byte-identical template pool their cases
-    dispatched: set[Branch] = field(default_factory=set)   # rendered by a pass that runs (threads > 0)
+    dispatched: set[Branch] = field(default_factory=set)  # rendered by a pass that runs (threads > 0)
 
     @property
     def dead(self) -> list[Branch]:
@@ -73,16 +74,32 @@ class TemplateCoverage:
     @property
     def always(self) -> list[Branch]:
         """``if`` chains rendered whose fall-through never was: some branch always held."""
-        return [b for b in self.branches if b.kind == "fallthrough" and not self.hits.get(b)
-                and self.hits.get(Branch(b.template, b.line, "if", b.condition.split("`")[1]))]
+        return [
+            b
+            for b in self.branches
+            if b.kind == "fallthrough"
+            and not self.hits.get(b)
+            and self.hits.get(Branch(b.template, b.line, "if", b.condition.split("`")[1]))
+        ]
 
     def as_dict(self) -> dict:
         """As the conformance report carries it."""
-        return {"package": self.package, "template": self.template, "error": self.error,
-                "branches": [{"line": b.line, "kind": b.kind, "condition": b.condition,
-                              "cases": len(self.hits.get(b, [])), "example": (self.hits.get(b) or [None])[0],
-                              "dispatched": b in self.dispatched}
-                             for b in self.branches]}
+        return {
+            "package": self.package,
+            "template": self.template,
+            "error": self.error,
+            "branches": [
+                {
+                    "line": b.line,
+                    "kind": b.kind,
+                    "condition": b.condition,
+                    "cases": len(self.hits.get(b, [])),
+                    "example": (self.hits.get(b) or [None])[0],
+                    "dispatched": b in self.dispatched,
+                }
+                for b in self.branches
+            ],
+        }
 
     def report(self) -> str:
         where = f"{Path(self.root) / self.template}"
@@ -105,8 +122,9 @@ class TemplateCoverage:
 
 def _tags(source: str) -> list[tuple[int, str, str]]:
     """(line, keyword, rest) of every if/elif/else/for/macro tag and its end, in source order."""
-    return [(source.count("\n", 0, m.start()) + 1, m.group(1), " ".join(m.group(2).split()))
-            for m in _TAG.finditer(source)]
+    return [
+        (source.count("\n", 0, m.start()) + 1, m.group(1), " ".join(m.group(2).split())) for m in _TAG.finditer(source)
+    ]
 
 
 def _else_lines(source: str) -> dict[tuple[str, int, int], int]:
@@ -146,12 +164,18 @@ class _CoverageSandbox(TemplateSandbox):
 
     def _marker(self, branch: Branch, lineno: int) -> nodes.Node:
         self._all.append(branch)
-        call = nodes.Call(nodes.Name(HIT, "load", lineno=lineno), [nodes.Const(len(self._all) - 1, lineno=lineno)],
-                          [], None, None, lineno=lineno)
+        call = nodes.Call(
+            nodes.Name(HIT, "load", lineno=lineno),
+            [nodes.Const(len(self._all) - 1, lineno=lineno)],
+            [],
+            None,
+            None,
+            lineno=lineno,
+        )
         return nodes.ExprStmt(call, lineno=lineno)
 
     def _instrument(self, tree: nodes.Template, name: str, source: str) -> list[Branch]:
-        texts = {(line, word): rest for line, word, rest in _tags(source)}   # first tag of a kind per line
+        texts = {(line, word): rest for line, word, rest in _tags(source)}  # first tag of a kind per line
         elses = _else_lines(source)
         found: list[Branch] = []
         ordinals: dict[tuple[str, int], int] = {}
@@ -187,8 +211,12 @@ class _CoverageSandbox(TemplateSandbox):
                 if node.else_:
                     add("else", else_line or node.lineno, none_held, node.else_)
                 else:
-                    add("fallthrough", node.lineno, f"`{conditions[0]}`" + (" or an elif" if node.elif_ else ""),
-                        node.else_)
+                    add(
+                        "fallthrough",
+                        node.lineno,
+                        f"`{conditions[0]}`" + (" or an elif" if node.elif_ else ""),
+                        node.else_,
+                    )
         return sorted(found, key=lambda b: (b.line, KINDS.index(b.kind)))
 
 
@@ -209,7 +237,7 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
     errors: dict[str, str] = {}
     for name in template_names(package):
         try:
-            env.get_template(name)   # read confined to the package (Package.read_template), size-capped
+            env.get_template(name)  # read confined to the package (Package.read_template), size-capped
         except Exception as err:  # noqa: BLE001 -- an untrusted template that does not parse: said, not fatal
             errors[name] = f"{type(err).__name__}: {err}"
     ran_by_context: dict[str, frozenset[Branch]] = {}
@@ -232,10 +260,19 @@ def template_coverage(package: Package, cases) -> list[TemplateCoverage]:
                 if not ids or ids[-1] != case.id:
                     ids.append(case.id)
     names = sorted(set(env.branches) | set(errors))
-    return [TemplateCoverage(package.name, str(package.root), name, env.branches.get(name, []),
-                             {b: hits[b] for b in env.branches.get(name, []) if b in hits}, errors.get(name),
-                             env.sources.get(name), dispatched & set(env.branches.get(name, [])))
-            for name in names]
+    return [
+        TemplateCoverage(
+            package.name,
+            str(package.root),
+            name,
+            env.branches.get(name, []),
+            {b: hits[b] for b in env.branches.get(name, []) if b in hits},
+            errors.get(name),
+            env.sources.get(name),
+            dispatched & set(env.branches.get(name, [])),
+        )
+        for name in names
+    ]
 
 
 def pooled(coverages: list[TemplateCoverage]) -> list[TemplateCoverage]:
@@ -249,7 +286,16 @@ def pooled(coverages: list[TemplateCoverage]) -> list[TemplateCoverage]:
         for branch, ids in cov.hits.items():
             merged.setdefault(branch, []).extend(ids)
         ran.setdefault((cov.template, cov.digest), set()).update(cov.dispatched)
-    return [TemplateCoverage(c.package, c.root, c.template, c.branches,
-                             dict(union[(c.template, c.digest)]) if c.digest else dict(c.hits), c.error, c.digest,
-                             set(ran[(c.template, c.digest)]) if c.digest else set(c.dispatched))
-            for c in coverages]
+    return [
+        TemplateCoverage(
+            c.package,
+            c.root,
+            c.template,
+            c.branches,
+            dict(union[(c.template, c.digest)]) if c.digest else dict(c.hits),
+            c.error,
+            c.digest,
+            set(ran[(c.template, c.digest)]) if c.digest else set(c.dispatched),
+        )
+        for c in coverages
+    ]

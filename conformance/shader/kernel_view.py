@@ -25,8 +25,10 @@ from functools import lru_cache
 
 #: WGSL tokens as far as this check needs them: names, numbers, the two-character operators (so that ``==``,
 #: ``+=``, ``<=`` and friends are never read as ``=``), and any other single character.
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|0[xX][0-9a-fA-F]+[iu]?|[0-9][0-9a-zA-Z_.]*|"
-                    r"<<=|>>=|->|&&|\|\||==|!=|<=|>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\+\+|--|<<|>>|\S")
+_TOKEN = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*|0[xX][0-9a-fA-F]+[iu]?|[0-9][0-9a-zA-Z_.]*|"
+    r"<<=|>>=|->|&&|\|\||==|!=|<=|>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\+\+|--|<<|>>|\S"
+)
 _STATEMENT_START = frozenset({";", "{", "}"})
 _INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+)[iu]?")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -56,7 +58,7 @@ def stores_only(wgsl: str, bindings: frozenset[int]) -> bool:
     for name, declared_at in names.items():
         for i, token in enumerate(tokens):
             if token == name and i != declared_at and tokens[i - 1] != "." and not _plain_store(tokens, i):
-                return False   # (after a dot the name is a member or a swizzle, never the variable)
+                return False  # (after a dot the name is a member or a swizzle, never the variable)
     return True
 
 
@@ -158,11 +160,11 @@ def _attributes_before(tokens: list[str], var_at: int) -> dict[str, int | None] 
             k -= 1
         if k < 2 or tokens[k - 2] != "@":
             break
-        argument = tokens[k + 1:j - 1]
+        argument = tokens[k + 1 : j - 1]
         attributes[tokens[k - 1]] = _integer(argument[0]) if len(argument) == 1 else None
         j = k - 2
     while j >= 2 and tokens[j - 2] == "@" and _NAME.fullmatch(tokens[j - 1]):
-        attributes[tokens[j - 1]] = None   # an attribute without arguments
+        attributes[tokens[j - 1]] = None  # an attribute without arguments
         j -= 2
     if any(name in attributes and attributes[name] is None for name in ("group", "binding")):
         return None
@@ -174,7 +176,7 @@ def _integer(token: str) -> int | None:
     literal = _INTEGER.fullmatch(token)
     try:
         return int(literal.group(1), 0) if literal else None
-    except ValueError:   # a decimal with a leading zero: not a WGSL literal
+    except ValueError:  # a decimal with a leading zero: not a WGSL literal
         return None
 
 

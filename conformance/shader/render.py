@@ -36,17 +36,27 @@ from conformance.engine.plan import PassPlan, Plan
 from conformance.errors import ConformanceError, TemplateError
 
 MAX_OUTPUT = 1 << 20
-MAX_VALUE = 1 << 20        # the longest string or sequence an operator, '~' or a filter may build
-MAX_INT_BITS = 4096        # the largest integer '**' may build
-RENDER_WORK_LIMIT = 1 << 22   # work units of one render: the largest shipped render, compiling included, uses under 4 %
-MAX_TEMPLATE = 64 << 10    # bytes of one template
-COMPILE_WORK_PER_BYTE = 16    # what compiling one byte of template is charged (it costs about 16 line runs)
-PACKAGE_RENDER_WORK = 1 << 27  # work units per loaded package, all its renders together (a shipped one spends under 13 M in a run)
-RENDER_TIME_BACKSTOP = 60.0   # seconds: only against a hang no counted operation sees; never a verdict on speed
-_SPENT: "weakref.WeakKeyDictionary[Package, int]" = weakref.WeakKeyDictionary()   # loaded package -> work units
+MAX_VALUE = 1 << 20  # the longest string or sequence an operator, '~' or a filter may build
+MAX_INT_BITS = 4096  # the largest integer '**' may build
+RENDER_WORK_LIMIT = 1 << 22  # work units of one render: the largest shipped render, compiling included, uses under 4 %
+MAX_TEMPLATE = 64 << 10  # bytes of one template
+COMPILE_WORK_PER_BYTE = 16  # what compiling one byte of template is charged (it costs about 16 line runs)
+PACKAGE_RENDER_WORK = (
+    1 << 27
+)  # work units per loaded package, all its renders together (a shipped one spends under 13 M in a run)
+RENDER_TIME_BACKSTOP = 60.0  # seconds: only against a hang no counted operation sees; never a verdict on speed
+_SPENT: "weakref.WeakKeyDictionary[Package, int]" = weakref.WeakKeyDictionary()  # loaded package -> work units
 _ENVIRONMENTS: "weakref.WeakKeyDictionary[Package, TemplateSandbox]" = weakref.WeakKeyDictionary()
-_COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
-            "lteq": operator.le, "in": lambda a, b: a in b, "notin": lambda a, b: a not in b}
+_COMPARE = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
 _PRINTF_WIDTH = re.compile(r"%[-#0 +]*(\*|\d{5,})|%[-#0 +]*\d*\.(\*|\d{5,})")
 _FORMAT_WIDTH = re.compile(r"\{[^{}]*:[^{}]*(\d{5,}|\{)")  # str.format: huge or nested width/precision
 
@@ -101,6 +111,7 @@ class _BoundedCodeGenerator(CodeGenerator):
 def _bounded_filter(env, name, fn):
     """``fn`` charged for what it scans and builds, refusing huge integer arguments, printf widths, replace
     blow-ups and over-long results."""
+
     def run(*args, **kwargs):
         env.charge(1 + sum(_size(a) for a in args))
         for arg in (*args[1:], *kwargs.values()):
@@ -116,6 +127,7 @@ def _bounded_filter(env, name, fn):
             raise SecurityError(f"filter {name}: result longer than {MAX_VALUE}")
         env.charge(_size(result))
         return result
+
     if hasattr(fn, "jinja_pass_arg"):  # pass_context / pass_eval_context / pass_environment
         run.jinja_pass_arg = fn.jinja_pass_arg
     return run
@@ -129,18 +141,24 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(["*", "**", "%", "+"])
 
     def __init__(self, package: Package):
-        self.sources: dict[str, str] = {}   # every template this environment loaded (includes too): name -> sha256
-        self.used: dict[str, str] | None = None   # while a render of render_with_sources runs: the templates it uses
-        self.lock = threading.Lock()             # one render at a time (a timed-out run's thread may still render)
+        self.sources: dict[str, str] = {}  # every template this environment loaded (includes too): name -> sha256
+        self.used: dict[str, str] | None = None  # while a render of render_with_sources runs: the templates it uses
+        self.lock = threading.Lock()  # one render at a time (a timed-out run's thread may still render)
         # (source, filename, uptodate): the filename lets errors name the template's line
-        super().__init__(loader=FunctionLoader(self._load),
-                         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False,
-                         trim_blocks=True, lstrip_blocks=True, auto_reload=False)
+        super().__init__(
+            loader=FunctionLoader(self._load),
+            undefined=StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            auto_reload=False,
+        )
         for unsafe in ("lipsum", "cycler", "joiner", "namespace", "dict"):
             self.globals.pop(unsafe, None)
         self.filters = {name: _bounded_filter(self, name, fn) for name, fn in self.filters.items()}
         self.package = package
-        self.work = 0                      # units this render has spent so far
+        self.work = 0  # units this render has spent so far
         self.work_limit = RENDER_WORK_LIMIT
         self.deadline = math.inf
 
@@ -149,11 +167,11 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         if len(text.encode("utf-8")) > MAX_TEMPLATE:
             raise TemplateError(f"{self.package.root / name}: template is larger than {MAX_TEMPLATE} bytes")
         self.sources[name] = template_digest(text)
-        self.charge(len(text.encode("utf-8")) * COMPILE_WORK_PER_BYTE)   # compiling is linear in the bytes
+        self.charge(len(text.encode("utf-8")) * COMPILE_WORK_PER_BYTE)  # compiling is linear in the bytes
         return text, str(self.package.template_path(name)), lambda: True
 
     def _load_template(self, name, globals):
-        template = super()._load_template(name, globals)   # compiled once per environment, then from its cache
+        template = super()._load_template(name, globals)  # compiled once per environment, then from its cache
         if self.used is not None:
             self.used[name] = self.sources[name]
         return template
@@ -163,18 +181,22 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         tree = super()._parse(source, name, filename)
         for const in tree.find_all(nodes.Const):
             if isinstance(const.value, float) and not math.isfinite(const.value):
-                raise TemplateSyntaxError(f"number literal {const.value!r} is not finite", const.lineno, name,
-                                          filename)
+                raise TemplateSyntaxError(f"number literal {const.value!r} is not finite", const.lineno, name, filename)
         return tree
 
     def charge(self, units: int) -> None:
         """Spend ``units`` of the render's work budget (and check the hang backstop)."""
         self.work += units
         if self.work > self.work_limit:
-            budget = "RENDER_WORK_LIMIT" if self.work_limit == RENDER_WORK_LIMIT else \
-                "what is left of the package's PACKAGE_RENDER_WORK"
-            raise SecurityError(f"rendering needs more than {self.work_limit} units of work ({budget}: a unit "
-                                f"per line run, per operation and per character or item built or scanned)")
+            budget = (
+                "RENDER_WORK_LIMIT"
+                if self.work_limit == RENDER_WORK_LIMIT
+                else "what is left of the package's PACKAGE_RENDER_WORK"
+            )
+            raise SecurityError(
+                f"rendering needs more than {self.work_limit} units of work ({budget}: a unit "
+                f"per line run, per operation and per character or item built or scanned)"
+            )
         if time.monotonic() > self.deadline:
             raise SecurityError(f"rendering ran past the {RENDER_TIME_BACKSTOP:g} s backstop (RENDER_TIME_BACKSTOP)")
 
@@ -229,28 +251,43 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     def wrap_str_format(self, value):
         wrapped = super().wrap_str_format(value)
         if wrapped is not None and isinstance(value.__self__, str) and _FORMAT_WIDTH.search(value.__self__):
+
             def refuse(*args, **kwargs):
                 raise SecurityError("str.format width or precision too large (or given by an argument)")
+
             return refuse
         return wrapped
 
     def call_binop(self, context, operator, left, right):
         self.charge(1 + _size(left) + _size(right))
-        if isinstance(left, int) and isinstance(right, int) and operator in ("*", "+") and \
-                left.bit_length() + right.bit_length() > MAX_INT_BITS:
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and operator in ("*", "+")
+            and left.bit_length() + right.bit_length() > MAX_INT_BITS
+        ):
             raise SecurityError(f"'{operator}' would build an integer of more than {MAX_INT_BITS} bits")
         if operator == "*":
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_VALUE:
                     raise SecurityError(f"'*' would build {len(seq) * n} items, more than {MAX_VALUE}")
         elif operator == "**":
-            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0 \
-                    and right * abs(left).bit_length() > MAX_INT_BITS:
+            if (
+                isinstance(left, int)
+                and isinstance(right, int)
+                and abs(left) > 1
+                and right > 0
+                and right * abs(left).bit_length() > MAX_INT_BITS
+            ):
                 raise SecurityError(f"{left} ** {right} is too large")
         elif operator == "%" and isinstance(left, str) and _PRINTF_WIDTH.search(left):
             raise SecurityError("'%' format width or precision too large")
-        elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)) \
-                and len(left) + len(right) > MAX_VALUE:
+        elif (
+            operator == "+"
+            and isinstance(left, (str, list, tuple))
+            and isinstance(right, (str, list, tuple))
+            and len(left) + len(right) > MAX_VALUE
+        ):
             raise SecurityError(f"'+' would build more than {MAX_VALUE} items")
         result = super().call_binop(context, operator, left, right)
         self.charge(_size(result) + (result.bit_length() >> 6 if isinstance(result, int) else 0))
@@ -305,7 +342,7 @@ def _str_call_bound(owner: str, method: str, args: tuple) -> int:
         return len(owner) * len(args[0]) + sum(len(str(p)) for p in args[0])
     if method == "expandtabs":
         return len(owner) * max([8, *ints])
-    return max([len(owner), *ints])   # center, ljust, rjust, zfill: the width; the others shrink or keep
+    return max([len(owner), *ints])  # center, ljust, rjust, zfill: the width; the others shrink or keep
 
 
 def _generate_bounded(env, template, ctx) -> str:
@@ -337,10 +374,20 @@ def _generate_bounded(env, template, ctx) -> str:
 
 def context(plan: Plan, pass_plan: PassPlan) -> dict:
     """What a template sees: the constants by name plus the binding/dispatch description."""
-    bindings = [{"index": b.index, "name": b.name, "buffer": b.buffer_type, "elementType": b.element_type,
-                 "length": b.length, "arg": b.arg, "struct": b.struct_name, "declaration": b.declaration,
-                 "packing": b.packing}
-                for b in pass_plan.bindings]
+    bindings = [
+        {
+            "index": b.index,
+            "name": b.name,
+            "buffer": b.buffer_type,
+            "elementType": b.element_type,
+            "length": b.length,
+            "arg": b.arg,
+            "struct": b.struct_name,
+            "declaration": b.declaration,
+            "packing": b.packing,
+        }
+        for b in pass_plan.bindings
+    ]
     structs = list(pass_plan.struct_declarations)
     return {
         **pass_plan.constants,
@@ -405,7 +452,7 @@ def render_with_sources(package: Package, plan: Plan, pass_plan: PassPlan) -> tu
     if env is None or not package.templates_unchanged(env.sources):
         env = _ENVIRONMENTS[package] = TemplateSandbox(package)
     if not env.lock.acquire(blocking=False):
-        env = TemplateSandbox(package)   # another thread renders with it: this render gets its own
+        env = TemplateSandbox(package)  # another thread renders with it: this render gets its own
         env.lock.acquire()
     try:
         env.used = {}
@@ -419,10 +466,12 @@ def _render(env: TemplateSandbox, package: Package, plan: Plan, pass_plan: PassP
     name = pass_plan.shader
     spent = _SPENT.get(package, 0)
     if spent > PACKAGE_RENDER_WORK:
-        raise TemplateError(f"{package.root / name}: the package has spent its {PACKAGE_RENDER_WORK} units of "
-                            f"template compiling and rendering (PACKAGE_RENDER_WORK)")
-    env.work, env.work_limit = 0, min(RENDER_WORK_LIMIT, PACKAGE_RENDER_WORK - spent)   # an environment may serve
-    try:                                                                                # many renders
+        raise TemplateError(
+            f"{package.root / name}: the package has spent its {PACKAGE_RENDER_WORK} units of "
+            f"template compiling and rendering (PACKAGE_RENDER_WORK)"
+        )
+    env.work, env.work_limit = 0, min(RENDER_WORK_LIMIT, PACKAGE_RENDER_WORK - spent)  # an environment may serve
+    try:  # many renders
         template = env.get_template(name)
         text = _generate_bounded(env, template, context(plan, pass_plan))
     except TemplateError as exc:
@@ -430,19 +479,22 @@ def _render(env: TemplateSandbox, package: Package, plan: Plan, pass_plan: PassP
         raise (exc if where in str(exc) else TemplateError(f"{where}: {exc}")) from None
     except TemplateSyntaxError as exc:
         raise TemplateError(f"{package.root / name}:{exc.lineno}: template syntax error: {exc.message}") from None
-    except SyntaxError as exc:   # Python's own limits on the compiled template ("too many nested parentheses")
+    except SyntaxError as exc:  # Python's own limits on the compiled template ("too many nested parentheses")
         raise TemplateError(f"{package.root / name}:?: template nested too deeply to compile: {exc.msg}") from None
     except UndefinedError as exc:
         line = _template_line(exc, name)
-        raise TemplateError(f"{package.root / name}:{line or '?'}: pass {pass_plan.name} (variant {plan.variant}): "
-                            f"{exc.message} (the render context is documented in specs/README.md)") from None
+        raise TemplateError(
+            f"{package.root / name}:{line or '?'}: pass {pass_plan.name} (variant {plan.variant}): "
+            f"{exc.message} (the render context is documented in specs/README.md)"
+        ) from None
     except SecurityError as exc:
         line = _template_line(exc, name)
         raise TemplateError(f"{package.root / name}:{line or '?'}: refused by the template sandbox: {exc}") from None
     except (JinjaTemplateError, ArithmeticError, TypeError, ValueError, RecursionError, MemoryError) as exc:
         line = _template_line(exc, name)
-        raise TemplateError(f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}") \
-            from None
+        raise TemplateError(
+            f"{package.root / name}:{line or '?'}: rendering failed: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         _SPENT[package] = _SPENT.get(package, 0) + env.work
     return text

@@ -98,11 +98,11 @@ def rewrite(wgsl: str, seed: int) -> str:
 def _with_delays(wgsl: str, touches: re.Pattern) -> tuple[str, int]:
     """Insert ``conformance_stress_spin(<site>u);`` before each statement of a function body that ``touches``."""
     pieces: list[str] = []
-    last = 0          # text up to here is copied
-    depth = 0         # braces
-    paren = 0         # parentheses and brackets
-    fn_depth = None   # the brace depth inside the current function body
-    start = 0         # where the current statement (or declaration) began
+    last = 0  # text up to here is copied
+    depth = 0  # braces
+    paren = 0  # parentheses and brackets
+    fn_depth = None  # the brace depth inside the current function body
+    start = 0  # where the current statement (or declaration) began
     sites = 0
     i, n = 0, len(wgsl)
     while i < n:
@@ -122,8 +122,13 @@ def _with_delays(wgsl: str, touches: re.Pattern) -> tuple[str, int]:
         elif paren == 0 and c in ";{}":
             text = _code(wgsl[start:i])
             stripped = text.strip()
-            if fn_depth is not None and depth >= fn_depth and stripped and touches.search(text) \
-                    and not _UNSTRESSABLE.match(stripped):
+            if (
+                fn_depth is not None
+                and depth >= fn_depth
+                and stripped
+                and touches.search(text)
+                and not _UNSTRESSABLE.match(stripped)
+            ):
                 at = _first_code(wgsl, start)
                 pieces += [wgsl[last:at], f"{PREFIX}spin({sites}u); "]
                 last, sites = at, sites + 1
@@ -163,21 +168,22 @@ def _with_index(wgsl: str, seed: int) -> str:
     params = wgsl[open_at:close_at]
     found = _INDEX_PARAM.search(params)
     hw = f"{PREFIX}hw"
-    size = _WORKGROUP_SIZE.search(wgsl[entry.start():open_at])
+    size = _WORKGROUP_SIZE.search(wgsl[entry.start() : open_at])
     permute = found is not None and size is not None and not _HARDWARE_TIED.search(_code(wgsl))
     if found is not None:
-        head = wgsl[:open_at] + params[:found.start(1)] + hw + params[found.end(1):]
+        head = wgsl[:open_at] + params[: found.start(1)] + hw + params[found.end(1) :]
         logical = f"\n  let {found.group(1)} = " + (f"{PREFIX}perm({hw});" if permute else f"{hw};")
     elif "local_invocation_index" in wgsl:
-        raise StressError("the entry point takes local_invocation_index inside a struct: stress needs it as a "
-                          "parameter")
+        raise StressError(
+            "the entry point takes local_invocation_index inside a struct: stress needs it as a parameter"
+        )
     else:
         sep = ", " if params.strip() else ""
         head, logical = wgsl[:open_at] + f"@builtin(local_invocation_index) {hw}: u32" + sep + params, ""
     body_at = wgsl.index("{", close_at) + 1
     shift = GROUP_SHIFTS[(seed - 1) % len(GROUP_SHIFTS)]
     helper = f"""
-// --stress (conformance/shader/stress.py): seed {seed}, delays of 0..{SPIN_MAX - 1} iterations, groups of {2 ** shift}
+// --stress (conformance/shader/stress.py): seed {seed}, delays of 0..{SPIN_MAX - 1} iterations, groups of {2**shift}
 var<private> {PREFIX}lid: u32;
 var<workgroup> {PREFIX}sink: atomic<u32>;
 fn {PREFIX}spin(site: u32) {{
@@ -204,7 +210,7 @@ def permutation(size: int, seed: int) -> tuple[int, int]:
     start = max(1, round(size * PERMUTATION_MIX[(seed - 1) % len(PERMUTATION_MIX)]))
     a = next(a for a in range(start, start + size + 1) if math.gcd(a, size) == 1) % size or 1
     b = (seed * 40503) % size
-    return a, (1 if (a, b) == (1, 0) and size > 1 else b)   # never the identity
+    return a, (1 if (a, b) == (1, 0) and size > 1 else b)  # never the identity
 
 
 def _matching(text: str, open_at: int) -> int:

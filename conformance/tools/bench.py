@@ -34,6 +34,7 @@ from conformance.tools.shapes import BenchShape, model_shapes
 SIZES = [4 << 10 << (2 * i) for i in range(9)]  # 4 Ki .. 256 Mi elements
 WORKGROUP_SWEEP = [32, 64, 128, 256, 512, 1024]
 
+
 def copy_shader(per_thread: int = 1) -> str:
     """A copy shader moving ``per_thread`` vec4<u32> (16 bytes each) per invocation, strided by the workgroup so
     that every access of a workgroup stays coalesced (per_thread 1: the plain vec4 copy)."""
@@ -112,13 +113,13 @@ class Row:
     settled: bool | None = None  # the GPU's speed had stopped changing before every timing (None: wall clock)
     version: int = 1
     webgpu: str = "wgpu"
-    copies_gbps: dict | None = None   # every copy behind best_copy: name -> GB/s (same bytes as the kernel's input)
+    copies_gbps: dict | None = None  # every copy behind best_copy: name -> GB/s (same bytes as the kernel's input)
     best_copy_gbps: float = math.nan  # the fastest of them
-    best_copy: str = ""               # which one it was
+    best_copy: str = ""  # which one it was
     best_copy_spread: float = 0.0
-    error: str | None = None          # a bench error (the kernel beat the best copy): not a result
-    inputs: dict | None = None        # role -> shape of every input fed (the op record's bench inputs)
-    source: str | None = None         # the model configurations a shape of --shapes/--shape comes from
+    error: str | None = None  # a bench error (the kernel beat the best copy): not a result
+    inputs: dict | None = None  # role -> shape of every input fed (the op record's bench inputs)
+    source: str | None = None  # the model configurations a shape of --shapes/--shape comes from
 
     @property
     def best_copy_ratio(self) -> float:
@@ -153,12 +154,17 @@ class Baselines:
         self.device, self.timer = device, timer
         self.cuda_copy = cuda_copy  # nbytes -> (GB/s, spread) of a CUDA device-to-device copy, or None
         dev = device.device
-        self._pipelines = {per: dev.create_compute_pipeline(layout="auto", compute={
-            "module": dev.create_shader_module(code=copy_shader(per)), "entry_point": "main"})
-            for per in (1, *WIDE_COPIES)}
+        self._pipelines = {
+            per: dev.create_compute_pipeline(
+                layout="auto",
+                compute={"module": dev.create_shader_module(code=copy_shader(per)), "entry_point": "main"},
+            )
+            for per in (1, *WIDE_COPIES)
+        }
         self._pipeline = self._pipelines[1]
-        self._pipeline2 = dev.create_compute_pipeline(layout="auto", compute={
-            "module": dev.create_shader_module(code=copy2_shader()), "entry_point": "main"})
+        self._pipeline2 = dev.create_compute_pipeline(
+            layout="auto", compute={"module": dev.create_shader_module(code=copy2_shader()), "entry_point": "main"}
+        )
 
     @staticmethod
     def copy_bytes(nbytes: int) -> int:
@@ -171,16 +177,22 @@ class Baselines:
         nbytes = self.copy_bytes(nbytes)
         pipeline = self._pipelines[per_thread] if src2 is None else self._pipeline2
         buffers = [src, dst] if src2 is None else [src, src2, dst]
-        group = self.device.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-            {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": nbytes}}
-            for i, buf in enumerate(buffers)])
-        counts = split_workgroups(-(-nbytes // 16 // (256 * per_thread)),
-                                  self.device.profile.limits["maxComputeWorkgroupsPerDimension"])
+        group = self.device.device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0),
+            entries=[
+                {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": nbytes}}
+                for i, buf in enumerate(buffers)
+            ],
+        )
+        counts = split_workgroups(
+            -(-nbytes // 16 // (256 * per_thread)), self.device.profile.limits["maxComputeWorkgroupsPerDimension"]
+        )
 
         def shader(cpass):
             cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(*counts)
+
         return shader
 
     def measure(self, kernel_pass, src, dst, nbytes: int, src2=None) -> tuple[Timing, dict[str, Timing]]:
@@ -196,7 +208,8 @@ class Baselines:
         copied = self.copy_bytes(nbytes)
         copies = dict(zip(names, timings[1:]))
         copies["copy_buffer_to_buffer"] = self.timer.time_encoder(
-            lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, copied), warm=True)
+            lambda enc: enc.copy_buffer_to_buffer(src, 0, dst, 0, copied), warm=True
+        )
         return timings[0], copies
 
 
@@ -217,7 +230,7 @@ def _calls_of(kernel: Kernel, shape, dtype):
     manifest = kernel.manifest
     record = find(manifest.op_id)
     make = record.bench_call if record is not None else manifest_bench_inputs
-    for with_optional in ([False, True] if any(s.optional for s in manifest.inputs) else [False]):
+    for with_optional in [False, True] if any(s.optional for s in manifest.inputs) else [False]:
         yield make(manifest, list(shape), dtype, with_optional), with_optional
 
 
@@ -247,15 +260,21 @@ def nothing_to_bench(kernels, min_elements: int, max_elements: int, shapes, limi
     above the device's binding limit."""
     if shapes is None:
         grid = ", ".join(_size_text(n) for n in SIZES)
-        return (f"--min-elements {min_elements} --max-elements {max_elements}: no size of the built-in grid "
-                f"({grid} elements) lies in that range below the device's binding limit of {limit} bytes; "
-                f"bench one size with --shape N (e.g. --shape {max(min_elements, 1)})")
+        return (
+            f"--min-elements {min_elements} --max-elements {max_elements}: no size of the built-in grid "
+            f"({grid} elements) lies in that range below the device's binding limit of {limit} bytes; "
+            f"bench one size with --shape N (e.g. --shape {max(min_elements, 1)})"
+        )
     names = ", ".join(k.package.name for k in kernels)
     if shapes == "models":
-        return (f"--shapes models: none of the packages ({names}) has an op record naming the model activation "
-                f"it sees (OpRecord.activation)")
-    return (f"--shape {', '.join(','.join(map(str, s.shape)) for s in shapes)}: no package ({names}) accepts it "
-            f"within the device's binding limit of {limit} bytes")
+        return (
+            f"--shapes models: none of the packages ({names}) has an op record naming the model activation "
+            f"it sees (OpRecord.activation)"
+        )
+    return (
+        f"--shape {', '.join(','.join(map(str, s.shape)) for s in shapes)}: no package ({names}) accepts it "
+        f"within the device's binding limit of {limit} bytes"
+    )
 
 
 def _size_text(n: int) -> str:
@@ -271,19 +290,27 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
         plan = kernel.plan(tunables=tunables, **args)
     except ContractError:
         return None
-    arrays = {role: (_sample(shape, np.dtype(dtype)) if shape is not None else None)
-              for role, (shape, dtype) in args.items()}
+    arrays = {
+        role: (_sample(shape, np.dtype(dtype)) if shape is not None else None) for role, (shape, dtype) in args.items()
+    }
     runtime = Runtime(kernel.device, kernel.package)
     bound = runtime.bind(plan, {spec.role: arrays.get(spec.role) for spec in kernel.manifest.inputs})
     first = plan.passes[0].bindings
     x = next(b for b in first if b.buffer_type == "read-only-storage")
     y = next(b for b in first if b.buffer_type == "storage")
-    x_bytes = arrays[x.arg].nbytes   # the whole tensor, even where x binds part of it (a split variant)
-    second = next((bound.buffers[r] for r, a in arrays.items()   # another input as large: two read streams
-                   if r != x.arg and a is not None and a.nbytes == x_bytes and r in bound.buffers), None)
+    x_bytes = arrays[x.arg].nbytes  # the whole tensor, even where x binds part of it (a split variant)
+    second = next(
+        (
+            bound.buffers[r]
+            for r, a in arrays.items()  # another input as large: two read streams
+            if r != x.arg and a is not None and a.nbytes == x_bytes and r in bound.buffers
+        ),
+        None,
+    )
     try:
-        timing, copies = baselines.measure(bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x_bytes,
-                                           src2=second)
+        timing, copies = baselines.measure(
+            bound.record, bound.buffers[x.arg], bound.buffers[y.arg], x_bytes, src2=second
+        )
     finally:
         bound.release()
     moved = sum(b.byte_size for p in plan.passes for b in p.bindings if b.buffer_type != "uniform")
@@ -296,12 +323,29 @@ def measure_call(kernel: Kernel, args, timer: Timer, baselines: Baselines, tunab
         if cuda:
             gbps[CUDA_COPY], spreads[CUDA_COPY] = cuda
     best = max(gbps, key=gbps.get)
-    row = Row(kernel.manifest.op_id, plan.variant, dtype, list(main_shape), len(args) > 1,
-              plan.passes[0].dispatch.workgroup_size, moved, timing.median, timing.spread, timing.method,
-              moved / timing.median / 1e9, gbps["copy shader vec4<u32>"], gbps["copy_buffer_to_buffer"],
-              _all_settled(timing, *copies.values()), kernel.manifest.version, kernel.device.webgpu,
-              gbps, gbps[best], best, spreads[best],
-              inputs={r: list(arg[0]) for r, arg in args.items() if arg is not None})
+    row = Row(
+        kernel.manifest.op_id,
+        plan.variant,
+        dtype,
+        list(main_shape),
+        len(args) > 1,
+        plan.passes[0].dispatch.workgroup_size,
+        moved,
+        timing.median,
+        timing.spread,
+        timing.method,
+        moved / timing.median / 1e9,
+        gbps["copy shader vec4<u32>"],
+        gbps["copy_buffer_to_buffer"],
+        _all_settled(timing, *copies.values()),
+        kernel.manifest.version,
+        kernel.device.webgpu,
+        gbps,
+        gbps[best],
+        best,
+        spreads[best],
+        inputs={r: list(arg[0]) for r, arg in args.items() if arg is not None},
+    )
     row.error = bench_error(row)
     return row
 
@@ -313,15 +357,19 @@ def bench_error(row: Row) -> str | None:
     below the separately timed CUDA copy (CLOCK_MISMATCH: kernel and CUDA copy saw different clocks)."""
     limit = 1 + RATIO_NOISE + row.spread + row.best_copy_spread
     if row.best_copy_ratio > limit:
-        return (f"bench error: {row.best_copy_ratio:.3f} of the best copy ({row.best_copy}, "
-                f"{row.best_copy_gbps:.1f} GB/s) is above 1 + noise ({limit:.3f})")
+        return (
+            f"bench error: {row.best_copy_ratio:.3f} of the best copy ({row.best_copy}, "
+            f"{row.best_copy_gbps:.1f} GB/s) is above 1 + noise ({limit:.3f})"
+        )
     copies = dict(row.copies_gbps or {})
     cuda = copies.pop(CUDA_COPY, None)
     if cuda and copies and max(copies.values()) < CLOCK_MISMATCH * cuda:
         beside = max(copies, key=copies.get)
-        return (f"bench error: the copies timed with the kernel ran at {copies[beside]:.1f} GB/s ({beside}), "
-                f"below {CLOCK_MISMATCH} of the CUDA copy timed on its own ({cuda:.1f} GB/s): the GPU's clocks "
-                f"differed between the two timings (a longer --warmup-seconds keeps them up)")
+        return (
+            f"bench error: the copies timed with the kernel ran at {copies[beside]:.1f} GB/s ({beside}), "
+            f"below {CLOCK_MISMATCH} of the CUDA copy timed on its own ({cuda:.1f} GB/s): the GPU's clocks "
+            f"differed between the two timings (a longer --warmup-seconds keeps them up)"
+        )
     return None
 
 
@@ -331,9 +379,22 @@ def _all_settled(*timings: Timing) -> bool | None:
     return all(known) if known else None
 
 
-def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int, reps: int, sweep: bool, write_tuning: bool,
-              out: Path | None, plot: Path | None, warmup_seconds: float = 1.0, peers: bool = False,
-              cuda_copy: bool = True, max_calls: int | None = None, shapes=None) -> dict:
+def run_bench(
+    kernels: list[Kernel],
+    *,
+    min_elements: int = 0,
+    max_elements: int,
+    reps: int,
+    sweep: bool,
+    write_tuning: bool,
+    out: Path | None,
+    plot: Path | None,
+    warmup_seconds: float = 1.0,
+    peers: bool = False,
+    cuda_copy: bool = True,
+    max_calls: int | None = None,
+    shapes=None,
+) -> dict:
     """Rows for every reachable variant and size on the kernels' device (and the sweep, and with ``peers`` the
     peer rows), written to ``out`` and ``plot`` when given. ``shapes``: instead of the size grid, ``"models"``
     (each op's model activations, conformance.tools.shapes) or a list of BenchShape. ``cuda_copy``: a CUDA
@@ -350,9 +411,13 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
     if shapes is None:
         work = [(k, args, None) for k in kernels for args, _ in bench_calls(k, sizes, dtypes)]
     else:
-        sizes = []   # no sweep: it runs at the grid's largest size
-        work = [(k, args, source) for k in kernels for args, source in shape_calls(k, shapes, dtypes)
-                if all(a is None or math.prod(a[0]) * 4 <= limit for a in args.values())]
+        sizes = []  # no sweep: it runs at the grid's largest size
+        work = [
+            (k, args, source)
+            for k in kernels
+            for args, source in shape_calls(k, shapes, dtypes)
+            if all(a is None or math.prod(a[0]) * 4 <= limit for a in args.values())
+        ]
     if not any(_accepts(k, args) for k, args, _ in work):
         raise NothingToBench("bench: " + nothing_to_bench(kernels, min_elements, max_elements, shapes, limit))
     rows, skipped, failed = [], 0, []
@@ -364,8 +429,10 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
         try:
             row = measure_call(kernel, args, timer, baselines)
         except ConformanceError as exc:  # a kernel that fails at this size is a finding, not the end of the run
-            failed.append(f"{kernel.package.name} {_call_text(args)}: {str(exc).splitlines()[0]}"
-                          + "".join(f" / {line.strip()}" for line in str(exc).splitlines()[1:] if "error" in line))
+            failed.append(
+                f"{kernel.package.name} {_call_text(args)}: {str(exc).splitlines()[0]}"
+                + "".join(f" / {line.strip()}" for line in str(exc).splitlines()[1:] if "error" in line)
+            )
             progress.step(f"{kernel.package.name} {_call_text(args)}", failed=True)
             continue
         progress.step(f"{kernel.package.name} {_call_text(args)}")
@@ -374,18 +441,26 @@ def run_bench(kernels: list[Kernel], *, min_elements: int = 0, max_elements: int
             rows.append(row)
     best = sweep_workgroups(kernels, timer, baselines, sizes[-1], dtypes) if sweep and sizes else []
     adapter = device.summary.get("adapter")
-    result = {"device": device.summary, "webgpu": device.webgpu, "timing": timer.copies_timed and "timestamp" or
-              ("timestamp (kernels), wall clock (copy_buffer_to_buffer)" if timer.passes_timed else "wall clock"),
-              "timestamp_period_ns": timer.period,
-              "best_copy": {"candidates": ["copy shader vec4<u32>"] + [f"copy shader {p}x vec4<u32>" for p in
-                                                                          WIDE_COPIES]
-                            + [f"{COPY2} (kernels reading two tensors of their size)", "copy_buffer_to_buffer"]
-                            + ([CUDA_COPY] if cuda else []),
-                            "cuda_note": cuda_note, "spec_peak_gbps": spec_peak_gbps(adapter),
-                            "by_size": best_copy_by_size(rows)},
-              "rows": [row_dict(r) for r in rows],
-              "bench_errors": [r.error for r in rows if r.error],
-              "tuning": best}
+    result = {
+        "device": device.summary,
+        "webgpu": device.webgpu,
+        "timing": timer.copies_timed
+        and "timestamp"
+        or ("timestamp (kernels), wall clock (copy_buffer_to_buffer)" if timer.passes_timed else "wall clock"),
+        "timestamp_period_ns": timer.period,
+        "best_copy": {
+            "candidates": ["copy shader vec4<u32>"]
+            + [f"copy shader {p}x vec4<u32>" for p in WIDE_COPIES]
+            + [f"{COPY2} (kernels reading two tensors of their size)", "copy_buffer_to_buffer"]
+            + ([CUDA_COPY] if cuda else []),
+            "cuda_note": cuda_note,
+            "spec_peak_gbps": spec_peak_gbps(adapter),
+            "by_size": best_copy_by_size(rows),
+        },
+        "rows": [row_dict(r) for r in rows],
+        "bench_errors": [r.error for r in rows if r.error],
+        "tuning": best,
+    }
     if skipped:
         result["truncated"] = f"{skipped} of {len(work)} calls not timed: past --max-calls {max_calls}"
     if failed:
@@ -412,8 +487,11 @@ def _accepts(kernel: Kernel, args) -> bool:
 
 
 def row_dict(r: Row) -> dict:
-    return asdict(r) | {"vs_copy_shader": r.vs_shader, "vs_copy_buffer": r.vs_buffer,
-                        "best_copy_ratio": r.best_copy_ratio}
+    return asdict(r) | {
+        "vs_copy_shader": r.vs_shader,
+        "vs_copy_buffer": r.vs_buffer,
+        "best_copy_ratio": r.best_copy_ratio,
+    }
 
 
 def best_copy_by_size(rows: list[Row]) -> list[dict]:
@@ -440,7 +518,7 @@ def run_implementations(webgpus: list[str], open_kernels, *, out: Path | None, p
             kernels = open_kernels(webgpu)
             # peers (torch, ONNX Runtime) do not depend on our implementation: timed once, against the first
             result = run_bench(kernels, out=None, plot=None, **(options | {"peers": options.get("peers") and i == 0}))
-        except NothingToBench:   # the arguments' fault, the same on every implementation
+        except NothingToBench:  # the arguments' fault, the same on every implementation
             raise
         except Exception as exc:  # an implementation that does not open or run here: said, the others still run
             merged["implementations"][webgpu] = f"not benched: {type(exc).__name__}: {exc}"
@@ -480,19 +558,29 @@ def side_by_side(rows: list[dict]) -> list[dict]:
             continue
         names = list(by)
         first = by[names[0]]
-        out.append({"package": package, "version": version, "variant": variant, "dtype": dtype,
-                    "shape": list(shape), "bias": bias,
-                    "gbps": {n: by[n]["gbps"] for n in names},
-                    "best_copy_ratio": {n: by[n]["best_copy_ratio"] for n in names},
-                    "vs_copy_shader": {n: by[n]["vs_copy_shader"] for n in names},
-                    f"gbps_over_{names[0]}": {n: by[n]["gbps"] / first["gbps"] for n in names[1:]}})
+        out.append(
+            {
+                "package": package,
+                "version": version,
+                "variant": variant,
+                "dtype": dtype,
+                "shape": list(shape),
+                "bias": bias,
+                "gbps": {n: by[n]["gbps"] for n in names},
+                "best_copy_ratio": {n: by[n]["best_copy_ratio"] for n in names},
+                "vs_copy_shader": {n: by[n]["vs_copy_shader"] for n in names},
+                f"gbps_over_{names[0]}": {n: by[n]["gbps"] / first["gbps"] for n in names[1:]},
+            }
+        )
     return out
 
 
 def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
     """Best WORKGROUP_SIZE per (package, dtype, variant) at ``size`` elements."""
-    cap = min(kernels[0].device.profile.limits["maxComputeInvocationsPerWorkgroup"],
-              kernels[0].device.profile.limits["maxComputeWorkgroupSizeX"])
+    cap = min(
+        kernels[0].device.profile.limits["maxComputeInvocationsPerWorkgroup"],
+        kernels[0].device.profile.limits["maxComputeWorkgroupSizeX"],
+    )
     best = []
     for kernel in kernels:
         if "WORKGROUP_SIZE" not in kernel.manifest.tunables:
@@ -507,10 +595,17 @@ def sweep_workgroups(kernels, timer, baselines, size, dtypes) -> list[dict]:
                 default = kernel.manifest.tunables["WORKGROUP_SIZE"]
                 pick = choose({wg: r.gbps for wg, r in results.items()}, default)
                 top = results[pick]
-                best.append({"package": kernel.manifest.op_id, "version": kernel.manifest.version,
-                             "dtype": top.dtype, "variant": top.variant,
-                             "WORKGROUP_SIZE": pick, "gbps": top.gbps,
-                             "sweep": {wg: r.gbps for wg, r in results.items()}})
+                best.append(
+                    {
+                        "package": kernel.manifest.op_id,
+                        "version": kernel.manifest.version,
+                        "dtype": top.dtype,
+                        "variant": top.variant,
+                        "WORKGROUP_SIZE": pick,
+                        "gbps": top.gbps,
+                        "sweep": {wg: r.gbps for wg, r in results.items()},
+                    }
+                )
     return best
 
 
@@ -533,57 +628,76 @@ def format_table(result: dict) -> str:
     for run in runs:
         bc = run.get("best_copy") or {}
         peak = bc.get("spec_peak_gbps")
-        lines.append(f"device: {run['device'].get('adapter')} ({run['device'].get('backend')}) through "
-                     f"{run.get('webgpu', 'wgpu')}; timing: {run['timing']}"
-                     + (f"; memory spec peak {peak:.0f} GB/s" if peak else "")
-                     + (f"; {bc['cuda_note']}" if bc.get("cuda_note") else ""))
+        lines.append(
+            f"device: {run['device'].get('adapter')} ({run['device'].get('backend')}) through "
+            f"{run.get('webgpu', 'wgpu')}; timing: {run['timing']}"
+            + (f"; memory spec peak {peak:.0f} GB/s" if peak else "")
+            + (f"; {bc['cuda_note']}" if bc.get("cuda_note") else "")
+        )
         for entry in bc.get("by_size", []):
             copies = ", ".join(f"{k} {v:.1f}" for k, v in entry["copies_gbps"].items())
-            lines.append(f"  best copy at {entry['input_bytes']} B: {entry['best']} {entry['best_gbps']:.1f} GB/s"
-                         + (f" ({entry['best_gbps'] / peak:.3f} of spec peak)" if peak else "") + f" [{copies}]")
+            lines.append(
+                f"  best copy at {entry['input_bytes']} B: {entry['best']} {entry['best_gbps']:.1f} GB/s"
+                + (f" ({entry['best_gbps'] / peak:.3f} of spec peak)" if peak else "")
+                + f" [{copies}]"
+            )
         if run.get("truncated"):
             lines.append(f"  TRUNCATED: {run['truncated']}")
         lines += [f"  FAILED CALL: {f}" for f in run.get("failed_calls", [])]
-    lines.append(f"{'package':<24}{'v':>2} {'webgpu':<9}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
-                 f"{'GB/s':>9}{'spread':>8}{'/best-copy':>12}{'/copy-shader':>14}{'/copy-buffer':>14}")
+    lines.append(
+        f"{'package':<24}{'v':>2} {'webgpu':<9}{'variant':<20}{'dtype':<9}{'elements':>11}{'wg':>6}"
+        f"{'GB/s':>9}{'spread':>8}{'/best-copy':>12}{'/copy-shader':>14}{'/copy-buffer':>14}"
+    )
     for r in result["rows"]:
         n = int(np.prod(r["shape"]))
-        head = (f"{r['package']:<24}{r.get('version', 1):>2} {r.get('webgpu', 'wgpu'):<9}{r['variant']:<20}"
-                f"{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}")
+        head = (
+            f"{r['package']:<24}{r.get('version', 1):>2} {r.get('webgpu', 'wgpu'):<9}{r['variant']:<20}"
+            f"{r['dtype']:<9}{n:>11}{r['workgroup_size']:>6}"
+        )
         if r.get("error"):
             lines.append(head + f"  BENCH ERROR, not a result: {r['error']}")
             continue
-        lines.append(head + f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r.get('best_copy_ratio', math.nan):>12.3f}"
-                     f"{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
-                     + ("  unsettled: GPU speed still changing" if r.get("settled") is False else "")
-                     + (f"  {list(r['shape'])} {r['source']}" if r.get("source") else ""))
+        lines.append(
+            head + f"{r['gbps']:>9.1f}{r['spread']:>8.3f}{r.get('best_copy_ratio', math.nan):>12.3f}"
+            f"{r['vs_copy_shader']:>14.3f}{r['vs_copy_buffer']:>14.3f}"
+            + ("  unsettled: GPU speed still changing" if r.get("settled") is False else "")
+            + (f"  {list(r['shape'])} {r['source']}" if r.get("source") else "")
+        )
     for t in result.get("tuning", []):
-        lines.append(f"tuning: {t['package']} v{t.get('version', 1)} {t['dtype']} {t['variant']}: "
-                     f"WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
-                     f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})")
+        lines.append(
+            f"tuning: {t['package']} v{t.get('version', 1)} {t['dtype']} {t['variant']}: "
+            f"WORKGROUP_SIZE {t['WORKGROUP_SIZE']} "
+            f"({t['gbps']:.1f} GB/s; sweep {', '.join(f'{k}:{v:.0f}' for k, v in t['sweep'].items())})"
+        )
     for webgpu, state in (result.get("implementations") or {}).items():
         if state != "benched":
             lines.append(f"{webgpu}: {state}")
     if result.get("side_by_side"):
         lines.append(format_side_by_side(result["side_by_side"]))
     if result.get("bench_errors"):
-        lines.append(f"{len(result['bench_errors'])} BENCH ERROR(S): a kernel beat the best copy; those rows are "
-                     f"not results (see above)")
+        lines.append(
+            f"{len(result['bench_errors'])} BENCH ERROR(S): a kernel beat the best copy; those rows are "
+            f"not results (see above)"
+        )
     return "\n".join(lines)
 
 
 def format_side_by_side(entries: list[dict]) -> str:
     names = list(entries[0]["gbps"])
     ratio_key = next(k for k in entries[0] if k.startswith("gbps_over_"))
-    lines = [f"side by side ({', '.join(names)}): GB/s, ratio to each one's best copy, GB/s over {names[0]}",
-             f"{'package':<24}{'v':>2} {'variant':<20}{'dtype':<9}{'elements':>11}"
-             + "".join(f"{n + ' GB/s':>13}{'/best':>7}" for n in names)
-             + "".join(f"{n + '/' + names[0]:>14}" for n in names[1:])]
+    lines = [
+        f"side by side ({', '.join(names)}): GB/s, ratio to each one's best copy, GB/s over {names[0]}",
+        f"{'package':<24}{'v':>2} {'variant':<20}{'dtype':<9}{'elements':>11}"
+        + "".join(f"{n + ' GB/s':>13}{'/best':>7}" for n in names)
+        + "".join(f"{n + '/' + names[0]:>14}" for n in names[1:]),
+    ]
     for e in entries:
-        lines.append(f"{e['package']:<24}{e['version']:>2} {e['variant']:<20}{e['dtype']:<9}"
-                     f"{int(np.prod(e['shape'])):>11}"
-                     + "".join(f"{e['gbps'][n]:>13.1f}{e['best_copy_ratio'][n]:>7.3f}" for n in names)
-                     + "".join(f"{e[ratio_key][n]:>14.3f}" for n in names[1:]))
+        lines.append(
+            f"{e['package']:<24}{e['version']:>2} {e['variant']:<20}{e['dtype']:<9}"
+            f"{int(np.prod(e['shape'])):>11}"
+            + "".join(f"{e['gbps'][n]:>13.1f}{e['best_copy_ratio'][n]:>7.3f}" for n in names)
+            + "".join(f"{e[ratio_key][n]:>14.3f}" for n in names[1:])
+        )
     return "\n".join(lines)
 
 
@@ -591,11 +705,13 @@ def pyplot():
     """matplotlib's pyplot on the file-only Agg backend; MissingDependency (one line: what to install) without it."""
     try:
         import matplotlib  # optional (the bench extra): only plots need it
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # (see above)
     except ImportError:
-        raise MissingDependency(f"plotting needs matplotlib, which is not installed: {install_hint('matplotlib')}") \
-            from None
+        raise MissingDependency(
+            f"plotting needs matplotlib, which is not installed: {install_hint('matplotlib')}"
+        ) from None
     return plt
 
 
@@ -621,8 +737,7 @@ def plot_rows(rows: list[dict], path: Path, title: str) -> None:
         rs.sort(key=lambda r: r["bytes_moved"])
         label = f"{pkg} {variant} {dtype}"
         ax.plot([r["bytes_moved"] for r in rs], [r["gbps"] for r in rs], marker="o", ms=3, label=label)
-        ratio_ax.plot([r["bytes_moved"] for r in rs], [r["vs_copy_shader"] for r in rs], marker="o", ms=3,
-                      label=label)
+        ratio_ax.plot([r["bytes_moved"] for r in rs], [r["vs_copy_shader"] for r in rs], marker="o", ms=3, label=label)
     pts = sorted({(r["bytes_moved"], r["copy_shader_gbps"]) for r in rows})
     ax.plot([p[0] for p in pts], [p[1] for p in pts], "k.", ms=4, label="vec4 copy shader (same buffers)")
     ratio_ax.axhline(1.0, color="k", ls="--", lw=0.8)

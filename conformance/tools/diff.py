@@ -24,8 +24,11 @@ from conformance.engine.package import Package, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError
 
-FIELDS = {"accepted": ("variant", "passes", "outputs"), "rejected": ("reason", "argument", "detail"),
-          "planning-failed": ("pointer", "message")}
+FIELDS = {
+    "accepted": ("variant", "passes", "outputs"),
+    "rejected": ("reason", "argument", "detail"),
+    "planning-failed": ("pointer", "message"),
+}
 LABELS = {"passes": "dispatch"}
 
 
@@ -34,7 +37,7 @@ LABELS = {"passes": "dispatch"}
 class Side:
     label: str
     specs: Path
-    golden: Path | None      # the golden case files of this version, where known
+    golden: Path | None  # the golden case files of this version, where known
 
 
 def _git(repo: Path, *args: str, binary: bool = False):
@@ -47,8 +50,7 @@ def repo_root(start: Path | None = None) -> Path:
     return Path(out.stdout.strip()) if out.returncode == 0 else Path(__file__).resolve().parents[2]
 
 
-def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs",
-            golden_path: str = "cases") -> Side:
+def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs", golden_path: str = "cases") -> Side:
     """None: the work tree; a git revision of ``repo``: that revision, extracted; otherwise an existing directory.
 
     A name that is both a revision and an existing path is refused: a change adding a directory named like
@@ -60,13 +62,16 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     is_revision = resolved.returncode == 0
     is_path = os.path.lexists(ref)
     if is_revision and is_path:
-        raise ConformanceError(f"{ref!r} is ambiguous: both a git revision of {repo} and the path "
-                               f"{Path(ref).resolve()}; name the directory as ./{ref} or with an absolute path "
-                               f"(after removing the revision), or the revision by its commit id")
+        raise ConformanceError(
+            f"{ref!r} is ambiguous: both a git revision of {repo} and the path "
+            f"{Path(ref).resolve()}; name the directory as ./{ref} or with an absolute path "
+            f"(after removing the revision), or the revision by its commit id"
+        )
     if not is_revision:
         if not Path(ref).is_dir():
-            raise ConformanceError(f"{ref!r} is neither a directory nor a git revision of {repo}"
-                                   f"{missing_hint(repo, ref)}")
+            raise ConformanceError(
+                f"{ref!r} is neither a directory nor a git revision of {repo}{missing_hint(repo, ref)}"
+            )
         return Side(ref, Path(ref), None)
     present = [p for p in (specs_path, golden_path) if _git(repo, "cat-file", "-e", f"{ref}:{p}").returncode == 0]
     if specs_path not in present:
@@ -77,7 +82,7 @@ def resolve(ref: str | None, repo: Path, scratch: Path, specs_path: str = "specs
     # a folder of its own per revision, named by the commit (never by the name: a/b and a_b, HEAD~2 and HEAD^2
     # would share one, and the gate would compare a revision with itself)
     dest = Path(tempfile.mkdtemp(prefix=f"{resolved.stdout.strip()}-", dir=scratch))
-    try:      # "data" refuses members that would land outside dest (an outward symlink, an absolute path)
+    try:  # "data" refuses members that would land outside dest (an outward symlink, an absolute path)
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(dest, filter="data")
     except tarfile.TarError as exc:
@@ -89,9 +94,11 @@ def missing_hint(repo: Path, ref: str) -> str:
     """Why a base revision can be missing in CI, and the fix: a shallow clone has no history to diff against."""
     remote, _, branch = ref.partition("/")
     if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
-        return ("; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
-                "base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {fetch-depth: 0}`) "
-                "or run `git fetch --unshallow origin` first")
+        return (
+            "; this clone is shallow (actions/checkout fetches one commit by default): the diff needs the "
+            "base's history, so check out with `fetch-depth: 0` (actions/checkout `with: {fetch-depth: 0}`) "
+            "or run `git fetch --unshallow origin` first"
+        )
     if remote == "origin" and branch:
         return f"; fetch it first: `git fetch origin {branch}`"
     return ""
@@ -101,7 +108,7 @@ def packages(side: Side) -> dict[str, Package]:
     found = {}
     for d in find_package_dirs(side.specs):
         p = load_package(d)
-        if p.name in found:   # keeping either one would diff the wrong package
+        if p.name in found:  # keeping either one would diff the wrong package
             raise ConformanceError(f"{side.label}: {found[p.name].root} and {p.root} both have the op id {p.name!r}")
         found[p.name] = p
     if not found:
@@ -136,8 +143,8 @@ def changed_fields(old: dict, new: dict) -> list[str]:
 
 @dataclass
 class Change:
-    case: str                 # the id NEW's generator gives the call (OLD's when only OLD generates it)
-    source: str               # which generators produced the call: old, new or both
+    case: str  # the id NEW's generator gives the call (OLD's when only OLD generates it)
+    source: str  # which generators produced the call: old, new or both
     call: tuple
     old: dict
     new: dict
@@ -149,8 +156,8 @@ class PackageDiff:
     name: str
     calls: int
     changes: list[Change] = field(default_factory=list)
-    new_cases: list | None = None   # NEW's generated cases (the gate compares them with its golden file)
-    record: tuple[str, str] | None = None   # (the op record OLD's golden files name, the one found now): changed
+    new_cases: list | None = None  # NEW's generated cases (the gate compares them with its golden file)
+    record: tuple[str, str] | None = None  # (the op record OLD's golden files name, the one found now): changed
 
     @property
     def changed(self) -> bool:
@@ -174,7 +181,7 @@ def diff_package(name: str, old: Package | None, new: Package | None) -> Package
     generated = {side: generate(p) if p else [] for side, p in (("old", old), ("new", new))}
     ids: dict[tuple, str] = {}
     source: dict[tuple, str] = {}
-    for side in ("old", "new"):            # NEW's ids win
+    for side in ("old", "new"):  # NEW's ids win
         for c in generated[side]:
             key = call_key(c)
             ids[key] = c.id
@@ -231,11 +238,14 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
     """Packages whose behaviour changed without their golden file being regenerated in the same change."""
     out = []
     for d in diffs:
-        if d.record and (new.golden is None or
-                         _identity(_record_named(new.golden, d.name) or "") != _identity(d.record[1])):
-            out.append(f"{d.name}: its op record changed ({d.record[1].removeprefix('record: ')}) but the golden "
-                       f"files still name {d.record[0].removeprefix('record: ')}: run "
-                       f"`{regenerate_command(new.specs, new.golden)}`, review the diff and commit it")
+        if d.record and (
+            new.golden is None or _identity(_record_named(new.golden, d.name) or "") != _identity(d.record[1])
+        ):
+            out.append(
+                f"{d.name}: its op record changed ({d.record[1].removeprefix('record: ')}) but the golden "
+                f"files still name {d.record[0].removeprefix('record: ')}: run "
+                f"`{regenerate_command(new.specs, new.golden)}`, review the diff and commit it"
+            )
         if not d.changes:
             continue
         if new.golden is None or not new.golden.is_dir():
@@ -247,14 +257,17 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
         if d.new_cases is None:
             stale = path.is_file()
         else:
-            stale = golden_compare(path, d.new_cases).differs   # as `cases --check` judges it
+            stale = golden_compare(path, d.new_cases).differs  # as `cases --check` judges it
         command = regenerate_command(new.specs, new.golden)
         if stale:
-            out.append(f"{d.name}: behaviour changed but {path} does not match the new manifest: run "
-                       f"`{command}`, review the diff and commit it")
+            out.append(
+                f"{d.name}: behaviour changed but {path} does not match the new manifest: run "
+                f"`{command}`, review the diff and commit it"
+            )
         elif base_text == (path.read_bytes() if path.is_file() else None):
-            out.append(f"{d.name}: behaviour changed but {path} is the same as in {old.label}: run `{command}` "
-                       f"and commit it")
+            out.append(
+                f"{d.name}: behaviour changed but {path} is the same as in {old.label}: run `{command}` and commit it"
+            )
     return out
 
 
@@ -262,18 +275,24 @@ def unacknowledged(diffs: list[PackageDiff], old: Side, new: Side) -> list[str]:
 def cell(expect: dict, name: str) -> str:
     if name == "outcome":
         o = expect["outcome"]
-        return f"{o}: {expect.get('variant') or expect.get('reason') or expect.get('pointer')}" if o != "absent" else "absent (no package)"
+        return (
+            f"{o}: {expect.get('variant') or expect.get('reason') or expect.get('pointer')}"
+            if o != "absent"
+            else "absent (no package)"
+        )
     value = expect.get(name)
     if name == "passes":
-        return "; ".join(f"{p['name']} {p['threads']} thr / wg {p['workgroupSize']} -> "
-                         f"{'x'.join(map(str, p['workgroups']))}" for p in value)
+        return "; ".join(
+            f"{p['name']} {p['threads']} thr / wg {p['workgroupSize']} -> {'x'.join(map(str, p['workgroups']))}"
+            for p in value
+        )
     if name == "outputs":
         return ", ".join(f"{r}[{','.join(map(str, o['shape']))}]:{o['dtype']}" for r, o in value.items())
     return value if isinstance(value, str) else json.dumps(value)
 
 
 def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def table(diffs: list[PackageDiff], width: int = 60) -> str:
@@ -282,9 +301,16 @@ def table(diffs: list[PackageDiff], width: int = 60) -> str:
         lines.append(f"{d.name}: {len(d.changes)} of {d.calls} calls change")
         if d.record:
             lines += [f"  op record was: {d.record[0]}", f"  op record now: {d.record[1]}"]
-        rows = [(c.case + (" (old id)" if c.source == "old" else "") if i == 0 else "", LABELS.get(f, f),
-                 _clip(cell(c.old, f), width), _clip(cell(c.new, f), width))
-                for c in d.changes for i, f in enumerate(c.fields)]
+        rows = [
+            (
+                c.case + (" (old id)" if c.source == "old" else "") if i == 0 else "",
+                LABELS.get(f, f),
+                _clip(cell(c.old, f), width),
+                _clip(cell(c.new, f), width),
+            )
+            for c in d.changes
+            for i, f in enumerate(c.fields)
+        ]
         if not rows:
             continue
         rows.insert(0, ("case", "change", "old", "new"))
@@ -295,19 +321,37 @@ def table(diffs: list[PackageDiff], width: int = 60) -> str:
 
 def change_json(c: Change) -> dict:
     inputs, profile, tunables, attributes = c.call
-    call = {"inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
-            "profile": profile, "tunables": dict(tunables)}
+    call = {
+        "inputs": {r: None if a is None else {"shape": list(a[0]), "dtype": a[1]} for r, a in inputs},
+        "profile": profile,
+        "tunables": dict(tunables),
+    }
     if attributes:
         call["attributes"] = dict(attributes)
-    return {"case": c.case, "generated_by": c.source, "fields": [LABELS.get(f, f) for f in c.fields],
-            "old": c.old, "new": c.new, "call": call}
+    return {
+        "case": c.case,
+        "generated_by": c.source,
+        "fields": [LABELS.get(f, f) for f in c.fields],
+        "old": c.old,
+        "new": c.new,
+        "call": call,
+    }
 
 
 def as_json(diffs: list[PackageDiff], old: Side, new: Side, gate: list[str] | None = None) -> dict:
-    out = {"old": old.label, "new": new.label, "changed": any(d.changed for d in diffs),
-           "packages": {d.name: {"calls": d.calls, "changes": [change_json(c) for c in d.changes],
-                                 **({"record": {"old": d.record[0], "new": d.record[1]}} if d.record else {})}
-                        for d in diffs}}
+    out = {
+        "old": old.label,
+        "new": new.label,
+        "changed": any(d.changed for d in diffs),
+        "packages": {
+            d.name: {
+                "calls": d.calls,
+                "changes": [change_json(c) for c in d.changes],
+                **({"record": {"old": d.record[0], "new": d.record[1]}} if d.record else {}),
+            }
+            for d in diffs
+        },
+    }
     if gate is not None:
         out["unacknowledged"] = gate
     return out

@@ -38,6 +38,7 @@ def build_bench(package: Package) -> dict:
 
     class _K:  # bench_calls only reads .manifest
         manifest = m
+
     out = []
     for args, with_optional in bench.bench_calls(_K, bench.SIZES, dtypes):
         try:
@@ -47,16 +48,30 @@ def build_bench(package: Package) -> dict:
             variant = f"rejected: {getattr(err, 'reason', 'expression')}"
         shape, dtype = next(iter(args.values()))
         n = math.prod(shape)
-        out.append({"id": f"{m.name}/{dtype}/" + "+".join(f"{r}{list(a[0])}" for r, a in args.items()),
-                    "inputs": {r: {"shape": list(a[0]), "dtype": a[1]} for r, a in args.items()},
-                    "elements": n, "bias": with_optional, "variantOnBaseline": variant})
-    return {"format": BENCH_FORMAT, "package": m.op_id,
-            "manifest": {"file": "manifest.json", "sha256": m.sha256}, "templates": template_digests(package),
-            "sizes": list(bench.SIZES), "dtypes": dtypes,
-            "tuning": {"tunables": {"WORKGROUP_SIZE": list(bench.WORKGROUP_SWEEP)},
-                       "defaults": dict(m.tunables), "at": "the largest size that plans on the device"},
-            "data": "normal(0, 2) float64 draws from numpy.random.default_rng(0), a 65536-element block tiled",
-            "cases": out}
+        out.append(
+            {
+                "id": f"{m.name}/{dtype}/" + "+".join(f"{r}{list(a[0])}" for r, a in args.items()),
+                "inputs": {r: {"shape": list(a[0]), "dtype": a[1]} for r, a in args.items()},
+                "elements": n,
+                "bias": with_optional,
+                "variantOnBaseline": variant,
+            }
+        )
+    return {
+        "format": BENCH_FORMAT,
+        "package": m.op_id,
+        "manifest": {"file": "manifest.json", "sha256": m.sha256},
+        "templates": template_digests(package),
+        "sizes": list(bench.SIZES),
+        "dtypes": dtypes,
+        "tuning": {
+            "tunables": {"WORKGROUP_SIZE": list(bench.WORKGROUP_SWEEP)},
+            "defaults": dict(m.tunables),
+            "at": "the largest size that plans on the device",
+        },
+        "data": "normal(0, 2) float64 draws from numpy.random.default_rng(0), a 65536-element block tiled",
+        "cases": out,
+    }
 
 
 # -- metadata.json -----------------------------------------------------------------------------
@@ -73,28 +88,46 @@ def portable_subset(package: Package, engine: JsJinja | None) -> dict:
     problems, stats = portable.check(package, cases.generate(package), engine)
     vacuous = stats.nothing_compared()
     if vacuous and not problems:
-        return {"engine": ENGINE, "version": engine.version, "checked": False, "reason": vacuous,
-                "templateContexts": 0, "expressionEvaluations": stats.expressions}
-    return {"engine": ENGINE, "version": engine.version, "checked": True, "passed": not problems,
-            "templateContexts": stats.contexts, "expressionEvaluations": stats.expressions,
-            "errors": [f"{where}: {message}" for _, where, message in problems]}
+        return {
+            "engine": ENGINE,
+            "version": engine.version,
+            "checked": False,
+            "reason": vacuous,
+            "templateContexts": 0,
+            "expressionEvaluations": stats.expressions,
+        }
+    return {
+        "engine": ENGINE,
+        "version": engine.version,
+        "checked": True,
+        "passed": not problems,
+        "templateContexts": stats.contexts,
+        "expressionEvaluations": stats.expressions,
+        "errors": [f"{where}: {message}" for _, where, message in problems],
+    }
 
 
 def build_metadata(package: Package, engine: JsJinja | None = None) -> dict:
     m = package.manifest
-    return {"format": METADATA_FORMAT, "package": m.op_id, "version": m.version,
-            "manifest": {"file": "manifest.json", "sha256": m.sha256}, "templates": template_digests(package),
-            "portableSubset": portable_subset(package, engine)}
+    return {
+        "format": METADATA_FORMAT,
+        "package": m.op_id,
+        "version": m.version,
+        "manifest": {"file": "manifest.json", "sha256": m.sha256},
+        "templates": template_digests(package),
+        "portableSubset": portable_subset(package, engine),
+    }
 
 
-def export_package(directory: Path, out: Path | None = None, max_elements: int = MAX_ELEMENTS,
-                   engine: JsJinja | None = None) -> tuple[Path, Path]:
+def export_package(
+    directory: Path, out: Path | None = None, max_elements: int = MAX_ELEMENTS, engine: JsJinja | None = None
+) -> tuple[Path, Path]:
     """Writes test.json, bench.json and metadata.json (returns the first two; the third sits beside them).
     ``engine``: a running @huggingface/jinja to check with (None: one is started for this package)."""
     package = load_package(Path(directory))
     target = Path(out) if out else package.root
     test_path, bench_path, meta_path = target / TEST_FILE, target / BENCH_FILE, target / METADATA_FILE
-    for path in (test_path, bench_path, meta_path):   # a symlink or special file is refused before any work
+    for path in (test_path, bench_path, meta_path):  # a symlink or special file is refused before any work
         check_output(path)
     target.mkdir(parents=True, exist_ok=True)
     write_output(test_path, json.dumps(build_test(package, max_elements), separators=(",", ":")) + "\n")

@@ -54,8 +54,11 @@ def locate() -> tuple[Path, str]:
             if meta.get("name") != ENGINE:
                 raise EngineUnavailable(f"{manifest}: is {meta.get('name')!r}, not {ENGINE}")
             return directory, str(meta.get("version", "?"))
-    where = f"{OVERRIDE}={override}" if override else "node_modules/ (run `npm ci` in the checkout, or set " \
-                                                       f"{OVERRIDE} to the package's directory)"
+    where = (
+        f"{OVERRIDE}={override}"
+        if override
+        else f"node_modules/ (run `npm ci` in the checkout, or set {OVERRIDE} to the package's directory)"
+    )
     raise EngineUnavailable(f"no {ENGINE} in {where}")
 
 
@@ -72,14 +75,20 @@ class JsJinja:
     def __init__(self, directory: Path, version: str, node: str):
         self.version = version
         self.label = f"{ENGINE} {version}"
-        self._command = [node, f"--max-old-space-size={NODE_HEAP_MB}", str(SCRIPT), _entry(directory).as_uri(),
-                         loader_entry("./jinja").as_uri()]
+        self._command = [
+            node,
+            f"--max-old-space-size={NODE_HEAP_MB}",
+            str(SCRIPT),
+            _entry(directory).as_uri(),
+            loader_entry("./jinja").as_uri(),
+        ]
         self._start()
 
     def _start(self) -> None:
-        self._owner = os.getpid()   # a forked worker (cases.workers) starts its own Node process: never shares one
-        self._proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
+        self._owner = os.getpid()  # a forked worker (cases.workers) starts its own Node process: never shares one
+        self._proc = subprocess.Popen(
+            self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
 
     def request(self, payload: dict) -> list:
         """The answer's results; EngineFailed if the process dies or hangs (the next request starts a new one, so

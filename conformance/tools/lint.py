@@ -31,8 +31,10 @@ from conformance.tools.loader_plans import compare_package, open_planner
 from conformance.ops import missing_record_note
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
-DECLARATION = re.compile(r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
-                         r"var\s*(?:<([^>]*)>)?\s*(\w+)\s*:\s*([^;]+);")
+DECLARATION = re.compile(
+    r"@group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)\s*"
+    r"var\s*(?:<([^>]*)>)?\s*(\w+)\s*:\s*([^;]+);"
+)
 COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -96,12 +98,17 @@ def unreachable(package: Package, generated) -> list[Finding]:
             cause, first = next(iter(failing.items()))
             why = f"every call its `when` selects fails in planning ({cause}; e.g. case {first})"
         elif takers:
-            why = (f"shadowed: every generated call its `when` accepts is taken by higher-priority "
-                   f"{', '.join(sorted(takers))}")
+            why = (
+                f"shadowed: every generated call its `when` accepts is taken by higher-priority "
+                f"{', '.join(sorted(takers))}"
+            )
         else:
             why = "its `when` predicates hold for no generated call"
-        out.append(Finding(m.file, variant.pointer, f"variant {vid!r} (priority {variant.priority}) is selected "
-                                                    f"by no call: {why}"))
+        out.append(
+            Finding(
+                m.file, variant.pointer, f"variant {vid!r} (priority {variant.priority}) is selected by no call: {why}"
+            )
+        )
     return out
 
 
@@ -130,9 +137,14 @@ def _holds(variant, scope) -> bool:
 def failing_expressions(package: Package, generated) -> list[Finding]:
     """Expressions (derive, when, constants, bindings, dispatch) that raise for a generated call: a defect of the
     manifest, never a rejection; one finding per expression and message, naming the first such call."""
-    return [Finding(package.manifest.file, f.pointer, f"fails to evaluate for {f.count} generated call(s), e.g. "
-                                                      f"case {f.first}: {f.message}")
-            for f in cases.planning_failures(generated)]
+    return [
+        Finding(
+            package.manifest.file,
+            f.pointer,
+            f"fails to evaluate for {f.count} generated call(s), e.g. case {f.first}: {f.message}",
+        )
+        for f in cases.planning_failures(generated)
+    ]
 
 
 # -- render, compile, bindings ----------------------------------------------------------------------
@@ -143,8 +155,12 @@ def representatives(generated) -> dict[tuple[str, tuple[str, ...]], object]:
     for case in generated:
         if case.accepted:
             key = (case.expect["variant"], tuple(dict.fromkeys(a[1] for a in case.inputs.values() if a)))
-            rank = (case.profile.name != "baseline", bool(case.tunables), case.heavy,
-                    all(p["threads"] == 0 for p in case.expect["passes"]))
+            rank = (
+                case.profile.name != "baseline",
+                bool(case.tunables),
+                case.heavy,
+                all(p["threads"] == 0 for p in case.expect["passes"]),
+            )
             if key not in best or rank < best[key][0]:
                 best[key] = (rank, case)
     return {k: c for k, (_, c) in best.items()}
@@ -153,8 +169,10 @@ def representatives(generated) -> dict[tuple[str, tuple[str, ...]], object]:
 def declarations(wgsl: str) -> dict[tuple[int, int], tuple[str, str, str]]:
     """(group, binding) -> (address space, name, type), whitespace-normalised."""
     text = COMMENTS.sub("", wgsl)
-    return {(int(g), int(i)): (re.sub(r"\s+", "", space or ""), name, re.sub(r"\s+", "", type_))
-            for g, i, space, name, type_ in DECLARATION.findall(text)}
+    return {
+        (int(g), int(i)): (re.sub(r"\s+", "", space or ""), name, re.sub(r"\s+", "", type_))
+        for g, i, space, name, type_ in DECLARATION.findall(text)
+    }
 
 
 def binding_problems(pass_plan, wgsl: str) -> list[str]:
@@ -170,11 +188,16 @@ def binding_problems(pass_plan, wgsl: str) -> list[str]:
         elif want is None:
             out.append(f"{where} {got[1]!r} is declared by the shader but is not in the plan")
         elif want != got:
-            out.append(f"{where}: the plan has var<{want[0]}> {want[1]}: {want[2]}, "
-                       f"the shader declares var<{got[0]}> {got[1]}: {got[2]}")
+            out.append(
+                f"{where}: the plan has var<{want[0]}> {want[1]}: {want[2]}, "
+                f"the shader declares var<{got[0]}> {got[1]}: {got[2]}"
+            )
     body = DECLARATION.sub("", COMMENTS.sub("", wgsl))
-    out += [f"binding {name!r} is declared but never used" for _, name, _ in shader.values()
-            if not re.search(rf"\b{re.escape(name)}\b", body)]
+    out += [
+        f"binding {name!r} is declared but never used"
+        for _, name, _ in shader.values()
+        if not re.search(rf"\b{re.escape(name)}\b", body)
+    ]
     return out
 
 
@@ -183,7 +206,7 @@ def shaders(package: Package, generated, compiler=None) -> list[Finding]:
     :class:`~conformance.tools.lint_compile.DeviceCompiler`; None: render only)."""
     m, planner, out = package.manifest, Planner(package.manifest), []
     pipeline = compiler.for_package(package) if compiler else None
-    env = template_environment(package)   # each template compiled once for all the renders below
+    env = template_environment(package)  # each template compiled once for all the renders below
     order = {v.id: i for i, v in enumerate(m.variants)}
     for (vid, dtypes), case in sorted(representatives(generated).items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
         if compiler and "float16" in dtypes and "shader-f16" not in compiler.features:
@@ -213,7 +236,7 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
     out = []
     for p in packages:
         for path in sorted(p.root.rglob("*.jinja")):
-            try:     # a regular file of the package, size-capped: never a FIFO, /dev/zero or a file outside
+            try:  # a regular file of the package, size-capped: never a FIFO, /dev/zero or a file outside
                 texts[path] = read_confined(p.root, path, MAX_PACKAGE_FILE, TemplateError)
             except TemplateError as err:
                 out.append(Finding(str(path), "", err.detail))
@@ -223,17 +246,25 @@ def shared_templates(packages: list[Package]) -> list[Finding]:
         digests = {p: hashlib.sha256(texts[p]).hexdigest() for p in paths}
         if len(set(digests.values())) < 2:
             continue
-        order = list(digests.values())      # the most common content is the reference; ties: the first package
+        order = list(digests.values())  # the most common content is the reference; ties: the first package
         common = max(order, key=lambda h: (order.count(h), -order.index(h)))
         ref = next(p for p in paths if digests[p] == common)
         ref_lines = texts[ref].decode("utf-8", errors="replace").splitlines()
         for path in paths:
             if digests[path] != common:
                 lines = texts[path].decode("utf-8", errors="replace").splitlines()
-                line = next((i + 1 for i, (a, b) in enumerate(zip(ref_lines, lines)) if a != b),
-                            min(len(lines), len(ref_lines)) + 1)
-                out.append(Finding(str(path), "", f"template {name} differs from {_shown(str(ref))} (first at "
-                                                  f"line {line}); identically named templates must be identical"))
+                line = next(
+                    (i + 1 for i, (a, b) in enumerate(zip(ref_lines, lines)) if a != b),
+                    min(len(lines), len(ref_lines)) + 1,
+                )
+                out.append(
+                    Finding(
+                        str(path),
+                        "",
+                        f"template {name} differs from {_shown(str(ref))} (first at "
+                        f"line {line}); identically named templates must be identical",
+                    )
+                )
     return out
 
 
@@ -254,13 +285,18 @@ def dead_branches(linted: list[tuple[Package, list]], notes: list[str] | None) -
     for cov in coverages:
         for branch in cov.dead:
             if shipped(by_package[cov.package]):
-                out.append(Finding(str(Path(cov.root) / cov.template), str(branch.line),
-                                   f"dead template branch in a shipped package: {branch.kind} `{branch.condition}`: "
-                                   f"no generated case renders it; move it into a proposal's own template, or add "
-                                   f"the case that renders it"))
+                out.append(
+                    Finding(
+                        str(Path(cov.root) / cov.template),
+                        str(branch.line),
+                        f"dead template branch in a shipped package: {branch.kind} `{branch.condition}`: "
+                        f"no generated case renders it; move it into a proposal's own template, or add "
+                        f"the case that renders it",
+                    )
+                )
             elif notes is not None:
                 notes.append(f"WEAK {dead_branch(cov, branch)}")
-        if notes is not None:   # said, not failed: a fallback that only empty tensors select renders such code
+        if notes is not None:  # said, not failed: a fallback that only empty tensors select renders such code
             notes += [f"WEAK {idle_branch(cov, branch)}" for branch in cov.idle]
     return out
 
@@ -276,16 +312,25 @@ def loader_plans(package: Package, generated, planner) -> list[Finding]:
     call, the field and both values, since certifying the package would vouch for what no page can load."""
     try:
         found = compare_package(package, generated, planner)
-    except ConformanceError as err:   # the loader's Node process died or hung on this package
+    except ConformanceError as err:  # the loader's Node process died or hung on this package
         return [Finding(package.manifest.file, "", f"the reference JavaScript loader cannot plan it: {err}")]
     if not found:
         return []
     calls = len({d.case for d in found})
     shown = [str(d) for d in found[:SHOWN_DIFFERENCES]] + (["..."] if len(found) > SHOWN_DIFFERENCES else [])
-    return [Finding(package.manifest.file, "", "\n".join([
-        f"the reference JavaScript loader ({planner.label}) plans {calls} of {len(generated)} generated calls "
-        f"otherwise than the suite ({len(found)} differences): a page could not load what the suite certifies",
-        *shown]))]
+    return [
+        Finding(
+            package.manifest.file,
+            "",
+            "\n".join(
+                [
+                    f"the reference JavaScript loader ({planner.label}) plans {calls} of {len(generated)} generated calls "
+                    f"otherwise than the suite ({len(found)} differences): a page could not load what the suite certifies",
+                    *shown,
+                ]
+            ),
+        )
+    ]
 
 
 # -- all of it --------------------------------------------------------------------------------------
@@ -315,8 +360,8 @@ def _offline(package: Package, engine=None, render: bool = True, planner=None) -
         if engine is not None:
             problems, stats = portable.check(package, generated, engine)
             findings += [Finding(*p) for p in problems]
-            if planner is not None and not problems:   # the loader runs the same engine: a construct it lacks
-                findings += loader_plans(package, generated, planner)   # is said once, above, with its rewrite
+            if planner is not None and not problems:  # the loader runs the same engine: a construct it lacks
+                findings += loader_plans(package, generated, planner)  # is said once, above, with its rewrite
     except Exception as err:  # noqa: BLE001 -- this package's finding; the others are still linted
         return _Offline(None, findings + [_finding(package, err)], [], stats)
     return _Offline(generated, findings, coverage, stats)
@@ -330,8 +375,9 @@ def _finding(package: Package, err: Exception) -> Finding:
     return Finding(package.manifest.file, "", f"unexpected {type(err).__name__}: {err}")
 
 
-def lint(directory: Path, compiler=None, engine=None, compared: dict | None = None,
-         notes: list[str] | None = None) -> list[Finding]:
+def lint(
+    directory: Path, compiler=None, engine=None, compared: dict | None = None, notes: list[str] | None = None
+) -> list[Finding]:
     """Every finding for the packages at or under ``directory``; ``compiler`` (a
     :class:`~conformance.tools.lint_compile.DeviceCompiler`, or a function that opens one, called once the
     packages are checked without it; it may give None) None skips compilation, ``engine`` (a
@@ -352,7 +398,7 @@ def lint(directory: Path, compiler=None, engine=None, compared: dict | None = No
         findings += problems
         if package is not None:
             packages.append(package)
-    render_here = compiler is not None   # with a device, this process renders what it compiles
+    render_here = compiler is not None  # with a device, this process renders what it compiles
     planner = None
     if engine is not None:
         try:
@@ -360,8 +406,9 @@ def lint(directory: Path, compiler=None, engine=None, compared: dict | None = No
         except EngineUnavailable as err:
             findings.append(Finding("<node>", "", f"{err}: the reference loader's plans cannot be checked"))
     try:
-        checked = workers.map_packages(partial(_offline, engine=engine, render=not render_here, planner=planner),
-                                       packages)
+        checked = workers.map_packages(
+            partial(_offline, engine=engine, render=not render_here, planner=planner), packages
+        )
     finally:
         if planner is not None:
             planner.close()
@@ -371,7 +418,7 @@ def lint(directory: Path, compiler=None, engine=None, compared: dict | None = No
         note = missing_record_note(package.name)
         if note and notes is not None:
             notes.append(note)
-        if isinstance(result, Exception):   # only what _offline itself lets through
+        if isinstance(result, Exception):  # only what _offline itself lets through
             findings.append(_finding(package, result))
             continue
         findings += result.findings
@@ -386,8 +433,10 @@ def lint(directory: Path, compiler=None, engine=None, compared: dict | None = No
         if compared is not None and result.stats is not None:
             compared[package.name] = result.stats
     for name, roots in duplicate_names(packages).items():
-        findings += [Finding(str(r), "", f"op id {name!r} is also the op id of "
-                                         f"{', '.join(str(o) for o in roots if o != r)}") for r in roots]
+        findings += [
+            Finding(str(r), "", f"op id {name!r} is also the op id of {', '.join(str(o) for o in roots if o != r)}")
+            for r in roots
+        ]
     try:
         findings += dead_branches(linted, notes)
     except ConformanceError as err:

@@ -55,8 +55,9 @@ def compare_package(package: Package, cases, engine: JsJinja) -> list[Difference
     """Every case planned by both planners; the differences (empty: the loader plans as the suite does)."""
     planner = Planner(package.manifest)
     raw = read_confined(package.root, package.root / "manifest.json", MAX_PACKAGE_FILE, ManifestError)
-    answer = engine.request({"manifest": json.loads(raw), "file": f"{package.name}/manifest.json",
-                             "calls": [call_of(c) for c in cases]})
+    answer = engine.request(
+        {"manifest": json.loads(raw), "file": f"{package.name}/manifest.json", "calls": [call_of(c) for c in cases]}
+    )
     out: list[Difference] = []
     for case, js in zip(cases, answer):
         out += differences(case.id, python_result(planner, case), js)

@@ -33,10 +33,18 @@ def selected_rows(result: dict, max_elements: int):
 
 def peer_row(row: dict, peer: str, seconds: float, **extra) -> dict:
     """The report row for one peer timed against one bench row; ``extra`` holds the peer's own figures."""
-    return {"package": row["package"], "variant": row["variant"], "dtype": row["dtype"],
-            "elements": math.prod(row["shape"]), "peer": peer, "peer_seconds": seconds,
-            "ours_seconds": row["seconds"], "time_ratio_peer_over_ours": seconds / row["seconds"],
-            "ours_gbps": row["gbps"], **extra}
+    return {
+        "package": row["package"],
+        "variant": row["variant"],
+        "dtype": row["dtype"],
+        "elements": math.prod(row["shape"]),
+        "peer": peer,
+        "peer_seconds": seconds,
+        "ours_seconds": row["seconds"],
+        "time_ratio_peer_over_ours": seconds / row["seconds"],
+        "ours_gbps": row["gbps"],
+        **extra,
+    }
 
 
 def note(text: str) -> dict:
@@ -45,8 +53,10 @@ def note(text: str) -> dict:
 
 # -- torch (CUDA) ------------------------------------------------------------------------------------------
 
+
 def _cuda_time(fn, reps: int = 20, warmup: int = 3) -> float:
     import torch  # optional peer: loaded on use
+
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -98,6 +108,7 @@ def cuda_copy_baseline(warmup_seconds: float = 1.0, reps: int = 20):
             del src, dst
             torch.cuda.empty_cache()
         return cache[half]
+
     return measure, None
 
 
@@ -126,6 +137,7 @@ def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
 
 # -- ONNX Runtime (WebGPU execution provider) --------------------------------------------------------------
 
+
 def reps_for(per_run_seconds: float, target_seconds: float = 0.2, max_reps: int = 1 << 16) -> int:
     """Runs in one timed batch so that it lasts at least ``target_seconds`` (``max_reps`` when unknown)."""
     if not per_run_seconds > 0 or math.isinf(per_run_seconds):
@@ -141,8 +153,16 @@ def per_run_seconds(batch_seconds: float, readback_seconds: float, reps: int) ->
     return (batch_seconds - readback_seconds) / reps
 
 
-def time_bound_runs(run, fence, *, warmup: int = 3, readback_reps: int = 5, target_seconds: float = 0.2,
-                    max_reps: int = 1 << 16, clock=time.perf_counter) -> tuple[float, int, float]:
+def time_bound_runs(
+    run,
+    fence,
+    *,
+    warmup: int = 3,
+    readback_reps: int = 5,
+    target_seconds: float = 0.2,
+    max_reps: int = 1 << 16,
+    clock=time.perf_counter,
+) -> tuple[float, int, float]:
     """(seconds per run, runs timed, read-back seconds) for a non-blocking ``run`` and a blocking ``fence``.
 
     ``run`` only queues work (ORT's ``run_with_iobinding`` on WebGPU flushes and returns; its
@@ -152,6 +172,7 @@ def time_bound_runs(run, fence, *, warmup: int = 3, readback_reps: int = 5, targ
     from probe batches (10, 100, ... runs until the probe's net time is a tenth of the target) so that the
     timed batch lasts at least ``target_seconds``.
     """
+
     def fence_alone() -> float:
         samples = []
         for _ in range(readback_reps):
@@ -222,7 +243,7 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
         fence_session = impl.session_for(session_key(first["package"], {r: "float32" for r in row_inputs(first)}))
     except Exception as exc:
         return [note(f"onnxruntime-webgpu: no fence session: {short_error(exc)}: no onnxruntime-webgpu peers timed")]
-    tiny = {r: np.ones(4, np.float32) for r in row_inputs(first)}   # every role as one row of 4
+    tiny = {r: np.ones(4, np.float32) for r in row_inputs(first)}  # every role as one row of 4
 
     def fence():
         fence_session.run(None, tiny)
@@ -240,22 +261,28 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
                 binding.bind_cpu_input(role, rng.standard_normal(shape, np.float32).astype(row["dtype"]))
             for output in sess.get_outputs():
                 binding.bind_output(output.name, "webgpu", 0)
-            seconds, reps, readback = time_bound_runs(lambda: sess.run_with_iobinding(binding), fence,
-                                                      target_seconds=target_seconds)
+            seconds, reps, readback = time_bound_runs(
+                lambda: sess.run_with_iobinding(binding), fence, target_seconds=target_seconds
+            )
         except Exception as exc:  # a Rejected session, or ORT failing at this size: said, not raised
             out.append(note(f"{name} {row['dtype']} {n} elements: not timed: {short_error(exc)}"))
             continue
         finally:
             binding = None  # frees this row's GPU output before the next row binds its own
         if math.isnan(seconds):
-            out.append(note(f"{name} {row['dtype']} {n} elements: not timed: the batch of {reps} runs was no "
-                            f"longer than one read-back ({readback:.3g} s)"))
+            out.append(
+                note(
+                    f"{name} {row['dtype']} {n} elements: not timed: the batch of {reps} runs was no "
+                    f"longer than one read-back ({readback:.3g} s)"
+                )
+            )
             continue
         out.append(peer_row(row, name, seconds, method=ORT_METHOD, reps=reps, readback_seconds=readback))
     return out
 
 
 # -- all peers ---------------------------------------------------------------------------------------------
+
 
 def run_peers(result: dict, max_elements: int) -> list[dict]:
     """Every peer's rows (and notes for the peers that could not run here)."""
@@ -269,8 +296,10 @@ def format_peers(rows: list[dict]) -> str:
         if "note" in r:
             lines.append(r["note"])
             continue
-        line = (f"{r['package']:<24}{r['variant']:<16}{r['dtype']:<9}{r['elements']:>11} {r['peer']:<{width}}"
-                f"ratio {r['time_ratio_peer_over_ours']:.3f}")
+        line = (
+            f"{r['package']:<24}{r['variant']:<16}{r['dtype']:<9}{r['elements']:>11} {r['peer']:<{width}}"
+            f"ratio {r['time_ratio_peer_over_ours']:.3f}"
+        )
         if "cuda_copy_gbps" in r:
             line += f"  CUDA copy {r['cuda_copy_gbps']:.0f} GB/s  ours/CUDA-copy {r['ours_vs_cuda_copy']:.3f}"
         if "method" in r:

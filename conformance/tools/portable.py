@@ -21,58 +21,108 @@ from jinja2.exceptions import TemplateSyntaxError
 
 from conformance.engine.call import check_types
 from conformance.engine.dtypes import WGSL_BYTES
-from conformance.engine.expressions import (Absent, Builtin, Compilations, Compiled, Evaluator, Namespace, RuleTable,
-                                            unparse)
+from conformance.engine.expressions import (
+    Absent,
+    Builtin,
+    Compilations,
+    Compiled,
+    Evaluator,
+    Namespace,
+    RuleTable,
+    unparse,
+)
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner, scope_for
 from conformance.errors import ConformanceError
-from conformance.shader.render import (MAX_OUTPUT, MAX_VALUE, RENDER_WORK_LIMIT, case_plans, context, render,
-                                        render_observed, template_environment)
+from conformance.shader.render import (
+    MAX_OUTPUT,
+    MAX_VALUE,
+    RENDER_WORK_LIMIT,
+    case_plans,
+    context,
+    render,
+    render_observed,
+    template_environment,
+)
 from conformance.tools.jsjinja import ENGINE
 
 #: JavaScript numbers are doubles: integers beyond this are not all representable.
-SAFE_INTEGER = 2 ** 53
-_ORDER = ("lt", "lteq", "gt", "gteq")   # the comparisons @huggingface/jinja refuses on strings
+SAFE_INTEGER = 2**53
+_ORDER = ("lt", "lteq", "gt", "gteq")  # the comparisons @huggingface/jinja refuses on strings
 
 #: construct -> (what it is called in a finding, the rewrite that avoids it)
 CONSTRUCTS = {
-    "import": ("`{% import %}`", "@huggingface/jinja has no import, include or template loader: paste the macros "
-                                 "into the template that calls them (and call them without the module prefix)"),
-    "include": ("`{% include %}`", "@huggingface/jinja has no include or template loader: paste the included "
-                                   "text into the template"),
-    "exponent": ("an exponent literal", "@huggingface/jinja does not parse exponents: write the number in "
-                                        "positional digits (0.000...), or as a quotient such as `1 / 2 ** 126`"),
-    "modulo": ("negative modulo", "Jinja2's `%` takes the sign of the divisor, JavaScript's of the dividend: keep "
-                                  "the dividend non-negative, or write `(a % b + b) % b`"),
-    "list-equality": ("list equality", "@huggingface/jinja compares lists by identity (`[1, 2] == [1, 2]` is "
-                                       "false): compare the elements (`a[0] == b[0] and ...`), or their `numel`"),
-    "big-integer": ("an integer beyond 2^53", "JavaScript numbers are doubles and round it: keep intermediate "
-                                              "values below 2^53, e.g. divide before multiplying (`a <= c // b` "
-                                              "for `a * b <= c`)"),
+    "import": (
+        "`{% import %}`",
+        "@huggingface/jinja has no import, include or template loader: paste the macros "
+        "into the template that calls them (and call them without the module prefix)",
+    ),
+    "include": (
+        "`{% include %}`",
+        "@huggingface/jinja has no include or template loader: paste the included text into the template",
+    ),
+    "exponent": (
+        "an exponent literal",
+        "@huggingface/jinja does not parse exponents: write the number in "
+        "positional digits (0.000...), or as a quotient such as `1 / 2 ** 126`",
+    ),
+    "modulo": (
+        "negative modulo",
+        "Jinja2's `%` takes the sign of the divisor, JavaScript's of the dividend: keep "
+        "the dividend non-negative, or write `(a % b + b) % b`",
+    ),
+    "list-equality": (
+        "list equality",
+        "@huggingface/jinja compares lists by identity (`[1, 2] == [1, 2]` is "
+        "false): compare the elements (`a[0] == b[0] and ...`), or their `numel`",
+    ),
+    "big-integer": (
+        "an integer beyond 2^53",
+        "JavaScript numbers are doubles and round it: keep intermediate "
+        "values below 2^53, e.g. divide before multiplying (`a <= c // b` "
+        "for `a * b <= c`)",
+    ),
     "chained": ("a chained comparison", "@huggingface/jinja has no `a < b < c`: write `a < b and b < c`"),
-    "string-order": ("an ordering of strings", "@huggingface/jinja orders numbers only (`<` on strings is an "
-                                               "error): compare strings with `==`, `!=` or `in`"),
-    "concat": ("a boolean or None joined with `~`", "Jinja2 writes True/None, @huggingface/jinja true/null: join "
-                                                   "a string instead (`'true' if x else 'false'`)"),
-    "budget": ("a render over the Python sandbox's budget", "keep loops and ranges small: a branch that only "
-                                                            "@huggingface/jinja takes is bounded like Jinja2's"),
+    "string-order": (
+        "an ordering of strings",
+        "@huggingface/jinja orders numbers only (`<` on strings is an error): compare strings with `==`, `!=` or `in`",
+    ),
+    "concat": (
+        "a boolean or None joined with `~`",
+        "Jinja2 writes True/None, @huggingface/jinja true/null: join a string instead (`'true' if x else 'false'`)",
+    ),
+    "budget": (
+        "a render over the Python sandbox's budget",
+        "keep loops and ranges small: a branch that only @huggingface/jinja takes is bounded like Jinja2's",
+    ),
     "printf": ("printf-style `%` on a string", "@huggingface/jinja has no string formatting: join with `~`"),
-    "boolean": ("a rendered boolean", "Jinja2 writes True/False, @huggingface/jinja true/false: test it "
-                                      "(`{% if x %}`) or write `{{ 'true' if x else 'false' }}`"),
-    "none": ("a rendered None", "Jinja2 writes None, @huggingface/jinja nothing: test it (`{% if x is none %}`) "
-                                "instead of writing it"),
-    "float": ("a rendered float", "Jinja2 writes Python's repr (1e-05), @huggingface/jinja JavaScript's "
-                                  "(0.00001): keep floats out of the text (a uniform), or write them from integers"),
-    "list": ("a rendered list", "Jinja2 writes Python's repr (('a', 1.0)), @huggingface/jinja JSON ([\"a\", 1]): "
-                                "join it (`{{ xs | join(', ') }}`)"),
+    "boolean": (
+        "a rendered boolean",
+        "Jinja2 writes True/False, @huggingface/jinja true/false: test it "
+        "(`{% if x %}`) or write `{{ 'true' if x else 'false' }}`",
+    ),
+    "none": (
+        "a rendered None",
+        "Jinja2 writes None, @huggingface/jinja nothing: test it (`{% if x is none %}`) instead of writing it",
+    ),
+    "float": (
+        "a rendered float",
+        "Jinja2 writes Python's repr (1e-05), @huggingface/jinja JavaScript's "
+        "(0.00001): keep floats out of the text (a uniform), or write them from integers",
+    ),
+    "list": (
+        "a rendered list",
+        "Jinja2 writes Python's repr (('a', 1.0)), @huggingface/jinja JSON ([\"a\", 1]): "
+        "join it (`{{ xs | join(', ') }}`)",
+    ),
 }
 
 
 @dataclass
 class Stats:
-    contexts: int = 0      # distinct (template, context) pairs rendered by both engines
-    expressions: int = 0   # evaluations compared: per expression, one per distinct value of the names it reads
-    unrendered: int = 0    # distinct (template, context) pairs Jinja2 failed to render (the render check's errors)
+    contexts: int = 0  # distinct (template, context) pairs rendered by both engines
+    expressions: int = 0  # evaluations compared: per expression, one per distinct value of the names it reads
+    unrendered: int = 0  # distinct (template, context) pairs Jinja2 failed to render (the render check's errors)
 
     def nothing_compared(self) -> str | None:
         """Why no template was compared, or None when some was. A check without a difference found is a pass
@@ -81,8 +131,10 @@ class Stats:
         if self.contexts:
             return None
         if self.unrendered:
-            return (f"no template compared: Jinja2 rendered none of the {self.unrendered} template context(s) of "
-                    f"the generated calls (each a render error; `python -m conformance lint` names them)")
+            return (
+                f"no template compared: Jinja2 rendered none of the {self.unrendered} template context(s) of "
+                f"the generated calls (each a render error; `python -m conformance lint` names them)"
+            )
         return "no template compared: no generated call is accepted, so no template context was rendered"
 
 
@@ -150,10 +202,10 @@ def exponent_literals(source, state: str | None = "variable") -> list[tuple[int,
 class _Expression:
     pointer: str
     compiled: Compiled
-    tree: nodes.Expr               # inlined
-    js: str                        # inlined, as the text a JS loader would evaluate
-    pointers: tuple[str, ...]      # its own pointer and those of the rules it inlines
-    on_outputs: bool               # evaluated before output shapes exist (an output's shape or rank)
+    tree: nodes.Expr  # inlined
+    js: str  # inlined, as the text a JS loader would evaluate
+    pointers: tuple[str, ...]  # its own pointer and those of the rules it inlines
+    on_outputs: bool  # evaluated before output shapes exist (an output's shape or rank)
 
 
 class _Expressions:
@@ -186,8 +238,8 @@ class _Expressions:
                     self._add(e.tree, e.pointer, table)
 
     def _add(self, tree, pointer, table, on_outputs=False):
-        if (pointer, id(table)) in self._seen:   # a binding set twice in one variant: once (per variant, since
-            return                               # its fields may read the variant's constants)
+        if (pointer, id(table)) in self._seen:  # a binding set twice in one variant: once (per variant, since
+            return  # its fields may read the variant's constants)
         self._seen.add((pointer, id(table)))
         compiled = Evaluator(table, self._compilations).compiled(tree, pointer)
         js, pointers = self._text(resolve(self.m.raw, pointer), table, pointer)
@@ -237,7 +289,7 @@ def _same(py, js: dict) -> bool:
 
 @dataclass
 class _Difference:
-    unit: str = "evaluation"   # what count counts: expression evaluations or template contexts
+    unit: str = "evaluation"  # what count counts: expression evaluations or template contexts
     count: int = 0
     first: str = ""
     detail: str = ""
@@ -297,7 +349,7 @@ def check_expressions(package: Package, generated, engine, stats: Stats) -> dict
                 try:
                     value = item.compiled(scope)
                 except ConformanceError:
-                    continue          # Jinja2 refuses it for this call: the planner reports that, not this check
+                    continue  # Jinja2 refuses it for this call: the planner reports that, not this check
                 if index is None:
                     index = len(scopes)
                     scopes.append(to_json(scope))
@@ -305,8 +357,16 @@ def check_expressions(package: Package, generated, engine, stats: Stats) -> dict
                 meta.append((case, scope, item, value))
     if not jobs:
         return {}
-    results = engine.request({"op": "eval", "bytes": WGSL_BYTES, "scopes": scopes,
-                              "exprs": [i.js for i in exprs.items], "jobs": jobs, "budget": JS_BUDGET})
+    results = engine.request(
+        {
+            "op": "eval",
+            "bytes": WGSL_BYTES,
+            "scopes": scopes,
+            "exprs": [i.js for i in exprs.items],
+            "jobs": jobs,
+            "budget": JS_BUDGET,
+        }
+    )
     stats.expressions += len(jobs)
     found: dict[tuple, _Difference] = defaultdict(_Difference)
     compiled: dict[str, Compiled] = {}
@@ -335,8 +395,14 @@ def _diagnose(package, item: _Expression, scope, value, js, compiled) -> list[tu
         if isinstance(node, nodes.Mod):
             left, right = evaluate(node.left), evaluate(node.right)
             if _numbers(left, right) and right != 0 and left % right != math.fmod(left, right):
-                out.append((item.pointer, "modulo", f"`{unparse(node)}` with {left} % {right}: Jinja2 gives "
-                                                    f"{left % right}, JavaScript {math.fmod(left, right):g}"))
+                out.append(
+                    (
+                        item.pointer,
+                        "modulo",
+                        f"`{unparse(node)}` with {left} % {right}: Jinja2 gives "
+                        f"{left % right}, JavaScript {math.fmod(left, right):g}",
+                    )
+                )
         elif isinstance(node, nodes.Compare):
             operands = [evaluate(node.expr)] + [evaluate(op.expr) for op in node.ops]
             pairs = list(zip(operands, operands[1:], node.ops))
@@ -355,8 +421,13 @@ def _diagnose(package, item: _Expression, scope, value, js, compiled) -> list[tu
     if out:
         return list({construct: (p, construct, d) for p, construct, d in reversed(out)}.values())  # first of each
     theirs = js.get("error") or f"{js.get('kind')} {json.dumps(js.get('value'))}"
-    return [(item.pointer, "other", f"Jinja2 gives {kind(value)} {shown(value)}, {ENGINE} {theirs} "
-                                    f"(evaluating `{item.js[:300]}`)")]
+    return [
+        (
+            item.pointer,
+            "other",
+            f"Jinja2 gives {kind(value)} {shown(value)}, {ENGINE} {theirs} (evaluating `{item.js[:300]}`)",
+        )
+    ]
 
 
 def _numbers(*values) -> bool:
@@ -402,7 +473,7 @@ def check_templates(package: Package, generated, engine, stats: Stats) -> dict[t
             text = render(package, plan, pass_plan, env)
         except ConformanceError:
             stats.unrendered += 1
-            continue          # the render check reports it
+            continue  # the render check reports it
         rendered.append((case, plan, pass_plan, text))
         jobs.append([pass_plan.shader, ctx])
     if not jobs:
@@ -443,8 +514,10 @@ def _unparsable(package, name: str, source: str, error: str) -> list[tuple]:
     except TemplateSyntaxError:
         tree = None
     if tree is not None:
-        out += [(n.lineno, "import", f"of {n.template.value!r}" if isinstance(n.template, nodes.Const) else "")
-                for n in tree.find_all((nodes.Import, nodes.FromImport))]
+        out += [
+            (n.lineno, "import", f"of {n.template.value!r}" if isinstance(n.template, nodes.Const) else "")
+            for n in tree.find_all((nodes.Import, nodes.FromImport))
+        ]
         out += [(n.lineno, "include", "") for n in tree.find_all(nodes.Include)]
         out += [(n.lineno, "chained", "") for n in tree.find_all(nodes.Compare) if len(n.ops) > 1]
     return out or [(None, "other", f"{ENGINE} cannot render it: {error}")]
@@ -465,8 +538,9 @@ def _rendered_differently(package, plan, pass_plan, ours: str, theirs: str) -> l
         else:
             operator, left, right, result = value
             if operator == "%" and _numbers(left, right) and right != 0 and left % right != math.fmod(left, right):
-                seen.append((line, "modulo", f"{left} % {right}: Jinja2 gives {result}, "
-                                             f"JavaScript {math.fmod(left, right):g}"))
+                seen.append(
+                    (line, "modulo", f"{left} % {right}: Jinja2 gives {result}, JavaScript {math.fmod(left, right):g}")
+                )
             elif _numbers(result) and isinstance(result, int) and abs(result) > SAFE_INTEGER:
                 seen.append((line, "big-integer", f"{left} {operator} {right} = {result}"))
             elif operator == "%" and isinstance(left, str):
@@ -477,13 +551,17 @@ def _rendered_differently(package, plan, pass_plan, ours: str, theirs: str) -> l
     except ConformanceError:
         pass
     ours_lines, theirs_lines = ours.split("\n"), theirs.split("\n")
-    at = next((i for i, (a, b) in enumerate(zip(ours_lines, theirs_lines)) if a != b),
-              min(len(ours_lines), len(theirs_lines)))
-    where = (f"the WGSL first differs at line {at + 1}: Jinja2 {_line_of(ours_lines, at)}, "
-             f"{ENGINE} {_line_of(theirs_lines, at)}")
+    at = next(
+        (i for i, (a, b) in enumerate(zip(ours_lines, theirs_lines)) if a != b), min(len(ours_lines), len(theirs_lines))
+    )
+    where = (
+        f"the WGSL first differs at line {at + 1}: Jinja2 {_line_of(ours_lines, at)}, "
+        f"{ENGINE} {_line_of(theirs_lines, at)}"
+    )
     constants = _constant_lines(package.read_template(pass_plan.shader))
-    return [(line or constants.get(d), c, f"{d}; {where}") for line, c, d in dict.fromkeys(seen)] \
-        or [(None, "other", where)]
+    return [(line or constants.get(d), c, f"{d}; {where}") for line, c, d in dict.fromkeys(seen)] or [
+        (None, "other", where)
+    ]
 
 
 def _constant_lines(source: str) -> dict[str, int]:
@@ -515,7 +593,7 @@ def _output_construct(value) -> str | None:
     if isinstance(value, int) and abs(value) > SAFE_INTEGER:
         return "big-integer"
     if isinstance(value, tuple) or isinstance(value, list) and not all(_integer(v) for v in value):
-        return "list"     # a list of integers renders alike: [1, 2]
+        return "list"  # a list of integers renders alike: [1, 2]
     return None
 
 
@@ -532,8 +610,9 @@ def messages(found: dict[tuple, _Difference]) -> list[tuple[str, str, str]]:
         used = sorted(diff.used_by - {where})
         uses = f"; used by {', '.join(used[:3])}{' ...' if len(used) > 3 else ''}" if used else ""
         detail = f" {diff.detail}" if diff.detail and construct != "other" else ""
-        head = f"not portable to {ENGINE}: {name}{detail}" if construct != "other" else \
-            f"{ENGINE} differs: {diff.detail}"
+        head = (
+            f"not portable to {ENGINE}: {name}{detail}" if construct != "other" else f"{ENGINE} differs: {diff.detail}"
+        )
         tail = f" ({diff.count} {diff.unit}{'s' if diff.count > 1 else ''}; e.g. case {diff.first}{uses}): {rewrite}"
         out.append((path, where, head + tail))
     return out
@@ -542,6 +621,8 @@ def messages(found: dict[tuple, _Difference]) -> list[tuple[str, str, str]]:
 def check(package: Package, generated, engine) -> tuple[list[tuple[str, str, str]], Stats]:
     """(path, pointer, message) per difference, and what was compared."""
     stats = Stats()
-    found = {**check_expressions(package, generated, engine, stats), **check_templates(package, generated, engine,
-                                                                                       stats)}
+    found = {
+        **check_expressions(package, generated, engine, stats),
+        **check_templates(package, generated, engine, stats),
+    }
     return messages(found), stats

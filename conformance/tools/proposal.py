@@ -38,30 +38,42 @@ def load(proposal: Path) -> dict:
     raw = read_json(Path(proposal))
     packages = raw.get("packages") if isinstance(raw, dict) else None
     if not isinstance(packages, dict):
-        raise ManifestError("expected an object with a 'packages' object keyed by op id", file=str(proposal),
-                            pointer="/packages")
+        raise ManifestError(
+            "expected an object with a 'packages' object keyed by op id", file=str(proposal), pointer="/packages"
+        )
     for op, additions in packages.items():
         where = f"/packages/{op}"
         if not isinstance(additions, dict):
-            raise ManifestError(f"expected an object with some of {', '.join(ADDITIONS)}", file=str(proposal),
-                                pointer=where)
+            raise ManifestError(
+                f"expected an object with some of {', '.join(ADDITIONS)}", file=str(proposal), pointer=where
+            )
         unknown = sorted(set(additions) - set(ADDITIONS))
         if unknown:
-            raise ManifestError(f"{', '.join(map(repr, unknown))}: a proposal adds only {', '.join(ADDITIONS)}",
-                                file=str(proposal), pointer=f"{where}/{unknown[0]}")
+            raise ManifestError(
+                f"{', '.join(map(repr, unknown))}: a proposal adds only {', '.join(ADDITIONS)}",
+                file=str(proposal),
+                pointer=f"{where}/{unknown[0]}",
+            )
         for key, kind in (("derive", dict), ("bindingSets", dict), ("variants", list), ("templates", dict)):
             if key in additions and not isinstance(additions[key], kind):
-                raise ManifestError(f"expected {'an object' if kind is dict else 'a list'}", file=str(proposal),
-                                    pointer=f"{where}/{key}")
+                raise ManifestError(
+                    f"expected {'an object' if kind is dict else 'a list'}",
+                    file=str(proposal),
+                    pointer=f"{where}/{key}",
+                )
         for i, variant in enumerate(additions.get("variants", [])):
             if not isinstance(variant, dict) or not isinstance(variant.get("id"), str):
-                raise ManifestError("expected a variant object with a string 'id'", file=str(proposal),
-                                    pointer=f"{where}/variants/{i}")
+                raise ManifestError(
+                    "expected a variant object with a string 'id'", file=str(proposal), pointer=f"{where}/variants/{i}"
+                )
         for name, source in additions.get("templates", {}).items():
             if not TEMPLATE_NAME.fullmatch(name) or not isinstance(source, str):
-                raise ManifestError("expected a template file name (letters, digits, '_.-', ending in .jinja) "
-                                    "mapped to its path relative to the proposal", file=str(proposal),
-                                    pointer=f"{where}/templates/{name}")
+                raise ManifestError(
+                    "expected a template file name (letters, digits, '_.-', ending in .jinja) "
+                    "mapped to its path relative to the proposal",
+                    file=str(proposal),
+                    pointer=f"{where}/templates/{name}",
+                )
     return packages
 
 
@@ -73,8 +85,11 @@ def apply_all(package_dirs: list[Path], proposal: Path, into: Path) -> list[Path
     ops = {op for _, op in copies}
     for op in packages:
         if op not in ops:
-            raise ManifestError(f"op {op!r} names none of the packages ({', '.join(sorted(ops))})",
-                                file=str(proposal), pointer=f"/packages/{op}")
+            raise ManifestError(
+                f"op {op!r} names none of the packages ({', '.join(sorted(ops))})",
+                file=str(proposal),
+                pointer=f"/packages/{op}",
+            )
     return [dst for dst, _ in copies]
 
 
@@ -100,24 +115,34 @@ def _add(package_dir: Path, packages: dict, proposal: Path, into: Path) -> tuple
         existing = raw.setdefault(key, {})
         for name, value in additions.get(key, {}).items():
             if name in existing:
-                raise ManifestError(f"{key} {name!r} already exists in {op}; a proposal only adds",
-                                    file=str(proposal), pointer=f"/packages/{op}/{key}/{name}")
+                raise ManifestError(
+                    f"{key} {name!r} already exists in {op}; a proposal only adds",
+                    file=str(proposal),
+                    pointer=f"/packages/{op}/{key}/{name}",
+                )
             existing[name] = value
     ids = {v.get("id") for v in raw.get("variants", [])}
     for i, variant in enumerate(additions.get("variants", [])):
         if variant.get("id") in ids:
-            raise ManifestError(f"variant {variant.get('id')!r} already exists in {op}; a proposal only adds",
-                                file=str(proposal), pointer=f"/packages/{op}/variants/{i}/id")
+            raise ManifestError(
+                f"variant {variant.get('id')!r} already exists in {op}; a proposal only adds",
+                file=str(proposal),
+                pointer=f"/packages/{op}/variants/{i}/id",
+            )
         raw["variants"].append(variant)
     for name, source in additions.get("templates", {}).items():
         pointer = f"/packages/{op}/templates/{name}"
         if (dst / name).exists():
-            raise ManifestError(f"template {name!r} already exists in {op}; a proposal only adds",
-                                file=str(proposal), pointer=pointer)
+            raise ManifestError(
+                f"template {name!r} already exists in {op}; a proposal only adds", file=str(proposal), pointer=pointer
+            )
         # a file beside the proposal (confined to its folder, size-capped), never one elsewhere
-        text = read_confined(proposal.parent, proposal.parent / source, MAX_PACKAGE_FILE,
-                             lambda message, **_: ManifestError(f"{source}: {message}", file=str(proposal),
-                                                                      pointer=pointer))
+        text = read_confined(
+            proposal.parent,
+            proposal.parent / source,
+            MAX_PACKAGE_FILE,
+            lambda message, **_: ManifestError(f"{source}: {message}", file=str(proposal), pointer=pointer),
+        )
         (dst / name).write_bytes(text)
     path.write_text(json.dumps(raw, indent=2) + "\n")
     return dst, op
@@ -155,8 +180,10 @@ def vec4_per_thread(package_dir: Path, count: int, into: Path) -> Path:
         template = dst / name
         text = read_confined(dst, template, MAX_PACKAGE_FILE).decode("utf-8")
         if text.count(VEC4_BODY) != 1:
-            raise ManifestError(f"expected the vec4 body `{VEC4_BODY.strip()}` once, to loop over vecPerThread "
-                                f"vec4 per invocation", file=str(Path(package_dir) / name))
+            raise ManifestError(
+                f"expected the vec4 body `{VEC4_BODY.strip()}` once, to loop over vecPerThread vec4 per invocation",
+                file=str(Path(package_dir) / name),
+            )
         template.write_text(text.replace(VEC4_BODY, PER_THREAD_BODY))
     path.write_text(json.dumps(raw, indent=2) + "\n")
     return dst

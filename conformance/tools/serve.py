@@ -46,8 +46,9 @@ def load_packages(specs: Path, run_heavy: bool = False, keep=None) -> list[tuple
         loaded, _ = load_matching_golden(CASES_DIR, package)
         generated = (loaded if loaded is not None else case_generator.generate(package)) + load_test_cases(package)
         kept = [c for c in generated if keep is None or keep(c.id)]
-        out.append((package, [c for c in kept if run_heavy or not c.heavy],
-                    [c for c in kept if c.heavy and not run_heavy]))
+        out.append(
+            (package, [c for c in kept if run_heavy or not c.heavy], [c for c in kept if c.heavy and not run_heavy])
+        )
     return out
 
 
@@ -85,10 +86,10 @@ class ColumnRun:
     reconnect_timeout: float = 600.0
     verdicts: list = field(default_factory=list)
     error: str | None = None
-    device: str | None = None     # the adapter, once the page answered
+    device: str | None = None  # the adapter, once the page answered
     data: dict | None = None
-    report_error: str | None = None   # why the column's report could not be written (its verdict still stands)
-    verdict_after: int | None = None   # the page's poll replies sent before its verdict was set
+    report_error: str | None = None  # why the column's report could not be written (its verdict still stands)
+    verdict_after: int | None = None  # the page's poll replies sent before its verdict was set
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -105,16 +106,22 @@ class ColumnRun:
         return sum(1 for v in self.verdicts if v["status"] == "failed")
 
     def _show(self, verdict: str | None = None) -> None:
-        replies = self.client.show({"column": self.slug, "done": len(self.verdicts), "total": self.total,
-                                    "failed": self.failed, **({"verdict": verdict} if verdict else {})})
+        replies = self.client.show(
+            {
+                "column": self.slug,
+                "done": len(self.verdicts),
+                "total": self.total,
+                "failed": self.failed,
+                **({"verdict": verdict} if verdict else {}),
+            }
+        )
         if verdict:
             self.verdict_after = replies
 
     @property
     def told(self) -> bool:
         """Whether the page was sent its verdict (a poll reply made after it was set), or is closed."""
-        return self.verdict_after is not None and self.client.replies > self.verdict_after \
-            or bool(self.client.closed)
+        return self.verdict_after is not None and self.client.replies > self.verdict_after or bool(self.client.closed)
 
     def run(self) -> dict:
         """Run every case on the page, write the report; the report's data. The column always finishes: an
@@ -123,9 +130,14 @@ class ColumnRun:
             return self._run()
         except Exception as err:  # noqa: BLE001 -- a bug of the suite or a page's doing: this column's end, said
             self.error = f"the column stopped: {type(err).__name__}: {err}"
-            self.data = {"column": self.slug, "device": None, "result": "does-not-conform", "conforms": False,
-                         "error": self.error}
-            self._show(f"{self.data['result']}: {self.error}")   # the page is told too (serve waits for that)
+            self.data = {
+                "column": self.slug,
+                "device": None,
+                "result": "does-not-conform",
+                "conforms": False,
+                "error": self.error,
+            }
+            self._show(f"{self.data['result']}: {self.error}")  # the page is told too (serve waits for that)
             return self.data
         finally:
             self.done.set()
@@ -137,7 +149,7 @@ class ColumnRun:
         checker = Checker(impl)
         self._show()
         try:
-            self.error = probe_compute(impl.device)   # the device the cases will run on: describe() names it
+            self.error = probe_compute(impl.device)  # the device the cases will run on: describe() names it
         except ConformanceError as err:
             self.error = str(err)
         self.error = explained(self.error, self.client.user_agent)
@@ -153,13 +165,20 @@ class ColumnRun:
                     self.verdicts.append(judge(checker, case, package))
                 self._show()
         left_out = [left_out_entry(verdict_for(c).as_dict()) for _, _, heavy in self.packages for c in heavy]
-        self.data = report.build(self.verdicts, identity=[p.identity for p, _, _ in self.packages],
-                                 device=impl.describe(), implementation="manifest-runtime",
-                                 skipped_reasons=dict(Counter(v["detail"] for v in self.verdicts
-                                                              if v["status"] == "skipped")),
-                                 deselected_heavy=len(left_out), left_out=left_out,
-                                 weak=[w for p, found, _ in self.packages for w in report_flags(
-                                     p, [c for c in found if not isinstance(c, StoredCase)])])
+        self.data = report.build(
+            self.verdicts,
+            identity=[p.identity for p, _, _ in self.packages],
+            device=impl.describe(),
+            implementation="manifest-runtime",
+            skipped_reasons=dict(Counter(v["detail"] for v in self.verdicts if v["status"] == "skipped")),
+            deselected_heavy=len(left_out),
+            left_out=left_out,
+            weak=[
+                w
+                for p, found, _ in self.packages
+                for w in report_flags(p, [c for c in found if not isinstance(c, StoredCase)])
+            ],
+        )
         self.data["column"] = self.slug
         self.data["user_agent"] = self.client.user_agent
         if self.error:

@@ -27,10 +27,10 @@ class ModelConfig:
 
 
 MODELS = (
-    ModelConfig("BERT-base", 768, 12, 3072),            # google-bert/bert-base-uncased
-    ModelConfig("GPT-2", 768, 12, 3072),                # openai-community/gpt2 (n_embd 768, n_head 12, 4 * n_embd)
-    ModelConfig("GPT-2 medium", 1024, 16, 4096),        # openai-community/gpt2-medium
-    ModelConfig("7B decoder", 4096, 32, None),          # meta-llama/Llama-2-7b-hf (SwiGLU MLP: no GELU)
+    ModelConfig("BERT-base", 768, 12, 3072),  # google-bert/bert-base-uncased
+    ModelConfig("GPT-2", 768, 12, 3072),  # openai-community/gpt2 (n_embd 768, n_head 12, 4 * n_embd)
+    ModelConfig("GPT-2 medium", 1024, 16, 4096),  # openai-community/gpt2-medium
+    ModelConfig("7B decoder", 4096, 32, None),  # meta-llama/Llama-2-7b-hf (SwiGLU MLP: no GELU)
 )
 SEQUENCES = (128, 512)
 BATCH = 1
@@ -76,4 +76,3 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
         raise ValueError(f"--shape {text!r}: expected positive integers separated by commas, such as 1,128,3072")
     return tuple(int(p) for p in parts)
-

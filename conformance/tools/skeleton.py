@@ -101,7 +101,7 @@ RECORD = OpRecord("{op}", ("X",), ("Y",), compute, tolerance, structure="{kind_s
 COMPUTE = {
     "elementwise": "        y = z.copy()\n        ok = np.isfinite(z)\n",
     "rows": "        y = z - z[..., :1] if z.size else z.copy()\n"
-            "        ok = np.isfinite(z).all(axis=-1, keepdims=True) & np.ones(z.shape, bool)\n",
+    "        ok = np.isfinite(z).all(axis=-1, keepdims=True) & np.ones(z.shape, bool)\n",
 }
 
 DATA = '''
@@ -208,20 +208,24 @@ def suite_url(url: str) -> str:
     """The suite's install URL for tox.ini and the CI job: a pip VCS or archive URL, pinned to this version's
     release tag (``@v<version>``) when it is a git URL that names no revision."""
     if not SUITE_URL.fullmatch(url or ""):
-        raise ConformanceError(f"--suite-url {url!r}: expected the URL pip installs the suite from, such as "
-                               f"git+https://github.com/ORG/webgpu-kernel-conformance (git+ssh://, git+file://, "
-                               f"https:// and file:// too), with no spaces or quotes")
-    if url.startswith("git+file:///"):    # pip's URL requirements need a host: git reads localhost as local
-        url = "git+file://localhost/" + url[len("git+file:///"):]
+        raise ConformanceError(
+            f"--suite-url {url!r}: expected the URL pip installs the suite from, such as "
+            f"git+https://github.com/ORG/webgpu-kernel-conformance (git+ssh://, git+file://, "
+            f"https:// and file:// too), with no spaces or quotes"
+        )
+    if url.startswith("git+file:///"):  # pip's URL requirements need a host: git reads localhost as local
+        url = "git+file://localhost/" + url[len("git+file:///") :]
     if url.startswith("git+") and "@" not in urlsplit(url[4:]).path:
         url += f"@v{__version__}"
     return url
 
 
 def placeholder_note(root: Path) -> str:
-    return (f"{root / 'tox.ini'} and {root / '.github' / 'workflows' / 'kernels.yml'} install the suite from "
-            f"{PLACEHOLDER_URL}: replace <org> with where your copy of the suite lives (a pip URL, pinned to a "
-            f"release tag such as @v{__version__}), or run `new` with --suite-url URL (or CONFORMANCE_SUITE_URL)")
+    return (
+        f"{root / 'tox.ini'} and {root / '.github' / 'workflows' / 'kernels.yml'} install the suite from "
+        f"{PLACEHOLDER_URL}: replace <org> with where your copy of the suite lives (a pip URL, pinned to a "
+        f"release tag such as @v{__version__}), or run `new` with --suite-url URL (or CONFORMANCE_SUITE_URL)"
+    )
 
 
 def manifest(op: str, kind: str) -> dict:
@@ -232,52 +236,80 @@ def manifest(op: str, kind: str) -> dict:
         fields = [{"name": "count", "type": "u32", "value": count}]
         if rows:
             fields.append({"name": "cols", "type": "u32", "value": "max(cols, 1)"})
-        return [{"name": "x", "arg": "X", "semantic": "X", "buffer": {"type": "read-only-storage"}, "elementType": etype},
-                {"name": "y", "arg": "Y", "semantic": "Y", "buffer": {"type": "storage"}, "elementType": etype},
-                {"name": "params", "semantic": "kernel.params", "buffer": {"type": "uniform"},
-                 "struct": {"name": "Params", "fields": fields}}]
+        return [
+            {"name": "x", "arg": "X", "semantic": "X", "buffer": {"type": "read-only-storage"}, "elementType": etype},
+            {"name": "y", "arg": "Y", "semantic": "Y", "buffer": {"type": "storage"}, "elementType": etype},
+            {
+                "name": "params",
+                "semantic": "kernel.params",
+                "buffer": {"type": "uniform"},
+                "struct": {"name": "Params", "fields": fields},
+            },
+        ]
 
     def variant(vid: str, priority: int, when: list, vec4: bool) -> dict:
         threads = "numel(shapes.X) // 4" if vec4 else "numel(shapes.X)"
-        return {"id": vid, "priority": priority, "when": when,
-                "constants": {"vec4": vec4, "out": "\"vec4<\" ~ dtypes.T ~ \">\"" if vec4 else "dtypes.T"},
-                "passes": [{"id": "main", "name": f"{name}.{vid}", "shader": f"{name.lower()}.wgsl.jinja",
-                            "bindings": "vec4" if vec4 else "scalar",
-                            "dispatch": {"threads": threads, "workgroupSize": "workgroupSize"}}]}
+        return {
+            "id": vid,
+            "priority": priority,
+            "when": when,
+            "constants": {"vec4": vec4, "out": '"vec4<" ~ dtypes.T ~ ">"' if vec4 else "dtypes.T"},
+            "passes": [
+                {
+                    "id": "main",
+                    "name": f"{name}.{vid}",
+                    "shader": f"{name.lower()}.wgsl.jinja",
+                    "bindings": "vec4" if vec4 else "scalar",
+                    "dispatch": {"threads": threads, "workgroupSize": "workgroupSize"},
+                }
+            ],
+        }
 
     derive = {
         "deviceWorkgroupCap": "min(device.limits.maxComputeInvocationsPerWorkgroup, "
-                              "device.limits.maxComputeWorkgroupSizeX)",
+        "device.limits.maxComputeWorkgroupSizeX)",
         "workgroupSize": "min(tunables.WORKGROUP_SIZE, deviceWorkgroupCap)",
         "storageBufferLimit": "min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize)",
         "buffersFit": "numel(shapes.X) * dtypeBytes(dtypes.T) <= storageBufferLimit",
         "dispatchFits": "numel(shapes.X) <= device.limits.maxComputeWorkgroupsPerDimension ** 3 * workgroupSize",
         "baseOk": "workgroupSize > 0 and f16Ok(dtypes.T) and buffersFit and dispatchFits"
-                  + (" and ranks.X >= 1" if rows else ""),
+        + (" and ranks.X >= 1" if rows else ""),
     }
     if rows:
         derive["cols"] = "dim(shapes.X, ranks.X - 1) if ranks.X >= 1 else 0"
         variants = [variant("scalar", 0, ["baseOk"], False)]
         binding_sets = {"scalar": bindings("$out", "numel(shapes.X)")}
     else:
-        variants = [variant("vec4", 10, ["baseOk", "numel(shapes.X) > 0", "numel(shapes.X) % 4 == 0"], True),
-                    variant("scalar", 0, ["baseOk"], False)]
+        variants = [
+            variant("vec4", 10, ["baseOk", "numel(shapes.X) > 0", "numel(shapes.X) % 4 == 0"], True),
+            variant("scalar", 0, ["baseOk"], False),
+        ]
         binding_sets = {"vec4": bindings("$out", "numel(shapes.X) // 4"), "scalar": bindings("$out", "numel(shapes.X)")}
-    what = ("Y = X - X[..., :1]: each row of the last axis minus its first element" if rows
-            else "Y = X, elementwise")
+    what = "Y = X - X[..., :1]: each row of the last axis minus its first element" if rows else "Y = X, elementwise"
     return {
-        "domain": domain, "name": name, "sinceVersion": 1,
+        "domain": domain,
+        "name": name,
+        "sinceVersion": 1,
         "description": f"{what} (a skeleton written by `python -m conformance new`: change the template, this "
-                       f"manifest and the op record in records/ together). Float16 and float32.",
+        f"manifest and the op record in records/ together). Float16 and float32.",
         "inputs": [{"role": "X", "dtype": "T", "description": "the input"}],
-        "outputs": [{"role": "Y", "dtype": "T", "rank": "ranks.X", "shape": "shapes.X",
-                     "description": "the result, of X's shape and dtype"}],
+        "outputs": [
+            {
+                "role": "Y",
+                "dtype": "T",
+                "rank": "ranks.X",
+                "shape": "shapes.X",
+                "description": "the result, of X's shape and dtype",
+            }
+        ],
         "typeConstraints": {"T": ["float32", "float16"]},
-        "args": {"X": {"kind": "tensor", "semantic": "X", "role": "input"},
-                 "Y": {"kind": "tensor", "semantic": "Y", "role": "output"}},
+        "args": {
+            "X": {"kind": "tensor", "semantic": "X", "role": "input"},
+            "Y": {"kind": "tensor", "semantic": "Y", "role": "output"},
+        },
         "tunables": {"WORKGROUP_SIZE": 64},
         "derive": derive,
-        "constants": {"usesF16": "dtypes.T == \"f16\""},
+        "constants": {"usesF16": 'dtypes.T == "f16"'},
         "bindingSets": binding_sets,
         "variants": variants,
     }
@@ -286,12 +318,16 @@ def manifest(op: str, kind: str) -> dict:
 def record_module(op: str, kind: str) -> str:
     short = op.rsplit(".", 1)[1].lower()
     rows = kind == "rows"
-    return RECORD.format(op=op, kind=kind, kind_structure=kind, compute=COMPUTE[kind],
-                         row_words=" anywhere in the row" if rows else "",
-                         data=DATA.format(short=short) if rows else "",
-                         data_arg=", data=DATA" if rows else "",
-                         unconstrained="rows with a non-finite value, or out of range" if rows
-                         else "non-finite or out-of-range inputs")
+    return RECORD.format(
+        op=op,
+        kind=kind,
+        kind_structure=kind,
+        compute=COMPUTE[kind],
+        row_words=" anywhere in the row" if rows else "",
+        data=DATA.format(short=short) if rows else "",
+        data_arg=", data=DATA" if rows else "",
+        unconstrained="rows with a non-finite value, or out of range" if rows else "non-finite or out-of-range inputs",
+    )
 
 
 def names(op: str) -> dict[str, str]:
@@ -305,8 +341,10 @@ def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tu
     the call; tox.ini and the CI job install the suite from ``url`` (:func:`suite_url`), else the placeholder."""
     install = suite_url(url) if url else PLACEHOLDER_URL
     if not OP_ID.fullmatch(op) or len(op) > MAX_OP_ID:
-        raise ConformanceError(f"op id {op[:120]!r}{'...' if len(op) > 120 else ''}: expected <domain>.<Name> of "
-                               f"identifiers, at most {MAX_OP_ID} characters, such as com.example.Silu")
+        raise ConformanceError(
+            f"op id {op[:120]!r}{'...' if len(op) > 120 else ''}: expected <domain>.<Name> of "
+            f"identifiers, at most {MAX_OP_ID} characters, such as com.example.Silu"
+        )
     if kind not in KINDS:
         raise ConformanceError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     package_dir = root / "kernels" / op
@@ -330,8 +368,10 @@ def write_skeleton(op: str, kind: str, root: Path, url: str | None = None) -> tu
         if path.exists() and path.parent != package_dir:
             # a repository's own configuration, or another op's record distribution, is kept
             if path.name == "pyproject.toml":
-                notes.append(f"{path} kept: add {n['entry']} = \"{n['module']}:RECORD\" to its "
-                             f"[project.entry-points.\"conformance.ops\"] and \"{n['module']}\" to py-modules")
+                notes.append(
+                    f'{path} kept: add {n["entry"]} = "{n["module"]}:RECORD" to its '
+                    f'[project.entry-points."conformance.ops"] and "{n["module"]}" to py-modules'
+                )
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         write_output(path, text)

@@ -1,4 +1,5 @@
 """Browsers opened at a URL the way a person opens one (no driver): the served page does the rest."""
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,20 @@ class Chromium:
 
     def __init__(self, url: str):
         self.profile = tempfile.mkdtemp(prefix="conformance-chromium-")
-        self.proc = subprocess.Popen([chromium.CHROMIUM, "--headless=new", "--no-first-run", "--no-sandbox",
-                                      f"--user-data-dir={self.profile}", *chromium.FLAGS, url],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [
+                chromium.CHROMIUM,
+                "--headless=new",
+                "--no-first-run",
+                "--no-sandbox",
+                f"--user-data-dir={self.profile}",
+                *chromium.FLAGS,
+                url,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def close(self):
         try:
@@ -47,6 +59,7 @@ def open_browser():
             pytest.skip("firefox-esr is not installed (scripts/setup.sh installs it)")
         opened.append(BROWSERS[name](url))
         return opened[-1]
+
     yield open_
     for browser in opened:
         browser.close()
@@ -54,9 +67,14 @@ def open_browser():
 
 def serve(specs, *args, env=None):
     """``python -m conformance serve`` on ``specs`` in a subprocess, and its URL once it printed it."""
-    proc = subprocess.Popen([sys.executable, "-m", "conformance", "serve", "--specs", str(specs), *args],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conformance", "serve", "--specs", str(specs), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
     head = []
     for line in proc.stdout:
         head.append(line)

@@ -1,5 +1,6 @@
 """Chromium's WebGPU takes the machine's GPU where it has one (``--webgpu-adapter``, default auto): the flags that
 decide it, how auto resolves, and what the report says of a software fallback."""
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,13 @@ from tests.conftest import UNUSED_PLUGINS
 def test_a_gpu_is_asked_for_with_the_flags_that_keep_webgpu_off_swiftshader():
     """Without --disable-vulkan-surface a headless Chromium on a GPU machine silently offers SwiftShader."""
     gpu = chromium.launch_flags("gpu")
-    assert {"--disable-vulkan-surface", "--use-angle=vulkan", "--use-vulkan=native", "--ignore-gpu-blocklist"} <= set(gpu)
+    assert {"--disable-vulkan-surface", "--use-angle=vulkan", "--use-vulkan=native", "--ignore-gpu-blocklist"} <= set(
+        gpu
+    )
     assert "--use-webgpu-adapter=swiftshader" not in gpu
     software = chromium.launch_flags("software")
     assert "--use-webgpu-adapter=swiftshader" in software and "--disable-vulkan-surface" not in software
-    assert set(chromium.FLAGS) <= set(gpu) & set(software)         # WebGPU itself on, either way
+    assert set(chromium.FLAGS) <= set(gpu) & set(software)  # WebGPU itself on, either way
 
 
 @pytest.mark.parametrize("found, resolved", [("NVIDIA H200", "gpu"), (None, "software")])
@@ -50,15 +53,27 @@ def test_a_browser_the_suite_does_not_launch_is_asked_nothing_it_cannot_check():
 
 class _Adapter:
     def __init__(self, requested, kind, name):
-        self.info = {"device": name, "adapter_type": kind, "backend_type": "WebGPU(Chromium 156)/Vulkan",
-                     "description": "", "vendor": "", "requested": requested}
+        self.info = {
+            "device": name,
+            "adapter_type": kind,
+            "backend_type": "WebGPU(Chromium 156)/Vulkan",
+            "description": "",
+            "vendor": "",
+            "requested": requested,
+        }
 
 
-@pytest.mark.parametrize("requested, kind, fallback", [("gpu", "CPU", True), ("gpu", "DiscreteGPU", False),
-                                                       ("software", "CPU", False)])
+@pytest.mark.parametrize(
+    "requested, kind, fallback", [("gpu", "CPU", True), ("gpu", "DiscreteGPU", False), ("software", "CPU", False)]
+)
 def test_the_device_line_says_when_a_gpu_was_asked_for_and_software_answered(requested, kind, fallback):
-    device = Device(_Adapter(requested, kind, "SwiftShader Device (Subzero)" if kind == "CPU" else "NVIDIA H200"),
-                    None, DeviceProfile("page", {}, frozenset()), "vulkan", webgpu="chromium")
+    device = Device(
+        _Adapter(requested, kind, "SwiftShader Device (Subzero)" if kind == "CPU" else "NVIDIA H200"),
+        None,
+        DeviceProfile("page", {}, frozenset()),
+        "vulkan",
+        webgpu="chromium",
+    )
     summary = device.summary
     assert summary["requested"] == requested
     line = device_line(summary)
@@ -70,10 +85,27 @@ def test_this_machine_resolves_auto_as_its_adapters_say_and_the_column_reports_i
     and the report names the adapter and what was asked."""
     expected = "gpu" if chromium.hardware_vulkan_adapter() else "software"
     report = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--webgpu=chromium", "-q",
-                           "-p", "no:cacheprovider", *UNUSED_PLUGINS, "--specs", "specs/com.microsoft.Gelu",
-                           "-k", "f32 and X[8] and vec4 and not reject and not WORKGROUP",
-                           f"--conformance-report={report}"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/",
+            "--webgpu=chromium",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            "--specs",
+            "specs/com.microsoft.Gelu",
+            "-k",
+            "f32 and X[8] and vec4 and not reject and not WORKGROUP",
+            f"--conformance-report={report}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     device = json.loads(report.read_text())["device"]
     assert device["requested"] == expected and "fallback" not in device

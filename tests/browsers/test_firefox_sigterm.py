@@ -1,5 +1,6 @@
 """A process whose Firefox runs and that is sent SIGTERM (a CI step cancelled, ``timeout``, scripts/test.sh
 stopping a step beside it) stops its Firefox, which runs in a session of its own, then dies of the signal."""
+
 from __future__ import annotations
 
 import os
@@ -34,14 +35,19 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigterm_stops_the_firefox_it_started(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     firefox = int(proc.stdout.readline())
     try:
         assert _alive(firefox)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == -signal.SIGTERM           # it still dies of the signal
-        for _ in range(300):                               # killed, then reaped by init
+        assert proc.wait(60) == -signal.SIGTERM  # it still dies of the signal
+        for _ in range(300):  # killed, then reaped by init
             if not _alive(firefox):
                 break
             time.sleep(0.1)

@@ -1,5 +1,6 @@
 """A hostile page fails its own column only (issue 31): ``serve`` with a real Firefox page and, beside it, a "page"
 that speaks the protocol badly (malformed answers, an oversized body, no token). Firefox's column conforms."""
+
 from __future__ import annotations
 
 import http.client
@@ -11,8 +12,11 @@ from tests.browsers.conftest import serve
 from tests.hostile.conftest import make_specs  # noqa: F401 (a fixture)
 from tests.hostile.test_broken_kernels import GELU
 
-GARBAGE = ["not an object", {"results": [1], "errors": [], "lost": {}},
-           {"results": {}, "errors": [{"index": 10 ** 9, "op": "x", "kind": "x", "message": "x"}], "lost": {}}]
+GARBAGE = [
+    "not an object",
+    {"results": [1], "errors": [], "lost": {}},
+    {"results": {}, "errors": [{"index": 10**9, "op": "x", "kind": "x", "message": "x"}], "lost": {}},
+]
 
 
 def _post(url, path, body: bytes, length: int | None = None):
@@ -51,8 +55,19 @@ def _hostile(url: str, seen: dict) -> None:
 def test_a_hostile_page_fails_its_own_column_and_the_others_finish(tmp_path, make_specs, open_browser):
     specs = make_specs(**{GELU: GELU})
     out = tmp_path / "out"
-    proc, url, _ = serve(specs, "--columns", "2", "--report", str(out), "--cases", "Gelu/f32/X[5]*", "--cases", "Gelu/f32/X[7]*",
-                         "--reconnect-timeout", "5")
+    proc, url, _ = serve(
+        specs,
+        "--columns",
+        "2",
+        "--report",
+        str(out),
+        "--cases",
+        "Gelu/f32/X[5]*",
+        "--cases",
+        "Gelu/f32/X[7]*",
+        "--reconnect-timeout",
+        "5",
+    )
     seen: dict = {}
     try:
         hostile = threading.Thread(target=_hostile, args=(url, seen), daemon=True)
@@ -70,4 +85,4 @@ def test_a_hostile_page_fails_its_own_column_and_the_others_finish(tmp_path, mak
     assert seen["oversized"][0] == 413 and b"at most" in seen["oversized"][1]
     assert seen["no token"][0] == 403 and b"token" in seen["no token"][1]
     assert seen["verdict"].startswith("does-not-conform")
-    assert proc.returncode == 1   # one column does not conform
+    assert proc.returncode == 1  # one column does not conform

@@ -4,6 +4,7 @@ down fails only the case it was running, saying which.
 
 Marked ``browsers`` (``--run-browsers``): each test loads a loader into a real browser page.
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,24 +41,41 @@ export async function getKernel(source, options) {{
 MISBEHAVING = {
     "throws": ('throw new Error("the loader fell over");', "Error: the loader fell over"),
     "hangs": ("return new Promise(() => {});", "kernel() did not settle within 20 s (the loader hangs)"),
-    "short": ("const out = await k(inputs, opts); out.Y.data = out.Y.data.subarray(1); return out;",
-              "output Y: data has 11 elements, its shape [4,3] has 12"),
-    "wrong-type": ("const out = await k(inputs, opts); out.Y.data = new Float64Array(out.Y.data); return out;",
-                   "output Y: data is Float64Array, not Float32Array for float32"),
+    "short": (
+        "const out = await k(inputs, opts); out.Y.data = out.Y.data.subarray(1); return out;",
+        "output Y: data has 11 elements, its shape [4,3] has 12",
+    ),
+    "wrong-type": (
+        "const out = await k(inputs, opts); out.Y.data = new Float64Array(out.Y.data); return out;",
+        "output Y: data is Float64Array, not Float32Array for float32",
+    ),
 }
 #: plant -> (file, old, new, package, case, words of the failure)
 PLANTS = {
-    "dispatch-split-off-by-one": ("layout.js", "const x = Math.ceil(groups / (y * z));",
-                                  "const x = Math.floor(groups / (y * z));", "com.microsoft.Softmax",
-                                  "Softmax/f32/X[5,4]/vec4@small-dispatch",
-                                  "passes[0].dispatch.workgroups[0]: the suite plans 3, the loader 2"),
-    "when-out-of-priority-order": ("manifest.js", "variants.sort((a, b) => b.priority - a.priority);",
-                                   "variants.sort((a, b) => a.priority - b.priority);", "com.microsoft.Gelu",
-                                   "Gelu/f32/X[4,3]/vec4", "variant: the suite plans 'vec4', the loader 'scalar'"),
-    "uniform-field-in-wrong-slot": ("planner.js", "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]);",
-                                    "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]).reverse();",
-                                    "com.microsoft.LayerNormalization",
-                                    "LayerNormalization/f32/X[4,3]+scale[3]+bias[3]/scalar_bias", "uniformBytes: the suite plans"),
+    "dispatch-split-off-by-one": (
+        "layout.js",
+        "const x = Math.ceil(groups / (y * z));",
+        "const x = Math.floor(groups / (y * z));",
+        "com.microsoft.Softmax",
+        "Softmax/f32/X[5,4]/vec4@small-dispatch",
+        "passes[0].dispatch.workgroups[0]: the suite plans 3, the loader 2",
+    ),
+    "when-out-of-priority-order": (
+        "manifest.js",
+        "variants.sort((a, b) => b.priority - a.priority);",
+        "variants.sort((a, b) => a.priority - b.priority);",
+        "com.microsoft.Gelu",
+        "Gelu/f32/X[4,3]/vec4",
+        "variant: the suite plans 'vec4', the loader 'scalar'",
+    ),
+    "uniform-field-in-wrong-slot": (
+        "planner.js",
+        "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]);",
+        "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]).reverse();",
+        "com.microsoft.LayerNormalization",
+        "LayerNormalization/f32/X[4,3]+scale[3]+bias[3]/scalar_bias",
+        "uniformBytes: the suite plans",
+    ),
 }
 
 
@@ -101,7 +119,9 @@ def test_a_misbehaving_loader_fails_only_the_case_it_ran(tmp_path, behaviour):
 
 def test_a_loader_that_takes_the_tab_down_fails_that_case_and_the_next_gets_a_fresh_page(tmp_path):
     root = planted_loader(tmp_path, "index.js", "export { ContractError", "export { ContractError")
-    (root / "src" / "bad.mjs").write_text(WRAPPER.format(body="if (inputs.X.shape[0] === 4) for (;;) {} return k(inputs, opts);"))
+    (root / "src" / "bad.mjs").write_text(
+        WRAPPER.format(body="if (inputs.X.shape[0] === 4) for (;;) {} return k(inputs, opts);")
+    )
     impl = loader_impl(root / "src" / "bad.mjs")
     err = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")
     assert isinstance(err, CaseFailed) and "loaderRun" in str(err), str(err)
@@ -110,8 +130,12 @@ def test_a_loader_that_takes_the_tab_down_fails_that_case_and_the_next_gets_a_fr
 
 def test_f16_bits_read_as_f32_fail_the_f16_cases_on_firefox(tmp_path):
     """Firefox has shader-f16 here: the f16 cases run, and an f16 output handed back as a Float32Array fails."""
-    root = planted_loader(tmp_path, "tensors.js", "return HAS_F16 ? new globalThis.Float16Array(copy) : new Uint16Array(copy);",
-                          "return new Float32Array(copy.byteLength % 4 ? copy.slice(0, copy.byteLength - 2) : copy);")
+    root = planted_loader(
+        tmp_path,
+        "tensors.js",
+        "return HAS_F16 ? new globalThis.Float16Array(copy) : new Uint16Array(copy);",
+        "return new Float32Array(copy.byteLength % 4 ? copy.slice(0, copy.byteLength - 2) : copy);",
+    )
     impl = loader_impl(root / "src" / "index.js", webgpu="firefox")
     assert "shader-f16" in impl.profile.features, "this test needs Firefox's shader-f16"
     err = check(impl, "com.microsoft.Gelu", "Gelu/f16/X[8]/vec4")

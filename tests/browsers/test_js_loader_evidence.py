@@ -9,6 +9,7 @@ conformed before the page watched the device.
 
 Marked ``browsers`` (``--run-browsers``): each test loads a loader into a real Chromium page.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -43,8 +44,11 @@ const gelu = (v) => { const t = v / Math.SQRT2; return t < -2.5 ? 0.5 * v * erfc
 
 #: The loader of issue 51: the reference loader's plans and refusals, GELU computed in JavaScript (float64, then
 #: rounded to float32), no WebGPU call, and stats() saying nothing was dispatched.
-ON_THE_CPU = """import { getKernel as reference } from "./index.js";
-""" + GELU_JS + """
+ON_THE_CPU = (
+    """import { getKernel as reference } from "./index.js";
+"""
+    + GELU_JS
+    + """
 export async function getKernel(source, options) {
   const k = await reference(source, options);
   const kernel = async (inputs, opts = {}) => {
@@ -60,21 +64,28 @@ export async function getKernel(source, options) {
   return kernel;
 }
 """
+)
 
 #: (module body around the reference kernel `k`, package, case, the failure's words): each dispatches on the page's
 #: device or returns what the reference kernel returned, but not both.
 WRAPPED = {
     # the reference kernel ran, but the first output element was moved by one ULP: within any tolerance
-    "nudged": ("const out = await k(inputs, opts); new Uint32Array(out.Y.data.buffer)[0] += 1; return out;",
-               "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4",
-               "output Y: kernel() returned other values than the dispatched kernel left in its output binding "
-               "(first at element 0 of 12): they were not computed by the kernel"),
+    "nudged": (
+        "const out = await k(inputs, opts); new Uint32Array(out.Y.data.buffer)[0] += 1; return out;",
+        "com.microsoft.Gelu",
+        "Gelu/f32/X[4,3]/vec4",
+        "output Y: kernel() returned other values than the dispatched kernel left in its output binding "
+        "(first at element 0 of 12): they were not computed by the kernel",
+    ),
     # the same on the last element, which a pass of vectors and a tail writes through its second binding of C
-    "nudged-tail": ("const out = await k(inputs, opts); const u = new Uint32Array(out.C.data.buffer); "
-                    "u[u.length - 1] += 1; return out;",
-                    "ai.onnx.Add", "Add/f32/A[1030]+B[1030]/split_same~WORKGROUP_SIZE=192",
-                    "output C: kernel() returned other values than the dispatched kernel left in its output binding "
-                    "(first at element 1029 of 1030)"),
+    "nudged-tail": (
+        "const out = await k(inputs, opts); const u = new Uint32Array(out.C.data.buffer); "
+        "u[u.length - 1] += 1; return out;",
+        "ai.onnx.Add",
+        "Add/f32/A[1030]+B[1030]/split_same~WORKGROUP_SIZE=192",
+        "output C: kernel() returned other values than the dispatched kernel left in its output binding "
+        "(first at element 1029 of 1030)",
+    ),
     # the reference loader on a device of its own (it opens one when given none)
     "own-device": ("return k(inputs, opts);", "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4", NOTHING),
 }
@@ -94,28 +105,57 @@ export async function getKernel(source, options) {{
 DISPATCH = "cpass.dispatchWorkgroups(x, y, z);"
 PASSES_END = "        this.dispatches++;\n      }\n"
 PLANTS = {
-    "dispatched-twice": ("gpu.js", [(DISPATCH, DISPATCH + " " + DISPATCH)],
-                         "the loader dispatched 2 kernel(s) on the page's device ([1, 1, 1], [1, 1, 1]), the plan 1 "
-                         "(Gelu.vec4 [1, 1, 1])"),
-    "one-workgroup-more": ("gpu.js", [(DISPATCH, "cpass.dispatchWorkgroups(x + 1, y, z);")],
-                           "dispatch 1 (pass Gelu.vec4) ran [2, 1, 1] workgroups, the plan [1, 1, 1]"),
-    "indirect": ("gpu.js", [(DISPATCH, "const ib = buffer(12, usage.INDIRECT | usage.COPY_DST, 'indirect'); "
-                                       "d.queue.writeBuffer(ib, 0, new Uint32Array([x, y, z])); "
-                                       "cpass.dispatchWorkgroupsIndirect(ib, 0);")],
-                 "dispatch 1 (pass Gelu.vec4) is indirect (dispatchWorkgroupsIndirect): its workgroup counts cannot "
-                 "be held to the plan's [1, 1, 1]"),
+    "dispatched-twice": (
+        "gpu.js",
+        [(DISPATCH, DISPATCH + " " + DISPATCH)],
+        "the loader dispatched 2 kernel(s) on the page's device ([1, 1, 1], [1, 1, 1]), the plan 1 "
+        "(Gelu.vec4 [1, 1, 1])",
+    ),
+    "one-workgroup-more": (
+        "gpu.js",
+        [(DISPATCH, "cpass.dispatchWorkgroups(x + 1, y, z);")],
+        "dispatch 1 (pass Gelu.vec4) ran [2, 1, 1] workgroups, the plan [1, 1, 1]",
+    ),
+    "indirect": (
+        "gpu.js",
+        [
+            (
+                DISPATCH,
+                "const ib = buffer(12, usage.INDIRECT | usage.COPY_DST, 'indirect'); "
+                "d.queue.writeBuffer(ib, 0, new Uint32Array([x, y, z])); "
+                "cpass.dispatchWorkgroupsIndirect(ib, 0);",
+            )
+        ],
+        "dispatch 1 (pass Gelu.vec4) is indirect (dispatchWorkgroupsIndirect): its workgroup counts cannot "
+        "be held to the plan's [1, 1, 1]",
+    ),
     # another kernel than the package's: its values still pass (the clamp only moves values far in the tails)
-    "other-wgsl": ("gpu.js", [("d.createShaderModule({ code: text,",
-                               "d.createShaderModule({ code: text.replace('const CLAMP: f32 = 10.0;', "
-                               "'const CLAMP: f32 = 9.0;'),")],
-                   ("dispatch 1 (pass Gelu.vec4): its pipeline's WGSL is not what the package renders for this "
-                    "plan: compiled line ", " 'const CLAMP: f32 = 9.0;', rendered line ",
-                    " 'const CLAMP: f32 = 10.0;'")),
+    "other-wgsl": (
+        "gpu.js",
+        [
+            (
+                "d.createShaderModule({ code: text,",
+                "d.createShaderModule({ code: text.replace('const CLAMP: f32 = 10.0;', 'const CLAMP: f32 = 9.0;'),",
+            )
+        ],
+        (
+            "dispatch 1 (pass Gelu.vec4): its pipeline's WGSL is not what the package renders for this "
+            "plan: compiled line ",
+            " 'const CLAMP: f32 = 9.0;', rendered line ",
+            " 'const CLAMP: f32 = 10.0;'",
+        ),
+    ),
     # the kernel runs as planned, then a copy in the same command buffer writes GELU computed in JavaScript over
     # its output, and that is what is read back and returned
-    "copied-over": ("gpu.js", [("usage.STORAGE | usage.COPY_SRC, role)",
-                                "usage.STORAGE | usage.COPY_SRC | usage.COPY_DST, role)"),
-                               (PASSES_END, PASSES_END + GELU_JS + """
+    "copied-over": (
+        "gpu.js",
+        [
+            ("usage.STORAGE | usage.COPY_SRC, role)", "usage.STORAGE | usage.COPY_SRC | usage.COPY_DST, role)"),
+            (
+                PASSES_END,
+                PASSES_END
+                + GELU_JS
+                + """
       for (const [role, size] of Object.entries(outputBytes)) {
         if (size === 0) continue;
         const x = new Float32Array(inputs.X.slice().buffer);
@@ -123,8 +163,12 @@ PLANTS = {
         d.queue.writeBuffer(staged, 0, Float32Array.from(x, gelu));
         encoder.copyBufferToBuffer(staged, 0, tensors.get(role), 0, padded(size));
       }
-""")], "output Y: kernel() returned other values than the dispatched kernel left in its output binding (first at "
-       "element "),
+""",
+            ),
+        ],
+        "output Y: kernel() returned other values than the dispatched kernel left in its output binding (first at "
+        "element ",
+    ),
 }
 
 
@@ -217,8 +261,10 @@ def test_work_other_than_the_plans_fails_naming_it(tmp_path, plant):
 
 def test_a_refused_call_that_dispatched_fails_whatever_stats_says(tmp_path):
     """kernel() runs a call of its own on the page's device, then refuses the case's call; stats() says 0."""
-    body = ("try { return await k(inputs, opts); } catch (e) { await k({ X: { data: new Float32Array(4), "
-            "shape: [4] } }, {}); throw e; }")
+    body = (
+        "try { return await k(inputs, opts); } catch (e) { await k({ X: { data: new Float32Array(4), "
+        "shape: [4] } }, {}); throw e; }"
+    )
     impl = module(tmp_path, "refuses.mjs", GETKERNEL.format(own="options", body=body))
     err, _ = check(impl, "com.microsoft.Gelu", "Gelu/f64/X[4,3]/reject-dtype")
     assert isinstance(err, CaseFailed) and "the call was rejected (dtype) but 1 dispatch(es) ran" in str(err), err
@@ -231,9 +277,11 @@ def test_the_reference_loader_conforms_on_what_it_dispatched_through_a_device_we
     err, verdict = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")
     assert err is None, err
     assert verdict.evidence == "values"
-    assert verdict.impl["evidence"].startswith("values of dispatched kernels: 1 dispatch(es) on the page's device "
-                                               "as planned, of the WGSL the package renders, the outputs what they "
-                                               "left in their bindings"), verdict.impl
+    assert verdict.impl["evidence"].startswith(
+        "values of dispatched kernels: 1 dispatch(es) on the page's device "
+        "as planned, of the WGSL the package renders, the outputs what they "
+        "left in their bindings"
+    ), verdict.impl
     assert verdict.impl["dispatched"] == [[1, 1, 1]]
     err, verdict = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[0,3]/scalar")
     assert err is None and verdict.impl["evidence"] == "nothing dispatched, as planned (every pass is empty)"

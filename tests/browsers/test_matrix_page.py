@@ -7,6 +7,7 @@ rejection cell that took the 42 replanned calls was green.
 Marked ``browsers`` (``--run-browsers``): a Chromium column and a wgpu column of Gelu (117 cases each), then the
 page in headless Chromium.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,6 +33,7 @@ def _column(tmp_path, specs, webgpu) -> dict:
 def _cells(page_path) -> dict:
     """(package, variant, dtype) -> [(text, title) per column] of the page's grid, read in headless Chromium."""
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless=new"])
         try:
@@ -48,12 +50,26 @@ def test_the_matrix_marks_what_a_browser_without_f16_cannot_run(tmp_path, make_s
     specs = make_specs(**{GELU: GELU})
     native, browser = _column(tmp_path, specs, "wgpu"), _column(tmp_path, specs, "chromium")
     assert "shader-f16" not in browser["device"]["features"] and "shader-f16" in native["device"]["features"]
-    assert {(e["variant"], e["dtype"]) for e in browser["not_runnable"]} == {("scalar", "float16"),
-                                                                           ("vec4", "float16")}
+    assert {(e["variant"], e["dtype"]) for e in browser["not_runnable"]} == {("scalar", "float16"), ("vec4", "float16")}
     page, md = tmp_path / "matrix.html", tmp_path / "matrix.md"
-    proc = subprocess.run([sys.executable, "-m", "conformance", "merge", str(tmp_path / "wgpu.json"),
-                           str(tmp_path / "chromium.json"), "--html", str(page), "--out", str(md)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "merge",
+            str(tmp_path / "wgpu.json"),
+            str(tmp_path / "chromium.json"),
+            "--html",
+            str(page),
+            "--out",
+            str(md),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     messages, errors, text, _ = _open(page)
     assert not errors and not messages, (errors, messages)
@@ -63,12 +79,15 @@ def test_the_matrix_marks_what_a_browser_without_f16_cannot_run(tmp_path, make_s
         (native_text, native_state), (browser_text, browser_state) = cells[(pkg, variant, "float16")]
         assert native_state == "conforms" and "worst" in native_text and "x allowed" in native_text
         assert browser_state == "not-runnable" and "not runnable here" in browser_text, browser_text
-    for dtype in ("float16", "float32", "float64", "int32", "none"):   # nothing changed in the rejection cells
+    for dtype in ("float16", "float32", "float64", "int32", "none"):  # nothing changed in the rejection cells
         assert [state for _, state in cells[(pkg, "rejected", dtype)]] == ["conforms", "conforms"], dtype
-    rejected_f16 = [c for c in browser["cases"] if c["variant"] == "rejected" and c["dtype"] == "float16"
-                    and not c.get("expected_variant")]
-    assert cells[(pkg, "rejected", "float16")][1][0].startswith(f"{len(rejected_f16)} passed")   # not the 42
-    assert "not-runnable: not runnable on this device" in text and "-: no case of this row" in text   # legend
+    rejected_f16 = [
+        c
+        for c in browser["cases"]
+        if c["variant"] == "rejected" and c["dtype"] == "float16" and not c.get("expected_variant")
+    ]
+    assert cells[(pkg, "rejected", "float16")][1][0].startswith(f"{len(rejected_f16)} passed")  # not the 42
+    assert "not-runnable: not runnable on this device" in text and "-: no case of this row" in text  # legend
     assert "Not runnable on this device" in text
     assert "(2) chrom" in text and "scalar / float16 (25 case(s)): call rejected (no-variant)" in text
     matrix = md.read_text()

@@ -4,6 +4,7 @@ found; a console line comes with the verdict it belongs to; a standalone repro p
 
 Marked ``browsers`` (``--run-browsers``): each loads ORT Web (tens of MB of WebAssembly) into a page.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,13 +58,14 @@ def check(impl_name, package_name, case_id):
     return verdict, None
 
 
-@pytest.mark.parametrize("impl,provider", [("onnxruntime-web", "WebGpuExecutionProvider"),
-                                           ("onnxruntime-web-jsep", "JsExecutionProvider")])
+@pytest.mark.parametrize(
+    "impl,provider", [("onnxruntime-web", "WebGpuExecutionProvider"), ("onnxruntime-web-jsep", "JsExecutionProvider")]
+)
 def test_each_case_reports_the_provider_of_every_node_and_its_cost(impl, provider):
     verdict, err = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[64,36]/vec4#normal1")
     assert err is None and verdict.checks["values"] == "passed"
     assert verdict.impl["provider"] == provider
-    assert verdict.impl["placements"] == {provider: 1}       # from ORT's own session log, nothing else
+    assert verdict.impl["placements"] == {provider: 1}  # from ORT's own session log, nothing else
     assert verdict.impl["round_trips"] == 1 and verdict.impl["run_ms"] is not None
     assert verdict.as_dict()["impl"]["placements"] == {provider: 1}
 
@@ -79,9 +81,9 @@ def test_a_new_session_releases_the_pages_earlier_ones_and_a_repeated_call_reuse
     other, err = check("onnxruntime-web", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[8]/vec4_bias")
     assert other.impl["session_reused"] is False
     live = [e["name"] for e in impl._sessions.values() if "name" in e]
-    assert len(live) == 1 and live != names                                      # one live session, the new one
+    assert len(live) == 1 and live != names  # one live session, the new one
     gone = impl.call(impl._page, ["ortRun", 0, names[0], {}])
-    assert "no session" in gone["error"]                                         # and the page let the old one go
+    assert "no session" in gone["error"]  # and the page let the old one go
 
 
 def test_jsep_keeps_every_session_of_the_package_it_runs():
@@ -90,13 +92,14 @@ def test_jsep_keeps_every_session_of_the_package_it_runs():
         _, err = check("onnxruntime-web-jsep", "com.microsoft.FastGelu", case_id)
         assert err is None
     live = [e["name"] for e in impl._sessions.values() if "name" in e]
-    assert len(live) == 2                                                        # with bias and without
+    assert len(live) == 2  # with bias and without
     again, _ = check("onnxruntime-web-jsep", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[8]/vec4_bias")
     assert again.impl["session_reused"] is True
 
 
-@pytest.mark.parametrize("impl,op", [("onnxruntime-web-jsep", "com.microsoft.Softmax"),
-                                     ("onnxruntime-web", "com.microsoft.Gelu")])
+@pytest.mark.parametrize(
+    "impl,op", [("onnxruntime-web-jsep", "com.microsoft.Softmax"), ("onnxruntime-web", "com.microsoft.Gelu")]
+)
 def test_a_node_the_provider_does_not_take_fails_as_a_cpu_fallback_never_a_rejection(impl, op):
     """Neither provider has float64 kernels: with fallback disabled the session fails (JSEP: "fallback to CPU EP has
     been explicitly disabled"; the C++ provider: the Mul its optimizer made of Gelu has no provider), and that is
@@ -139,7 +142,7 @@ def test_softmax_over_an_empty_tensor_fails_on_the_cpp_provider_only():
 
 
 def test_jsep_f16_without_shader_f16_returns_zeros_with_the_console_line_attached():
-    assert "shader-f16" not in _impl("onnxruntime-web-jsep").device_features   # SwiftShader
+    assert "shader-f16" not in _impl("onnxruntime-web-jsep").device_features  # SwiftShader
     verdict, err = check("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4")
     assert isinstance(err, CaseFailed) and err.divergence is None and verdict.checks["values"] == "failed"
     assert "differs from the reference" in str(err)
@@ -168,9 +171,16 @@ def _failure(impl, package_name, case_id, kind):
         expected = {"outcome": "accepted", "outputs": record.compute(inputs, None), "tolerance": "the op record's"}
     else:
         expected = {"outcome": "rejected", "reason": case.expect["reason"]}
-    return SimpleNamespace(kind=kind, verdict=f"{case_id}: {kind} ({impl.name})", case_id=case_id,
-                           package=case.package, inputs=inputs, attributes={}, expected=expected,
-                           observed=observed)
+    return SimpleNamespace(
+        kind=kind,
+        verdict=f"{case_id}: {kind} ({impl.name})",
+        case_id=case_id,
+        package=case.package,
+        inputs=inputs,
+        attributes={},
+        expected=expected,
+        observed=observed,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +189,11 @@ def repro_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("repros")
     os.symlink(ort_dist(), root / "ort")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.func.extensions_map = {**handler.func.extensions_map, ".mjs": "text/javascript",
-                                   ".wasm": "application/wasm"}
+    handler.func.extensions_map = {
+        **handler.func.extensions_map,
+        ".mjs": "text/javascript",
+        ".wasm": "application/wasm",
+    }
     handler.func.log_message = lambda *a: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -210,18 +223,30 @@ def _write(root: Path, name: str, files: dict) -> Path:
     return root / name
 
 
-@pytest.mark.parametrize("impl_name,package,case_id,kind,why", [
-    ("onnxruntime-web-jsep", "com.microsoft.Gelu", "Gelu/f16/X[2,2,2,2,2,4]/vec4", "values",
-     "elements outside the allowed error"),
-    ("onnxruntime-web", "com.microsoft.FastGelu", "FastGelu/f32/X[2,8]+bias[7]/reject-no-variant",
-     "accepts-rejected", "accepts a call that must be rejected"),
-])
-def test_the_repro_page_shows_the_same_failure_with_ort_web_alone(repro_server, impl_name, package, case_id,
-                                                                  kind, why):
+@pytest.mark.parametrize(
+    "impl_name,package,case_id,kind,why",
+    [
+        (
+            "onnxruntime-web-jsep",
+            "com.microsoft.Gelu",
+            "Gelu/f16/X[2,2,2,2,2,4]/vec4",
+            "values",
+            "elements outside the allowed error",
+        ),
+        (
+            "onnxruntime-web",
+            "com.microsoft.FastGelu",
+            "FastGelu/f32/X[2,8]+bias[7]/reject-no-variant",
+            "accepts-rejected",
+            "accepts a call that must be rejected",
+        ),
+    ],
+)
+def test_the_repro_page_shows_the_same_failure_with_ort_web_alone(repro_server, impl_name, package, case_id, kind, why):
     root, base = repro_server
     impl = _impl(impl_name)
     _, err = check(impl_name, package, case_id)
-    failure = err.failure                      # what --repro-dir hands the implementation (repro.Failure)
+    failure = err.failure  # what --repro-dir hands the implementation (repro.Failure)
     assert failure is not None and failure.kind == kind
     directory = _write(root, f"{impl_name}-{kind}", impl.repro_files(failure))
     assert {"index.html", "model.onnx", "case.json", "README.md"} <= {p.name for p in directory.iterdir()}
@@ -236,11 +261,10 @@ def test_a_repro_of_a_call_ort_web_gets_right_passes(repro_server):
     impl = _impl("onnxruntime-web")
     failure = _failure(impl, "com.microsoft.Gelu", "Gelu/f32/X[64,36]/vec4#normal1", "values")
     directory = _write(root, "passing", impl.repro_files(failure))
-    os.symlink(root / "ort", directory / "ort")                  # the default: ./ort/ beside the page
+    os.symlink(root / "ort", directory / "ort")  # the default: ./ort/ beside the page
     assert _open(f"{base}/{directory.name}/index.html") == "PASS"
 
 
 def test_the_web_implementations_need_a_browser_column():
     impl = load_implementation("onnxruntime-web", webgpu="wgpu")
     assert "runs in a browser" in impl.available() and "--webgpu=chromium" in impl.available()
-

@@ -4,6 +4,7 @@
 
 Marked ``browsers`` (``--run-browsers``): ORT Web's JSEP provider in headless Chromium, a few Gelu cases.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,15 @@ pytestmark = pytest.mark.browsers
 def test_ort_webs_device_is_a_line_not_a_dict(tmp_path, make_specs):
     specs = make_specs(**{GELU: GELU})
     report = tmp_path / "ort.json"
-    proc = run_conformance(specs, "--impl=onnxruntime-web-jsep", "--webgpu=chromium", "-k", "X and f32 and scalar",
-                           f"--conformance-report={report}", timeout=600)
+    proc = run_conformance(
+        specs,
+        "--impl=onnxruntime-web-jsep",
+        "--webgpu=chromium",
+        "-k",
+        "X and f32 and scalar",
+        f"--conformance-report={report}",
+        timeout=600,
+    )
     out = proc.stdout + proc.stderr
     data = json.loads(report.read_text())
     device = data["device"]

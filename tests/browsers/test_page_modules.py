@@ -1,5 +1,6 @@
 """The page server knows no implementation under test by name: each that runs in the page registers, on import, its
 page module, its static routes and its import-map entries (conformance.gpu.backends.page_modules; issue 52)."""
+
 from __future__ import annotations
 
 import re
@@ -46,8 +47,15 @@ def get(url: str):
 
 
 def test_the_generic_page_runtime_names_no_implementation():
-    for name in ("served.py", "page_modules.py", "page.py", "chromium.py", "firefox.py", "page_runtime.js",
-                 "served_page.js"):
+    for name in (
+        "served.py",
+        "page_modules.py",
+        "page.py",
+        "chromium.py",
+        "firefox.py",
+        "page_runtime.js",
+        "served_page.js",
+    ):
         text = (BACKENDS / name).read_text()
         found = re.findall(r"page_ort|page_loader|loader_files|onnxruntime-web/|@huggingface|import.*impls", text)
         assert not found, f"{name} names {sorted(set(found))}"
@@ -66,15 +74,15 @@ def test_a_registered_page_module_its_routes_and_imports_are_served(registry, se
 
     before = imports_generation()
     register("demo", module, routes={"demo": route}, imports={"demo-lib": "./demo/ok.js"})
-    assert imports_generation() == before + 1        # pages loaded before lack the new entry
+    assert imports_generation() == before + 1  # pages loaded before lack the new entry
     assert get(server.url + "ext/demo.mjs") == (200, module.read_bytes())
     assert get(server.url + "demo/ok.js") == (200, b"// ok\n")
     assert get(server.url + "demo/refused.js") == (404, b"refused: not this one\n")
     assert get(server.url + "demo/other.js") == (404, b"refused: no such path\n")
     status, page = get(server.url)
-    assert status == 200 and b'"demo-lib": "./demo/ok.js"' in page   # the page made per request has it
+    assert status == 200 and b'"demo-lib": "./demo/ok.js"' in page  # the page made per request has it
     register("demo", module, routes={"demo": route}, imports={"demo-lib": "./demo/ok.js"})
-    assert imports_generation() == before + 1        # the same again changes nothing
+    assert imports_generation() == before + 1  # the same again changes nothing
 
 
 def test_a_route_or_import_another_module_holds_and_the_servers_own_paths_are_refused(registry, tmp_path):
@@ -86,5 +94,5 @@ def test_a_route_or_import_another_module_holds_and_the_servers_own_paths_are_re
     for own in ("blob", "ext", "driven", "hello", "poll"):
         with pytest.raises(ConformanceError, match=f"{own}/ already taken"):
             register("second", tmp_path / "b.mjs", routes={own: lambda parts: None})
-    register("first", tmp_path / "a.mjs")                 # registered again: its routes and imports are its new ones
+    register("first", tmp_path / "a.mjs")  # registered again: its routes and imports are its new ones
     assert "shared" not in registry.ROUTES and "lib" not in registry.IMPORTS

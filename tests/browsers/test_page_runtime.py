@@ -4,6 +4,7 @@ When one read-back buffer is mapped, the page maps the device's other read-back 
 mappings on a timer: one round of it for all). A buffer mapped ahead and then written again by a later submit must
 be unmapped before that submit (else WebGPU refuses the submit) and read back the new bytes.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -29,12 +30,13 @@ def test_read_backs_mapped_ahead_read_what_the_last_submit_wrote(webgpu):
         data = bytes(buffer.read_mapped())
         buffer.unmap()
         return data
-    assert read(backs[0]) == bytes(range(16))          # backs[1] and backs[2] start mapping ahead here
+
+    assert read(backs[0]) == bytes(range(16))  # backs[1] and backs[2] start mapping ahead here
     encoder = dev.create_command_encoder()
     encoder.copy_buffer_to_buffer(later, 0, backs[1], 0, 16)
-    dev.queue.submit([encoder.finish()])                 # backs[1] is unmapped first, or this submit is refused
+    dev.queue.submit([encoder.finish()])  # backs[1] is unmapped first, or this submit is refused
     assert read(backs[1]) == bytes(range(16, 32))
     assert read(backs[2]) == bytes(range(16))
     for buffer in (src, later, *backs):
         buffer.destroy()
-    dev.queue.on_submitted_work_done_sync()             # no error of the mappings ahead reached the batch
+    dev.queue.on_submitted_work_done_sync()  # no error of the mappings ahead reached the batch

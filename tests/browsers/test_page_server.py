@@ -3,6 +3,7 @@
 These drive the server with plain HTTP requests (what a hostile or buggy page can send), and a real page session
 (``page.Session`` over a ``served.PageClient``) whose batches that "page" answers.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -37,8 +38,13 @@ def _request(url, body=None, method=None):
 def test_a_request_without_the_token_is_refused(server):
     base = f"http://127.0.0.1:{server.port}/"
     assert server.url.startswith(base) and len(server.token) >= 16
-    for url in (base, base + "hello", base + "x" * len(server.token) + "/", base + server.token[:-1] + "/",
-                base + "blob/page1/u00"):
+    for url in (
+        base,
+        base + "hello",
+        base + "x" * len(server.token) + "/",
+        base + server.token[:-1] + "/",
+        base + "blob/page1/u00",
+    ):
         status, body = _request(url)
         assert status == 403 and b"token" in body, (url, status, body)
     status, body = _request(server.url)
@@ -49,7 +55,7 @@ def test_a_request_without_the_token_is_refused(server):
 def test_bodies_are_capped_and_checked(server):
     hello = json.loads(_request(server.url + "hello", {"userAgent": "test"})[1])
     client, key = hello["client"], hello["key"]
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)   # the headers only: refused unread
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)  # the headers only: refused unread
     conn.putrequest("POST", f"/{server.token}/poll")
     conn.putheader("Content-Length", str(MAX_ANSWER_BYTES + 1))
     conn.endheaders()
@@ -78,16 +84,19 @@ def _answer_next(server, hello, answer, seq_shift=0):
     _request(server.url + "poll", {**me, "seq": seq, "answer": answer})
 
 
-@pytest.mark.parametrize("answer, why", [
-    ("not an object", "expected an object"),
-    ({"results": [], "errors": [], "lost": {}}, "results: expected an object"),
-    ({"results": {"99": 1}, "errors": [], "lost": {}}, "keys must be indices"),
-    ({"results": {}, "errors": [{"index": "0"}], "lost": {}}, "errors: each must be"),
-    ({"results": {}, "errors": [], "lost": []}, "lost: expected"),
-    ({"results": {"0": {"b64": "AAAA" * 10}}, "errors": [], "lost": {}}, "a read of 4 bytes answered with more"),
-    ({"results": {"0": {"blob": "dnever"}}, "errors": [], "lost": {}}, "which the page never posted"),
-    ({"results": {"0": {"b64": "AAA="}}, "errors": [], "lost": {}}, "a read of 4 bytes answered with 2"),
-])
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ("not an object", "expected an object"),
+        ({"results": [], "errors": [], "lost": {}}, "results: expected an object"),
+        ({"results": {"99": 1}, "errors": [], "lost": {}}, "keys must be indices"),
+        ({"results": {}, "errors": [{"index": "0"}], "lost": {}}, "errors: each must be"),
+        ({"results": {}, "errors": [], "lost": []}, "lost: expected"),
+        ({"results": {"0": {"b64": "AAAA" * 10}}, "errors": [], "lost": {}}, "a read of 4 bytes answered with more"),
+        ({"results": {"0": {"blob": "dnever"}}, "errors": [], "lost": {}}, "which the page never posted"),
+        ({"results": {"0": {"b64": "AAA="}}, "errors": [], "lost": {}}, "a read of 4 bytes answered with 2"),
+    ],
+)
 def test_a_malformed_answer_fails_its_own_session_with_why(server, answer, why):
     session, hello = _session(server)
     page = threading.Thread(target=_answer_next, args=(server, hello, answer))
@@ -109,6 +118,7 @@ def test_an_answer_to_another_batch_or_from_a_replaced_page_is_not_taken(server)
         stale = {**me, "generation": hello["generation"] - 1, "seq": 1, "answer": good}
         assert b"stale" in _request(server.url + "poll", stale)[1]
         _request(server.url + "poll", {**me, "generation": hello["generation"], "seq": 1, "answer": good})
+
     thread = threading.Thread(target=page)
     thread.start()
     assert session.call(["probeEncoderTimestamps", 0]) == "ok"
@@ -120,11 +130,15 @@ def test_a_page_cannot_speak_for_another_pages_column(server):
     blobs for its column."""
     victim = json.loads(_request(server.url + "hello", {"userAgent": "victim"})[1])
     cid, key = victim["client"], victim["key"]
-    for path, body in (("hello", {"client": cid}), ("hello", {"client": cid, "key": "guess"}),
-                       ("poll", {"client": cid, "generation": 1}), (f"blob/{cid}/guess/dx", b"x")):
+    for path, body in (
+        ("hello", {"client": cid}),
+        ("hello", {"client": cid, "key": "guess"}),
+        ("poll", {"client": cid, "generation": 1}),
+        (f"blob/{cid}/guess/dx", b"x"),
+    ):
         status, text = _request(server.url + path, body)
         assert status == 403 and b"not this page's key" in text, (path, status, text)
     assert _request(server.url + f"blob/{cid}/guess/u00")[0] == 403
-    assert server.clients[cid].generation == 1   # the victim's page load still holds its column
+    assert server.clients[cid].generation == 1  # the victim's page load still holds its column
     again = json.loads(_request(server.url + "hello", {"client": cid, "key": key, "userAgent": "victim"})[1])
-    assert again["client"] == cid and again["generation"] == 2   # its own reload comes back to it
+    assert again["client"] == cid and again["generation"] == 2  # its own reload comes back to it

@@ -1,6 +1,7 @@
 """The page server hands out ONNX Runtime Web's files (the pinned npm package's dist/) and the page runtime's ORT
 commands, and nothing else under those paths: the routes ONNX Runtime Web registers with the page server when its
 module is imported."""
+
 from __future__ import annotations
 
 import urllib.error
@@ -39,8 +40,17 @@ def test_ort_web_bundles_and_webassembly_are_served_with_their_types(server):
     assert status == 200 and ctype.startswith("text/javascript") and b"export function commands" in body
 
 
-@pytest.mark.parametrize("path", ["ort/ort.min.mjs.map", "ort/package.json", "ort/..%2Fpackage.json",
-                                  "ort/ort.node.min.js", "ext/other.mjs", "ext/ort"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "ort/ort.min.mjs.map",
+        "ort/package.json",
+        "ort/..%2Fpackage.json",
+        "ort/ort.node.min.js",
+        "ext/other.mjs",
+        "ext/ort",
+    ],
+)
 def test_nothing_else_is_handed_out_under_ort_and_ext(server, path):
     status, _, body = get(server.url + path)
     assert status in (403, 404) and body.startswith(b"refused")

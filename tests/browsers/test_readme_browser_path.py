@@ -5,6 +5,7 @@ then its ``merge`` line in a shell (``out/*.json`` expanded as a user's shell ex
 The one addition to the README's lines is ``--specs`` naming one shipped package (Gelu, both dtypes), so that the
 test takes seconds, not the minutes of every shipped case in two browsers. Marked ``browsers`` (``--run-browsers``).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,7 +38,7 @@ def readme_command(name: str) -> str:
 def in_shell(command: str) -> str:
     """The command for ``bash -c``, with ``python`` the interpreter running these tests."""
     assert command.startswith("python ")
-    return shlex.quote(sys.executable) + command[len("python"):]
+    return shlex.quote(sys.executable) + command[len("python") :]
 
 
 def test_serve_then_merge_as_the_readme_writes_them(tmp_path, open_browser):
@@ -47,8 +48,9 @@ def test_serve_then_merge_as_the_readme_writes_them(tmp_path, open_browser):
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     line = f"exec {in_shell(readme_command('serve'))} --specs {shlex.quote(str(specs))}"
-    serve = subprocess.Popen(["bash", "-c", line], cwd=work, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    serve = subprocess.Popen(
+        ["bash", "-c", line], cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(serve.stdout), daemon=True)
     reader.start()
@@ -61,15 +63,21 @@ def test_serve_then_merge_as_the_readme_writes_them(tmp_path, open_browser):
         while len(list(out.glob("*.json"))) < 2 and serve.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         assert len(list(out.glob("*.json"))) == 2, "".join(lines)[-3000:]
-        serve.send_signal(signal.SIGINT)                 # the README: serve until Ctrl-C
+        serve.send_signal(signal.SIGINT)  # the README: serve until Ctrl-C
         serve.wait(60)
     finally:
         serve.kill()
     reader.join(10)
     text = "".join(lines)
     assert "2 column(s) finished" in text and text.count(": conforms: ") == 2, text[-3000:]
-    merged = subprocess.run(["bash", "-c", in_shell(readme_command("merge"))], cwd=work, env=env,
-                            capture_output=True, text=True, timeout=120)
+    merged = subprocess.run(
+        ["bash", "-c", in_shell(readme_command("merge"))],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert merged.returncode == 0, merged.stdout + merged.stderr
     table = (work / "matrix.md").read_text()
     page = (work / "matrix.html").read_text()

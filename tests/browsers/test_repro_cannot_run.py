@@ -5,6 +5,7 @@ group of its own with why, instead of being left out (32 covered, 33 reported).
 
 Marked ``browsers`` (``--run-browsers``): ORT Web in headless Chromium.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,16 @@ def test_a_repro_in_a_browser_without_webgpu_cannot_run_here(repro_server):
 def test_the_repro_index_lists_a_failure_no_repro_can_show(tmp_path, make_specs):
     specs = make_specs(**{GELU: GELU})
     report, repros = tmp_path / "ort.json", tmp_path / "repros"
-    run_conformance(specs, "--impl=onnxruntime-web", "--webgpu=chromium", "-k", "f64 or (f16 and vec4)",
-                    f"--conformance-report={report}", f"--repro-dir={repros}", timeout=600)
+    run_conformance(
+        specs,
+        "--impl=onnxruntime-web",
+        "--webgpu=chromium",
+        "-k",
+        "f64 or (f16 and vec4)",
+        f"--conformance-report={report}",
+        f"--repro-dir={repros}",
+        timeout=600,
+    )
     data = json.loads(report.read_text())
     failed = {c["id"] for c in data["cases"] if c["status"] == "failed"}
     index = json.loads((repros / "index.json").read_text())

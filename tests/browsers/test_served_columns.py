@@ -2,6 +2,7 @@
 
 Marked ``browsers`` (``--run-browsers``): each opens one or two headless browsers and runs a package's cases.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,16 +54,29 @@ def test_served_chromium_and_firefox_judge_as_the_driven_columns(tmp_path, make_
     driven = _pytest_column(tmp_path, specs, "chromium")
     native = _pytest_column(tmp_path, specs, "wgpu")
     assert _verdicts(reports["chrome"]) == _verdicts(driven)
-    assert {i: s for i, (s, _) in _verdicts(reports["firefox"]).items()} == \
-        {i: s for i, (s, _) in _verdicts(native).items()}
+    assert {i: s for i, (s, _) in _verdicts(reports["firefox"]).items()} == {
+        i: s for i, (s, _) in _verdicts(native).items()
+    }
     firefox = reports["firefox"]
     assert "Firefox" in firefox["device"]["backend"] and "shader-f16" in firefox["device"]["features"]
     f16 = [c for c in firefox["cases"] if c["dtype"] == "float16" and c["variant"] != "rejected"]
     assert f16 and all(c["status"] == "passed" for c in f16)
-    total = sum(len(cases) for _, cases, _ in load_packages(specs))                 # what a column runs
+    total = sum(len(cases) for _, cases, _ in load_packages(specs))  # what a column runs
     assert "chrome" in text and "firefox" in text and f"/ {total} cases" in text  # the terminal's progress lines
-    merged = subprocess.run([sys.executable, "-m", "conformance", "merge", *map(str, sorted(out.glob("*.json"))),
-                             "--json", str(tmp_path / "matrix.json")], capture_output=True, text=True, timeout=120)
+    merged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "merge",
+            *map(str, sorted(out.glob("*.json"))),
+            "--json",
+            str(tmp_path / "matrix.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert merged.returncode == 0, merged.stderr
     matrix = json.loads((tmp_path / "matrix.json").read_text())
     assert len(matrix["columns"]) == 2 and matrix["disagreements"] == []
@@ -71,9 +85,17 @@ def test_served_chromium_and_firefox_judge_as_the_driven_columns(tmp_path, make_
 def _column(tmp_path, specs, select, open_browser, *, timeout=4.0, during=None):
     """One Firefox page's column, run in this process: (its report, the browser)."""
     runs = []
-    server = PageServer(timeout=timeout, on_page=lambda c: runs.append(
-        ColumnRun(c, load_packages(specs, keep=lambda i: any(id_pattern(g).fullmatch(i) for g in select)),
-                  tmp_path / "out", reconnect_timeout=120)))
+    server = PageServer(
+        timeout=timeout,
+        on_page=lambda c: runs.append(
+            ColumnRun(
+                c,
+                load_packages(specs, keep=lambda i: any(id_pattern(g).fullmatch(i) for g in select)),
+                tmp_path / "out",
+                reconnect_timeout=120,
+            )
+        ),
+    )
     try:
         browser = open_browser("firefox", server.url_of(server.client("ff")))
         deadline = time.monotonic() + 120
@@ -94,8 +116,13 @@ def _column(tmp_path, specs, select, open_browser, *, timeout=4.0, during=None):
 
 
 #: 7 cases as globs (the hostile tests' SELECT): 2 before HANG_CASE in run order, 4 after it.
-SELECT = ["Gelu/f32/X[5]/scalar", "Gelu/f32/X[7]/scalar", "Gelu/f32/X[4097]/scalar*", "Gelu/f32/X[4096]/vec4*",
-          "Gelu/f32/X[1024]/vec4*"]
+SELECT = [
+    "Gelu/f32/X[5]/scalar",
+    "Gelu/f32/X[7]/scalar",
+    "Gelu/f32/X[4097]/scalar*",
+    "Gelu/f32/X[4096]/vec4*",
+    "Gelu/f32/X[1024]/vec4*",
+]
 
 
 def _statuses(data):
@@ -119,9 +146,12 @@ def test_a_hung_kernel_fails_only_its_case_in_the_served_page(tmp_path, make_spe
 def test_a_write_past_the_output_fails_only_its_cases_in_the_served_page(tmp_path, make_specs, open_browser):
     """The scalar tail writes one element past the end of Y: the guard region bound after it catches it."""
     specs = make_specs(**{GELU: GELU})
-    edit(specs / GELU / TEMPLATE, "  if (i >= params.count) { return; }\n",
-         "  if (i >= params.count) { return; }\n{% if not vec4 %}  if (i == 0u) { y[params.count] = "
-         "{{ scalar }}(7.0); }\n{% endif %}")
+    edit(
+        specs / GELU / TEMPLATE,
+        "  if (i >= params.count) { return; }\n",
+        "  if (i >= params.count) { return; }\n{% if not vec4 %}  if (i == 0u) { y[params.count] = "
+        "{{ scalar }}(7.0); }\n{% endif %}",
+    )
     data, _ = _column(tmp_path, specs, SELECT, open_browser)
     statuses = _statuses(data)
     scalar = {i for i in statuses if "/scalar" in i}
@@ -139,13 +169,14 @@ def test_a_crashed_tab_fails_its_case_and_the_reopened_page_resumes(tmp_path, ma
 
     def crash_then_reopen(run, browser):
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(run.verdicts) < 2:   # HANG_CASE runs third
+        while time.monotonic() < deadline and len(run.verdicts) < 2:  # HANG_CASE runs third
             time.sleep(0.05)
-        time.sleep(1.0)   # backstop only: the spinning dispatch lasts ~10 s
+        time.sleep(1.0)  # backstop only: the spinning dispatch lasts ~10 s
         browser.stop()
         while time.monotonic() < deadline and len(run.verdicts) < 3:
             time.sleep(0.1)
         browser.start()
+
     data, _ = _column(tmp_path, specs, SELECT, open_browser, during=crash_then_reopen)
     statuses = _statuses(data)
     hang = HANG_CASE

@@ -5,6 +5,7 @@ the reason (``requestAdapter() returned null``) only in the server's terminal.
 Marked ``browsers`` (``--run-browsers``): a real headless Chromium without ``--enable-unsafe-webgpu`` (on Linux
 its requestAdapter() answers null), driven by Playwright only to read the page.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -25,8 +26,9 @@ def test_a_browser_without_webgpu_is_told_so_and_how_to_turn_it_on(tmp_path, mak
     proc, url, head = serve(specs, "--columns", "1", "--cases", CASE, "--report", str(tmp_path / "out"))
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium.CHROMIUM, headless=True,
-                                         args=["--no-sandbox"])   # no --enable-unsafe-webgpu
+            browser = pw.chromium.launch(
+                executable_path=chromium.CHROMIUM, headless=True, args=["--no-sandbox"]
+            )  # no --enable-unsafe-webgpu
             try:
                 page = browser.new_page()
                 page.goto(url)
@@ -41,7 +43,7 @@ def test_a_browser_without_webgpu_is_told_so_and_how_to_turn_it_on(tmp_path, mak
     assert verdict.startswith("verdict: does-not-conform (1 not-run): this browser offers no WebGPU"), verdict
     assert "requestAdapter() returned null" in verdict and "the kernels are not at fault" in verdict, verdict
     assert "--enable-unsafe-webgpu" in verdict and "chrome://flags/#enable-unsafe-webgpu" in verdict, verdict
-    assert "about:config" not in verdict          # this browser's way, not every browser's
+    assert "about:config" not in verdict  # this browser's way, not every browser's
     assert how_to_enable(agent) in verdict
     assert "this browser offers no WebGPU (" in text and "--enable-unsafe-webgpu" in text, text[-3000:]
     assert proc.returncode == 1

@@ -35,6 +35,7 @@ def generation(package):
             def counting(self, call, _original=original):
                 counted["n"] += 1
                 return _original(self, call)
+
             patch.setattr(Planner, name, counting)
         generated = cases.generate(package)
     return generated, counted["n"]

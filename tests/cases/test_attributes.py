@@ -43,12 +43,14 @@ def _synthetic(tmp_path_factory, source: str, name: str, change) -> object:
 def gated(tmp_path_factory):
     """Softmax renamed, with a float attribute bounded by two constants, a bool attribute, and its axis
     compared with ranks.X - 2 instead of ranks.X - 1."""
+
     def change(raw):
         raw["attributes"]["gain"] = {"type": "float", "default": 1.5}
         raw["attributes"]["strict"] = {"type": "bool", "default": False}
         raw["derive"]["gainOk"] = "attributes.gain >= 0.25 and attributes.gain < 4"
         raw["derive"]["axisOk"] = "attributes.axis == -1 or attributes.axis == ranks.X - 2"
         raw["derive"]["baseOk"] += " and gainOk and (not attributes.strict or ranks.X >= 2)"
+
     return _synthetic(tmp_path_factory, "com.microsoft.Softmax", "GatedSoftmax", change)
 
 
@@ -73,7 +75,7 @@ def test_compared_with_finds_both_sides_of_each_comparison(gated):
     gain = sorted(analysis.evaluate(other, {}) for _, other in analysis.compared_with("attributes", "gain"))
     assert gain == [0.25, 4]
     axis = [unparse(other) for _, other in analysis.compared_with("attributes", "axis")]
-    assert sorted(axis) == ["-1", "ranks.X - 2"]     # a constant, and an expression of the call
+    assert sorted(axis) == ["-1", "ranks.X - 2"]  # a constant, and an expression of the call
 
 
 def test_float_attribute_at_each_bound_and_either_side(gated_cases):
@@ -150,10 +152,13 @@ def test_size_steps_at_the_first_workgroup_step_and_the_last_cached_row(gated_ca
 @pytest.fixture(scope="module")
 def short_suffix(tmp_path_factory):
     """Add renamed, its suffix rule cut to five trailing positions."""
+
     def change(raw):
-        clauses = [f"(ranks.B < {k} or dim(shapes.B, ranks.B - {k}) == dim(shapes.A, ranks.A - {k}))"
-                   for k in range(1, 6)]
+        clauses = [
+            f"(ranks.B < {k} or dim(shapes.B, ranks.B - {k}) == dim(shapes.A, ranks.A - {k}))" for k in range(1, 6)
+        ]
         raw["derive"]["suffixOk"] = " and ".join(["ranks.B <= ranks.A"] + clauses)
+
     return _synthetic(tmp_path_factory, "ai.onnx.Add", "ShortAdd", change)
 
 
@@ -162,12 +167,12 @@ def test_suffix_positions_follow_the_rank_comparisons(short_suffix):
     top = [c for c in generated if c.family == "broadcast" and len(c.inputs["A"][0]) == 5]
     a = top[0].inputs["A"][0]
     assert all(c.inputs["A"][0] == a for c in top)
-    assert all(x != y for x, y in zip(a, a[1:]))          # neighbouring dims differ: a shifted index is seen
-    for k in range(6):                                    # every suffix, accepted
+    assert all(x != y for x, y in zip(a, a[1:]))  # neighbouring dims differ: a shifted index is seen
+    for k in range(6):  # every suffix, accepted
         suffix = next(c for c in top if c.inputs["B"][0] == a[k:])
         assert suffix.accepted
-        for j in range(5 - k):                            # one dim off at each position, rejected at that clause
-            off = a[k:][:j] + (a[k:][j] + 1,) + a[k:][j + 1:]
+        for j in range(5 - k):  # one dim off at each position, rejected at that clause
+            off = a[k:][:j] + (a[k:][j] + 1,) + a[k:][j + 1 :]
             bad = next(c for c in top if c.inputs["B"][0] == off)
             assert not bad.accepted
             assert f"dim(shapes.B, ranks.B - {5 - k - j})" in next(iter(bad.expect["detail"].values()))
@@ -176,9 +181,9 @@ def test_suffix_positions_follow_the_rank_comparisons(short_suffix):
 def test_suffix_companion_at_the_dispatch_limit():
     generated = cases.generate(load_package(ROOT / "specs" / "ai.onnx.Add"))
     at = {c.inputs["A"][0]: c for c in generated if c.family == "dispatch-limit" and len(c.inputs["A"][0]) == 2}
-    (rows, c), = [s for s, case in at.items() if case.accepted]
+    ((rows, c),) = [s for s, case in at.items() if case.accepted]
     # exactly the limit: an unaligned count past splitElements, so the split variant (same dispatch limit as scalar)
-    assert at[(rows, c)].expect["variant"] == "split_broadcast" and rows * c == 4 ** 3 * 256
+    assert at[(rows, c)].expect["variant"] == "split_broadcast" and rows * c == 4**3 * 256
     assert not at[(rows + 1, c)].accepted
 
 

@@ -18,8 +18,12 @@ from cases.data import Recipe, make_inputs
 @pytest.mark.parametrize("block", [1, 7, 1000])
 def test_blocks_give_the_whole_draw(monkeypatch, dist, dtype, block):
     shape = (13, 77)
-    case = SimpleNamespace(id="t", package="ai.onnx.Add", data=Recipe(1234, dist, 2.5),
-                           inputs={"A": (shape, dtype), "B": None, "C": ((5,), dtype)})
+    case = SimpleNamespace(
+        id="t",
+        package="ai.onnx.Add",
+        data=Recipe(1234, dist, 2.5),
+        inputs={"A": (shape, dtype), "B": None, "C": ((5,), dtype)},
+    )
     monkeypatch.setattr(data, "DRAW_BLOCK", block)
     got = make_inputs(case)
     assert got["B"] is None

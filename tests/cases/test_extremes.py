@@ -1,5 +1,6 @@
 """values-extremes: each row op's maxima and large negatives reach every lane, invocation and iteration of the
 planned reduction, derived from the plan, in a bounded number of cases (no device needed)."""
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,7 @@ def test_every_lane_invocation_and_iteration_holds_a_maximum(name, generated):
         for high, _ in case.data.extremes:
             item, lane = divmod(high, layout.width)
             seen.setdefault(key, set()).add((item % layout.workgroup, item // layout.workgroup, lane))
-    assert {k[0] for k in seen} == {v.id for v in m.variants}   # every variant has its extremes
+    assert {k[0] for k in seen} == {v.id for v in m.variants}  # every variant has its extremes
     for (variant, _, layout), slots in seen.items():
         assert {lane for *_, lane in slots} == set(range(layout.width)), variant
         assert {it for _, it, _ in slots} == set(range(layout.iterations)), variant
@@ -71,7 +72,7 @@ def test_the_case_count_is_bounded(name, generated):
     ext = extremes_of(generated[name])
     m = load_package(name).manifest
     per = Counter((c.expect["variant"], c.inputs["X"][1]) for c in ext)
-    assert max(per.values()) <= MAX_CASES and len(per) == len(m.variants) * 2   # every variant, both dtypes
+    assert max(per.values()) <= MAX_CASES and len(per) == len(m.variants) * 2  # every variant, both dtypes
     assert sum(math.prod(c.inputs["X"][0]) for c in ext) < 600_000
 
 
@@ -81,7 +82,7 @@ def test_the_values_are_placed_and_survive_the_golden_round_trip(generated):
     x = make_inputs(case)["X"].astype(np.float64)
     for row, (high, low) in enumerate(case.data.extremes):
         assert x[row, high] == EXTREME == x[row].max() and x[row, low] == -EXTREME == x[row].min()
-        assert np.abs(np.delete(x[row], [high, low])).max() < 10      # the rest: N(0, 1)
+        assert np.abs(np.delete(x[row], [high, low])).max() < 10  # the rest: N(0, 1)
 
 
 def test_positions_that_do_not_fit_the_rows_are_refused_with_the_case_id(generated):

@@ -34,9 +34,12 @@ def applicable(manifest) -> set[str]:
         out.discard("f16-availability")
     if not manifest.attributes:
         out.discard("attributes")
-    if not any((dotted(side) or ())[:2] == ("device", "limits") and len(dotted(side)) == 3
-               and not {p[0] for p in attribute_paths(other)} & {"shapes", "ranks", "attributes", "present"}
-               for _, side, other in Analysis(manifest).comparisons()):
+    if not any(
+        (dotted(side) or ())[:2] == ("device", "limits")
+        and len(dotted(side)) == 3
+        and not {p[0] for p in attribute_paths(other)} & {"shapes", "ranks", "attributes", "present"}
+        for _, side, other in Analysis(manifest).comparisons()
+    ):
         out.discard("device-limits")
     if not any(_small_threshold(side, other) for _, side, other in Analysis(manifest).comparisons()):
         out.discard("thresholds")
@@ -50,8 +53,14 @@ def _small_threshold(side, other) -> bool:
     limit are the limit families')."""
     paths = attribute_paths(other)
     roots = {p[0] for p in paths}
-    return "shapes" in {p[0] for p in attribute_paths(side)} and not roots & {"shapes", "ranks", "attributes", "present"} \
-        and ("dtypes" in roots or any(p[:2] == ("device", "limits") and p[2:3] and p[2] in ALIGNMENT_LIMITS for p in paths))
+    return (
+        "shapes" in {p[0] for p in attribute_paths(side)}
+        and not roots & {"shapes", "ranks", "attributes", "present"}
+        and (
+            "dtypes" in roots
+            or any(p[:2] == ("device", "limits") and p[2:3] and p[2] in ALIGNMENT_LIMITS for p in paths)
+        )
+    )
 
 
 def test_every_applicable_family_present(package, generated):
@@ -65,8 +74,11 @@ def test_value_families_have_several_cases(generated):
 
 
 def find(cases_, short, dtype, inputs):
-    return [c for c in cases_ if c.id.startswith(f"{short}/{dtype}/{inputs}/") and c.profile.name == "baseline"
-            and not c.tunables]
+    return [
+        c
+        for c in cases_
+        if c.id.startswith(f"{short}/{dtype}/{inputs}/") and c.profile.name == "baseline" and not c.tunables
+    ]
 
 
 def test_hand_checked_expectations(package, generated):
@@ -86,7 +98,7 @@ def test_hand_checked_expectations(package, generated):
 def test_ids_unique_readable_and_stable(package, generated):
     ids = [c.id for c in generated]
     assert len(ids) == len(set(ids))
-    short = package.name.rsplit(".", 1)[-1]          # "Gelu", or "Gelu@2" for version 2
+    short = package.name.rsplit(".", 1)[-1]  # "Gelu", or "Gelu@2" for version 2
     assert all(" " not in i and i.startswith(short + "/") for i in ids)
     assert [c.id for c in cases.generate(package)] == ids
 

@@ -43,7 +43,7 @@ def test_data_regenerated_bit_exactly(generated):
 def test_special_values_land_in_the_data(generated):
     special = next(c for c in generated if c.family == "values-special")
     x = next(iter(make_inputs(special).values())).ravel()
-    assert np.signbit(x[2]) and x[2] == 0            # -0.0 sits at the second even slot
+    assert np.signbit(x[2]) and x[2] == 0  # -0.0 sits at the second even slot
     assert np.isfinite(x).all() and np.abs(x).max() == np.finfo(x.dtype).max
     nonfinite = next(c for c in generated if c.family == "values-nonfinite")
     y = next(iter(make_inputs(nonfinite).values())).ravel()
@@ -61,7 +61,7 @@ def test_check_passes_on_committed_goldens():
 
 
 def test_check_fails_with_a_diff_on_a_changed_manifest(tmp_path):
-    specs = tmp_path / "specs"   # the one package changed: the others' files are checked by the test above
+    specs = tmp_path / "specs"  # the one package changed: the others' files are checked by the test above
     shutil.copytree(ROOT / "specs" / "com.microsoft.FastGelu", specs / "com.microsoft.FastGelu")
     path = specs / "com.microsoft.FastGelu" / "manifest.json"
     raw = json.loads(path.read_text())
@@ -83,7 +83,7 @@ GENERATION_EVALUATIONS = 20_000
 
 
 def test_generation_of_each_package_is_bounded_in_planner_work(package, generation):
-    evaluations = generation[1]   # counted while the session's one generation of the package ran (conftest.py)
+    evaluations = generation[1]  # counted while the session's one generation of the package ran (conftest.py)
     assert 0 < evaluations < GENERATION_EVALUATIONS, (package.name, evaluations)
 
 
@@ -94,7 +94,7 @@ def test_compare_parses_no_file_that_holds_the_written_text(tmp_path, generated,
     real = golden.read_golden
     monkeypatch.setattr(golden, "read_golden", lambda p: parsed.append(p) or real(p))
     assert not golden.compare(path, generated, text).differs and not parsed
-    assert not golden.compare(path, generated).differs and parsed     # no text given: parsed as before
+    assert not golden.compare(path, generated).differs and parsed  # no text given: parsed as before
     path.write_text(text + "# edited\n", encoding="utf-8")
     assert not golden.compare(path, generated, text).differs and len(parsed) == 2
 

@@ -41,8 +41,10 @@ def test_synthetic_package_gets_cases(synthetic):
     assert {"vec8", "vec4", "scalar"} <= variants
     # the new predicate's boundaries: rank 3 takes vec8, rank 4 does not
     assert any(c.expect.get("variant") == "vec8" and len(c.inputs["X"][0]) == 3 for c in generated)
-    assert any(c.expect.get("variant") == "vec4" and len(c.inputs["X"][0]) == 4
-               and c.inputs["X"][0][-1] % 8 == 0 for c in generated)
+    assert any(
+        c.expect.get("variant") == "vec4" and len(c.inputs["X"][0]) == 4 and c.inputs["X"][0][-1] % 8 == 0
+        for c in generated
+    )
 
 
 def test_synthetic_package_fully_covered(synthetic):
@@ -54,12 +56,19 @@ def test_synthetic_package_fully_covered(synthetic):
 
 def test_cli_writes_goldens_for_other_specs(synthetic, tmp_path):
     specs, _ = synthetic
-    result = subprocess.run([sys.executable, "-m", "cases", "--specs", str(specs), "--out", str(tmp_path),
-                             "--without-record"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "cases", "--specs", str(specs), "--out", str(tmp_path), "--without-record"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     written = tmp_path / "com.example.WideGelu.yaml"
     assert cases.load_golden(written) == cases.generate(synthetic[1])
-    check = subprocess.run([sys.executable, "-m", "cases", "--check", "--specs", str(specs), "--out", str(tmp_path)],
-                           cwd=ROOT, capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-m", "cases", "--check", "--specs", str(specs), "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout

@@ -43,10 +43,15 @@ def test_golden_file_records_no_rejection_for_a_failing_expression(broken):
     _, _, generated = broken
     assert not [c.id for c in generated if c.expect.get("reason") == "expression"]
     failed = [c for c in generated if c.planning_failed]
-    assert failed and all(c.expect["pointer"] == POINTER and "not a whole number of vec4" in c.expect["message"]
-                          for c in failed)
-    assert all(c.id.split("#")[0].split("@")[0].endswith("/planning-failed") and "planning_failed" in c.markers
-               and "rejected" not in c.markers for c in failed)
+    assert failed and all(
+        c.expect["pointer"] == POINTER and "not a whole number of vec4" in c.expect["message"] for c in failed
+    )
+    assert all(
+        c.id.split("#")[0].split("@")[0].endswith("/planning-failed")
+        and "planning_failed" in c.markers
+        and "rejected" not in c.markers
+        for c in failed
+    )
     # the f16 versions are generated too (the calls around a failing one are not dropped)
     assert {c.inputs["A"][1] for c in failed} == {"float32", "float16"}
 
@@ -70,8 +75,12 @@ def test_lint_names_the_pointer_the_call_and_the_message(broken):
 
 def test_cases_command_fails_and_says_why(broken, tmp_path):
     root, _, _ = broken
-    run = subprocess.run([sys.executable, "-m", "cases", "--specs", str(root), "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "cases", "--specs", str(root), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"manifest.json:{POINTER}: fails to evaluate for " in run.stderr
     assert "reason: expression" not in (tmp_path / "ai.onnx.Add.yaml").read_text()
@@ -86,7 +95,7 @@ def test_pytest_words_it_planning_failed(broken, checker):
     _, package, generated = broken
     case = next(c for c in generated if c.planning_failed and not c.heavy)
     verdict = verdict_for(case)
-    assert verdict.variant == "planning-failed"      # the report's grid does not show it as a rejection
+    assert verdict.variant == "planning-failed"  # the report's grid does not show it as a rejection
     with pytest.raises(CaseFailed, match=rf"planning failed: {POINTER}: binding 'b': .* not a whole number"):
         checker.check(case, package, verdict)
 

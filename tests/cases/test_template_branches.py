@@ -79,7 +79,7 @@ def test_a_planted_dead_branch_is_flagged_with_file_line_and_condition(package_c
     assert [(b.line, b.kind, b.condition) for b in cov.dead] == [(28, "if", 'broadcast == "never"')]
     (flag,) = dead_branches([cov])
     assert flag.kind == "dead-template-branch"
-    assert flag.message.startswith(f"{root / 'elementwise-add.wgsl.jinja'}:28: if `broadcast == \"never\"`: no golden")
+    assert flag.message.startswith(f'{root / "elementwise-add.wgsl.jinja"}:28: if `broadcast == "never"`: no golden')
 
 
 def test_lint_fails_a_shipped_package_with_a_dead_branch_and_flags_an_outside_one(package_copy, monkeypatch):
@@ -88,7 +88,7 @@ def test_lint_fails_a_shipped_package_with_a_dead_branch_and_flags_an_outside_on
     outside = lint.lint(root, notes=notes)
     assert not [f for f in outside if "dead template branch" in f.message]
     assert [n for n in notes if n.startswith("WEAK dead-template-branch: ") and ":28: if" in n], notes
-    monkeypatch.setattr(lint, "REPO_SPECS", root.parent)    # the same package, as if it shipped
+    monkeypatch.setattr(lint, "REPO_SPECS", root.parent)  # the same package, as if it shipped
     (finding,) = [f for f in lint.lint(root) if "dead template branch" in f.message]
     assert finding.path.endswith("elementwise-add.wgsl.jinja") and finding.pointer == "28"
     assert 'if `broadcast == "never"`' in finding.message
@@ -96,8 +96,13 @@ def test_lint_fails_a_shipped_package_with_a_dead_branch_and_flags_an_outside_on
 
 def test_cases_coverage_prints_the_dead_branch_and_fails(package_copy):
     root = plant(package_copy)
-    proc = subprocess.run([sys.executable, "-m", "cases", "--coverage", "--specs", str(root)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cases", "--coverage", "--specs", str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stderr
     assert '28: if broadcast == "never": DEAD: no case renders it' in proc.stdout
     assert "WEAK: dead-template-branch: " in proc.stdout and "elementwise-add.wgsl.jinja:28:" in proc.stdout

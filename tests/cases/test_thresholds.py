@@ -40,8 +40,9 @@ def _synthetic(tmp_path_factory, name: str, split_elements: str):
 @pytest.fixture(scope="module")
 def twelve(tmp_path_factory):
     """At alignment 32 an f32 split of 12 elements puts the tail at byte 48: the planner rejects the offset."""
-    return _synthetic(tmp_path_factory, "TwelveAdd",
-                      "max(12, device.limits.minStorageBufferOffsetAlignment // dtypeBytes(dtypes.T))")
+    return _synthetic(
+        tmp_path_factory, "TwelveAdd", "max(12, device.limits.minStorageBufferOffsetAlignment // dtypeBytes(dtypes.T))"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +97,11 @@ def test_suffix_companions_not_a_multiple_of_four(twelve_cases):
     by_b = {c.inputs["B"][0]: c for c in at}
     assert set(by_b) == {(32, 2), (2,)}
     assert by_b[(2,)].expect["variant"] == "scalar" and by_b[(32, 2)].expect["variant"] == "vec4_same"
-    past = next(c for c in twelve_cases if c.profile.name == "baseline" and c.inputs["A"] == ((13, 5), "float32")
-                and c.inputs["B"][0] == (5,))
+    past = next(
+        c
+        for c in twelve_cases
+        if c.profile.name == "baseline" and c.inputs["A"] == ((13, 5), "float32") and c.inputs["B"][0] == (5,)
+    )
     assert past.expect["variant"] == "split_broadcast"
 
 

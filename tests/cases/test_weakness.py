@@ -34,7 +34,7 @@ def test_no_shipped_package_has_a_case_that_compares_no_element():
     for directory in find_package_dirs(REPO_SPECS):
         package = load_package(directory)
         loaded, why = load_matching_golden(CASES_DIR, package)
-        assert loaded is not None, why            # the golden file is what the generator writes now
+        assert loaded is not None, why  # the golden file is what the generator writes now
         assert "no-compare" not in kinds_of(weakness.of_package(package, loaded)), package.name
 
 

@@ -28,14 +28,24 @@ NAMES = ["com.microsoft.Gelu", "com.microsoft.Gelu@2", "com.microsoft.Softmax"]
 def in_fresh_interpreter(body: str) -> dict:
     """Run ``body`` (which sets ``out``) in a new single-threaded Python with the packages loaded as ``packages``;
     ``out`` as JSON."""
-    code = textwrap.dedent(f"""
+    code = (
+        textwrap.dedent(f"""
         import json, os
         from cases import generate, workers
         from conformance.engine.package import REPO_SPECS, load_package
         packages = [load_package(REPO_SPECS / name) for name in {NAMES!r}]
-    """) + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "CONFORMANCE_JOBS": "2"})
+    """)
+        + textwrap.dedent(body)
+        + "\nprint(json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CONFORMANCE_JOBS": "2"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
 
@@ -56,8 +66,12 @@ def test_forked_workers_give_the_plain_loops_results_in_order_and_a_packages_own
                "names": [name for _, name in ran], "here": os.getpid() in {pid for pid, _ in ran},
                "failed": [repr(r) if isinstance(r, Exception) else r for r in failed]}
     """)
-    assert out == {"same": True, "names": NAMES, "here": False,
-                   "failed": [NAMES[0], "ValueError('planted failure in com.microsoft.Gelu@2')", NAMES[2]]}
+    assert out == {
+        "same": True,
+        "names": NAMES,
+        "here": False,
+        "failed": [NAMES[0], "ValueError('planted failure in com.microsoft.Gelu@2')", NAMES[2]],
+    }
 
 
 def test_a_forked_worker_starts_its_own_node_engine():
@@ -104,8 +118,10 @@ def test_one_job_works_here(packages):
 
 
 def test_a_bad_jobs_setting_is_named(monkeypatch):
-    for bad, words in (("many", "CONFORMANCE_JOBS='many' must be a positive number"),
-                       ("1.5", "CONFORMANCE_JOBS=1.5 must be a whole number")):
+    for bad, words in (
+        ("many", "CONFORMANCE_JOBS='many' must be a positive number"),
+        ("1.5", "CONFORMANCE_JOBS=1.5 must be a whole number"),
+    ):
         monkeypatch.setenv("CONFORMANCE_JOBS", bad)
         with pytest.raises(ConformanceError, match=re.escape(words)):
             workers.default_jobs()
@@ -114,7 +130,13 @@ def test_a_bad_jobs_setting_is_named(monkeypatch):
 
 
 def test_the_cases_command_says_a_bad_jobs_setting_in_one_line():
-    proc = subprocess.run([sys.executable, "-m", "cases", "--check"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "CONFORMANCE_JOBS": "many"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "cases", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CONFORMANCE_JOBS": "many"},
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error: CONFORMANCE_JOBS='many' must be a positive number" in proc.stderr

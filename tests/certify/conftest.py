@@ -17,16 +17,28 @@ def pytest_configure(config):
 @pytest.fixture
 def published(tmp_path):
     """``copy(name)``: the package laid out as published, ``<tmp>/<name>/build/webgpu/``."""
+
     def copy(name):
         dst = tmp_path / "pkgs" / name / "build" / "webgpu"
         shutil.copytree(REPO_SPECS / name, dst)
         return tmp_path / "pkgs"
+
     return copy
 
 
 def run_conformance(*args, timeout=300):
-    cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "test_kernels.py"), "--device=vulkan", "-q",
-           "-p", "no:cacheprovider", *UNUSED_PLUGINS, *map(str, args)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO / "conformance" / "test_kernels.py"),
+        "--device=vulkan",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *UNUSED_PLUGINS,
+        *map(str, args),
+    ]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
@@ -40,8 +52,9 @@ def open_page(page_path, screenshot=None):
             messages, errors = [], []
             page.on("console", lambda m: messages.append((m.type, m.text)))
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: messages.append(("request", r.url))
-                    if not r.url.startswith("file://") else None)
+            page.on(
+                "request", lambda r: messages.append(("request", r.url)) if not r.url.startswith("file://") else None
+            )
             page.goto(page_path.as_uri())
             text = page.inner_text("body")
             svgs = page.locator("svg").count()

@@ -32,7 +32,7 @@ def site(tmp_path):
     dist = site / "numpy_gelu-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy-gelu\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text('[conformance.implementations]\nnumpy-gelu = numpy_gelu:NumpyGelu\n')
+    (dist / "entry_points.txt").write_text("[conformance.implementations]\nnumpy-gelu = numpy_gelu:NumpyGelu\n")
     return site
 
 
@@ -46,16 +46,14 @@ def test_module_factory_form_loads_without_registering(site, monkeypatch):
 def test_example_is_certified_through_its_entry_point(site, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
     report, specs = tmp_path / "numpy-gelu.json", tmp_path / "specs"
-    for name in ("com.microsoft.Gelu", "com.microsoft.FastGelu"):   # its op, and one it must skip
+    for name in ("com.microsoft.Gelu", "com.microsoft.FastGelu"):  # its op, and one it must skip
         shutil.copytree(REPO / "specs" / name, specs / name)
-    proc = run_conformance("--impl=numpy-gelu", f"--specs={specs}", f"--conformance-report={report}", "-k",
-                           "not heavy")
+    proc = run_conformance("--impl=numpy-gelu", f"--specs={specs}", f"--conformance-report={report}", "-k", "not heavy")
     data = json.loads(report.read_text())
     gelu = [c for c in data["cases"] if c["package"] == "com.microsoft.Gelu"]
     fast = [c for c in data["cases"] if c["package"] == "com.microsoft.FastGelu"]
     assert sum(c["status"] == "passed" for c in gelu) > 50
-    assert fast and all(c["status"] == "skipped" and "implements com.microsoft.Gelu only" in c["detail"]
-                        for c in fast)
+    assert fast and all(c["status"] == "skipped" and "implements com.microsoft.Gelu only" in c["detail"] for c in fast)
     # Gelu is checked, FastGelu (of the same selection) is not: the run says which, and does not conform
     assert data["implementation"] == "numpy-gelu" and data["result"] == "does-not-conform"
     assert proc.returncode == 1, proc.stdout[-3000:]

@@ -36,6 +36,7 @@ def test_export_writes_both_files_in_the_published_layout(published):
 @pytest.mark.slow
 def test_specs_runs_the_stored_cases(published, tmp_path):
     from tests.certify.conftest import run_conformance
+
     root = published("com.microsoft.Gelu")
     export_package(root / "com.microsoft.Gelu")
     report = tmp_path / "r.json"
@@ -53,6 +54,7 @@ def test_row_ops_export_per_element_tolerances_and_every_required_input(publishe
     from conformance.certify.checker import Checker
     from conformance.certify.implementations import ManifestImplementation
     from conformance.certify.outcomes import verdict_for
+
     name = "com.microsoft.LayerNormalization"
     root = published(name)
     test, bench = export_package(root / name)
@@ -60,8 +62,9 @@ def test_row_ops_export_per_element_tolerances_and_every_required_input(publishe
     accepted = [c for c in data["cases"] if c["expect"]["outcome"] == "accepted" and c["outputs"]["Y"]]
     assert accepted and all(len(c["tolerance"]["Y"]["elementAtol"]) == len(c["outputs"]["Y"]) for c in accepted)
     # the tolerance model's epsilon is the case's own (the attributes family varies it), else the default
-    assert all(c["tolerance"]["Y"]["parameters"]["epsilon"] == c.get("attributes", {}).get("epsilon", 1e-5)
-               for c in accepted)
+    assert all(
+        c["tolerance"]["Y"]["parameters"]["epsilon"] == c.get("attributes", {}).get("epsilon", 1e-5) for c in accepted
+    )
     assert any("epsilon" in c.get("attributes", {}) for c in accepted)
     assert all("scale" in c["inputs"] for c in bench_data["cases"])
     package = load_package(root / name)

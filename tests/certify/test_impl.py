@@ -52,8 +52,9 @@ class Modulo:
         z = x.astype(np.float64)
         if b is not None and b.size:
             z = z + np.resize(b.astype(np.float64).ravel(), x.shape[-1])
-        return ImplResult({"Y": reference_for("com.microsoft", case.package.split(".")[-1]).activation(z)
-                           .astype(x.dtype)})
+        return ImplResult(
+            {"Y": reference_for("com.microsoft", case.package.split(".")[-1]).activation(z).astype(x.dtype)}
+        )
 
 
 def _check(impl, package, case):
@@ -66,8 +67,13 @@ def _check(impl, package, case):
 def test_outside_impl_variant_is_not_applicable_and_divergences_are_named(packages, generated):
     pkg, gen = packages["com.microsoft.FastGelu"], generated["com.microsoft.FastGelu"]
     verdict = _check(Modulo(), pkg, gen["FastGelu/f32/X[2,8]+bias[8]/vec4_bias"])
-    assert verdict.checks == {"contract": "passed", "variant": "not-applicable", "dispatch": "not-applicable",
-                              "outputs": "passed", "values": "passed"}
+    assert verdict.checks == {
+        "contract": "passed",
+        "variant": "not-applicable",
+        "dispatch": "not-applicable",
+        "outputs": "passed",
+        "values": "passed",
+    }
     with pytest.raises(CaseFailed, match="accepts a call the manifest rejects.*bias indexed modulo") as err:
         _check(Modulo(), pkg, gen["FastGelu/f32/X[2,8]+bias[2]/reject-no-variant"])
     assert err.value.divergence == "accepts-rejected"
@@ -80,8 +86,12 @@ def test_ort_cpu_on_a_subset(packages, generated):
     ort = load_implementation("onnxruntime-cpu")
     assert ort.available() is None
     gelu, fast = generated["com.microsoft.Gelu"], generated["com.microsoft.FastGelu"]
-    for cid in ("Gelu/f32/X[64,36]/vec4#normal1", "Gelu/f16/X[3,13]/scalar#special", "Gelu/f32/X[]/scalar",
-                "Gelu/f32/X[2,3,0]/scalar"):
+    for cid in (
+        "Gelu/f32/X[64,36]/vec4#normal1",
+        "Gelu/f16/X[3,13]/scalar#special",
+        "Gelu/f32/X[]/scalar",
+        "Gelu/f32/X[2,3,0]/scalar",
+    ):
         assert _check(ort, packages["com.microsoft.Gelu"], gelu[cid]).checks["values"] == "passed", cid
     for cid in ("FastGelu/f32/X[4,3]+bias[4]/reject-no-variant", "FastGelu/f32/X[]/reject-no-variant"):
         assert _check(ort, packages["com.microsoft.FastGelu"], fast[cid]).checks == {"contract": "passed"}
@@ -109,9 +119,15 @@ def test_plugin_runs_ort_cpu_and_reports_assertions(tmp_path):
     import json
 
     from tests.certify.conftest import run_conformance  # noqa: E402  (tests/certify/conftest.py)
+
     report = tmp_path / "r.json"
-    proc = run_conformance("--impl=onnxruntime-cpu", f"--specs={REPO_SPECS / 'com.microsoft.Gelu'}", "-k", "Gelu/f32",
-                           f"--conformance-report={report}")   # one package: its f32 cases
+    proc = run_conformance(
+        "--impl=onnxruntime-cpu",
+        f"--specs={REPO_SPECS / 'com.microsoft.Gelu'}",
+        "-k",
+        "Gelu/f32",
+        f"--conformance-report={report}",
+    )  # one package: its f32 cases
     assert proc.returncode == 0, proc.stdout[-3000:]
     data = json.loads(report.read_text())
     assert data["implementation"] == "onnxruntime-cpu"

@@ -1,6 +1,7 @@
 """The implementation interface is declared in one place (conformance.certify.implementations): what every
 implementation offers, what one held to the device model offers besides, and each optional member's default; the
 checker picks what an implementation is held to once (conformance.certify.rules; issue 52, item 3)."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,7 +42,7 @@ def test_an_implementation_without_the_optional_members_gets_their_defaults():
 
 def test_what_an_implementation_is_held_to_is_chosen_once_from_it():
     assert isinstance(Checker(Bare()).rules, ContractRules)
-    assert isinstance(Checker(ManifestImplementation("vulkan")).rules, DeviceModelRules)   # opens no device
+    assert isinstance(Checker(ManifestImplementation("vulkan")).rules, DeviceModelRules)  # opens no device
 
 
 def test_following_the_device_model_without_offering_it_is_refused_at_load():

@@ -14,12 +14,23 @@ from conformance.errors import ConformanceError
 def a_report(packages, adapter="llvmpipe"):
     """A report of the shipped packages named (their real identities: names, roots, sha256 of every file)."""
     identity = [load_package(REPO_SPECS / name).identity for name in packages]
-    verdicts = [{"id": f"{name.split('.')[-1]}/f32/X[5]/vec4", "package": name, "variant": "vec4",
-                 "dtype": "float32", "family": "ranks", "status": "passed", "worst_ratio": None, "detail": ""}
-                for name in packages]
+    verdicts = [
+        {
+            "id": f"{name.split('.')[-1]}/f32/X[5]/vec4",
+            "package": name,
+            "variant": "vec4",
+            "dtype": "float32",
+            "family": "ranks",
+            "status": "passed",
+            "worst_ratio": None,
+            "detail": "",
+        }
+        for name in packages
+    ]
     device = {"adapter": adapter, "backend": "Vulkan", "driver": "Mesa", "webgpu": "wgpu", "features": []}
-    return report.build(verdicts, identity=identity, device=device, implementation="manifest", skipped_reasons={},
-                        deselected_heavy=0)
+    return report.build(
+        verdicts, identity=identity, device=device, implementation="manifest", skipped_reasons={}, deselected_heavy=0
+    )
 
 
 def test_reports_of_different_package_sets_merge_and_say_what_each_lacks(tmp_path, capsys):
@@ -39,8 +50,11 @@ def test_reports_of_different_package_sets_merge_and_say_what_each_lacks(tmp_pat
 def test_a_shared_package_with_other_files_is_refused_by_name():
     first, second = a_report(["com.microsoft.Gelu", "ai.onnx.Add"]), a_report(["com.microsoft.Gelu"])
     second["packages"][0]["files"] = {"manifest.json": "0" * 64}
-    with pytest.raises(ConformanceError, match=r"b\.json certifies other package files than a\.json .*digests "
-                                               r"differ\) for com\.microsoft\.Gelu: .*--allow-different-packages"):
+    with pytest.raises(
+        ConformanceError,
+        match=r"b\.json certifies other package files than a\.json .*digests "
+        r"differ\) for com\.microsoft\.Gelu: .*--allow-different-packages",
+    ):
         matrix.merge([("a.json", first), ("b.json", second)])
     merged = matrix.merge([("a.json", first), ("b.json", second)], allow_different_packages=True)
     assert merged["missing_packages"] == {"b.json": ["ai.onnx.Add"]}

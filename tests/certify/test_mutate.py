@@ -26,8 +26,20 @@ def fast_mutants():
 
 def test_every_operator_family_is_generated(fast_mutants):
     kinds = {m.kind for m in fast_mutants.values()}
-    assert {"arith", "constant", "bounds", "tail-guard", "bias-dropped", "bias-index", "erf-tanh", "f16-f32",
-            "priority", "when-dropped", "when-negated", "derive"} <= kinds
+    assert {
+        "arith",
+        "constant",
+        "bounds",
+        "tail-guard",
+        "bias-dropped",
+        "bias-index",
+        "erf-tanh",
+        "f16-f32",
+        "priority",
+        "when-dropped",
+        "when-negated",
+        "derive",
+    } <= kinds
     exclusive = fast_mutants["FastGelu/manifest/priority:vec4_bias<->vec4_no_bias"]
     assert exclusive.status == "equivalent" and "present.bias" in exclusive.equivalence
 
@@ -35,10 +47,13 @@ def test_every_operator_family_is_generated(fast_mutants):
 def test_unrendered_template_text_is_equivalent(tmp_path):
     pkg = load_package("com.microsoft.Gelu")
     text = (pkg.root / TEMPLATE).read_text()
-    ms = [m for m in template_mutants("Gelu", pkg.name, TEMPLATE, text)
-          if m.kind == "bias-dropped" or m.id.endswith("erf-tanh/swap")]
+    ms = [
+        m
+        for m in template_mutants("Gelu", pkg.name, TEMPLATE, text)
+        if m.kind == "bias-dropped" or m.id.endswith("erf-tanh/swap")
+    ]
     mark_unrendered(pkg.root, ms)
-    assert all(m.status == "equivalent" for m in ms if m.kind == "bias-dropped")      # Gelu has no bias
+    assert all(m.status == "equivalent" for m in ms if m.kind == "bias-dropped")  # Gelu has no bias
     assert next(m for m in ms if m.id.endswith("erf-tanh/swap")).status == "pending"  # this one is rendered
 
 
@@ -58,10 +73,20 @@ def test_template_text_rendered_only_for_passes_that_dispatch_nothing_is_idle():
 def test_equivalence_arguments_load_from_the_data_file_in_order():
     entries = yaml.safe_load(ARGUMENTS.read_text())
     assert list(ARGUED_EQUIVALENT) == [(e["package"], e["pattern"]) for e in entries] and len(entries) >= 15
-    m = Mutant("Gelu/manifest/variants/vec4/when/0:drop", "com.microsoft.Gelu", "manifest.json", "when-dropped",
-               "variant vec4: predicate `true` dropped")
-    other = Mutant("Gelu/manifest/variants/vec4/when/0:negate", "com.microsoft.Gelu", "manifest.json",
-                   "when-negated", "variant vec4: predicate `true` negated")
+    m = Mutant(
+        "Gelu/manifest/variants/vec4/when/0:drop",
+        "com.microsoft.Gelu",
+        "manifest.json",
+        "when-dropped",
+        "variant vec4: predicate `true` dropped",
+    )
+    other = Mutant(
+        "Gelu/manifest/variants/vec4/when/0:negate",
+        "com.microsoft.Gelu",
+        "manifest.json",
+        "when-negated",
+        "variant vec4: predicate `true` negated",
+    )
     argue("Gelu", [m, other])
     assert m.status == "equivalent" and "conjunction unchanged" in m.equivalence and other.status == "pending"
 
@@ -69,8 +94,11 @@ def test_equivalence_arguments_load_from_the_data_file_in_order():
 @pytest.mark.slow
 def test_a_mutant_is_killed_by_a_named_case(fast_mutants, tmp_path):
     pkg = load_package("com.microsoft.Gelu")
-    m = next(m for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
-             if m.id.endswith("erf-tanh/swap"))
+    m = next(
+        m
+        for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
+        if m.id.endswith("erf-tanh/swap")
+    )
     test_json = tmp_path / "test.json"
     test_json.write_text(json.dumps(build_test(pkg)))
     done = run_mutant(m, pkg.root, test_json, tmp_path, timeout=300)
@@ -82,8 +110,9 @@ def test_a_mutant_is_killed_by_a_named_case(fast_mutants, tmp_path):
 @pytest.mark.slow
 def test_worker_kills_a_template_mutant_in_process(tmp_path):
     pkg = load_package("com.microsoft.Gelu")
-    m = next(m for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text())
-             if m.kind == "clamp")
+    m = next(
+        m for m in template_mutants("Gelu", pkg.name, TEMPLATE, (pkg.root / TEMPLATE).read_text()) if m.kind == "clamp"
+    )
     test_json = tmp_path / "test.json"
     test_json.write_text(json.dumps(build_test(pkg)))
     mutant = tmp_path / "m" / pkg.root.name
@@ -101,9 +130,14 @@ def test_two_versions_of_an_op_keep_their_own_cases_and_results(tmp_path):
     stored cases and report their own result (a shared scratch name once ran version 1 against version 2's)."""
     from conformance.config import REPO_SPECS
     from conformance.tools.mutate.runner import mutate_packages
+
     lines = []
-    result = mutate_packages([REPO_SPECS / "com.microsoft.Gelu", REPO_SPECS / "com.microsoft.Gelu@2"], jobs=1,
-                             only="erf-tanh/swap", log=lines.append)
+    result = mutate_packages(
+        [REPO_SPECS / "com.microsoft.Gelu", REPO_SPECS / "com.microsoft.Gelu@2"],
+        jobs=1,
+        only="erf-tanh/swap",
+        log=lines.append,
+    )
     killed = {m["package"]: m["killed_by"] for m in result["mutants"] if m["status"] == "killed"}
     assert set(killed) == {"com.microsoft.Gelu", "com.microsoft.Gelu@2"}, lines
     assert killed["com.microsoft.Gelu"].startswith(("Gelu/", "test.json/Gelu/")), killed
@@ -114,6 +148,7 @@ def test_the_mutants_run_on_the_device_asked_for(monkeypatch):
     """``mutate --device gl`` (CONFORMANCE_DEVICE for the workers) reaches llvmpipe without shader-f16, where the
     `usesF16` forced-true mutants fail to compile; without it, Vulkan as before."""
     from conformance.tools.mutate.runner import mutation_device
+
     monkeypatch.delenv("CONFORMANCE_DEVICE", raising=False)
     assert mutation_device() == "vulkan"
     monkeypatch.setenv("CONFORMANCE_DEVICE", "gl")

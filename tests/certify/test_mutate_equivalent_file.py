@@ -30,14 +30,16 @@ def test_an_outside_file_argues_its_own_mutants(tmp_path):
     assert argued.status == "equivalent" and "guards the empty call only" in argued.equivalence
     assert other.status == "pending"
     plain = mutant("Silu/tpl/bounds/L12:3:>=->")
-    argue("Silu", [plain])            # without the file: only the shipped arguments, none for Silu
+    argue("Silu", [plain])  # without the file: only the shipped arguments, none for Silu
     assert plain.status == "pending"
 
 
 def test_an_argued_alternative_kernel_is_its_own_class_outside_the_kill_rate(tmp_path):
     path = tmp_path / "equivalent.yaml"
-    path.write_text(ARGUED + "- package: Silu\n  class: alternative\n  pattern: 'Silu/tpl/bounds/L20:.*'\n"
-                             "  why: another summation order, within the tolerance\n")
+    path.write_text(
+        ARGUED + "- package: Silu\n  class: alternative\n  pattern: 'Silu/tpl/bounds/L20:.*'\n"
+        "  why: another summation order, within the tolerance\n"
+    )
     arguments = load_arguments(path)
     same, other, left = (mutant(f"Silu/tpl/bounds/L{n}:3:>=->") for n in (12, 20, 30))
     argue("Silu", [same, other, left], arguments)
@@ -52,13 +54,18 @@ def test_an_argued_alternative_kernel_is_its_own_class_outside_the_kill_rate(tmp
     assert "**Why another correct kernel:** another summation order" in text
 
 
-@pytest.mark.parametrize("text, words", [
-    ("- package: Silu\n  pattern: '('\n  why: x\n", "entry 0: pattern '(' is not a regular expression"),
-    ("package: Silu\n", "expected a YAML list"),
-    ("- {package: Silu, pattern: x}\n", "entry 0 must have exactly the strings package, pattern and why"),
-    ("- {package: Silu, pattern: x, why: y, class: maybe}\n", "entry 0: class 'maybe' is not one of equivalent, "
-                                                              "alternative"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("- package: Silu\n  pattern: '('\n  why: x\n", "entry 0: pattern '(' is not a regular expression"),
+        ("package: Silu\n", "expected a YAML list"),
+        ("- {package: Silu, pattern: x}\n", "entry 0 must have exactly the strings package, pattern and why"),
+        (
+            "- {package: Silu, pattern: x, why: y, class: maybe}\n",
+            "entry 0: class 'maybe' is not one of equivalent, alternative",
+        ),
+    ],
+)
 def test_a_bad_file_is_one_clear_error_before_anything_runs(tmp_path, capsys, text, words):
     path = tmp_path / "equivalent.yaml"
     path.write_text(text)

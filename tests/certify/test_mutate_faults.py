@@ -58,8 +58,12 @@ def test_initial_values_loop_starts_and_tag_comparisons_move_by_one():
 
 def test_the_multirow_early_return_drop_is_argued_equivalent():
     _, ms = mutants()
-    drop = [m for m in ms if m.kind == "early-return" and m.description.startswith(
-        "the early return `if (group * {{ R }}u >= params.rows)` dropped")]
+    drop = [
+        m
+        for m in ms
+        if m.kind == "early-return"
+        and m.description.startswith("the early return `if (group * {{ R }}u >= params.rows)` dropped")
+    ]
     negated = [m for m in ms if m.kind == "early-return" and "negated" in m.description]
     argue("Softmax", drop + negated)
     assert drop and all(m.status == "equivalent" and "`live`" in m.equivalence for m in drop)
@@ -67,13 +71,21 @@ def test_the_multirow_early_return_drop_is_argued_equivalent():
 
 
 def test_the_report_scores_each_template():
-    ms = [Mutant("S/tpl/a", "com.microsoft.Softmax@2", TEMPLATE, "branch", "a", status="killed", killed_by="c"),
-          Mutant("S/tpl/b", "com.microsoft.Softmax@2", TEMPLATE, "branch", "b", status="survived"),
-          Mutant("S/tpl/c", "com.microsoft.Softmax@2", TEMPLATE, "branch", "c", status="equivalent",
-                 equivalence="why"),
-          Mutant("S/manifest/d", "com.microsoft.Softmax@2", "manifest.json", "derive", "d", status="killed",
-                 killed_by="c")]
+    ms = [
+        Mutant("S/tpl/a", "com.microsoft.Softmax@2", TEMPLATE, "branch", "a", status="killed", killed_by="c"),
+        Mutant("S/tpl/b", "com.microsoft.Softmax@2", TEMPLATE, "branch", "b", status="survived"),
+        Mutant("S/tpl/c", "com.microsoft.Softmax@2", TEMPLATE, "branch", "c", status="equivalent", equivalence="why"),
+        Mutant(
+            "S/manifest/d", "com.microsoft.Softmax@2", "manifest.json", "derive", "d", status="killed", killed_by="c"
+        ),
+    ]
     result = summarize(ms, {}, 1.0, 1)
     assert result["templates"][f"com.microsoft.Softmax@2 {TEMPLATE}"] == {
-        "mutants": 3, "killed": 1, "survived": 1, "equivalent": 1, "alternative": 0, "kill_rate": 0.5}
+        "mutants": 3,
+        "killed": 1,
+        "survived": 1,
+        "equivalent": 1,
+        "alternative": 0,
+        "kill_rate": 0.5,
+    }
     assert f"| com.microsoft.Softmax@2 {TEMPLATE} | 3 | 1 | 1 | 1 | 0 | 50.0% |" in markdown(result)

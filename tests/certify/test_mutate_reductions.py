@@ -1,5 +1,6 @@
 """The mutation tool's reduction classes: lane- and invocation-dropping reductions and single-step missing
 barriers are made for both row ops, render to different shaders, and the races run under --stress."""
+
 from __future__ import annotations
 
 from collections import Counter

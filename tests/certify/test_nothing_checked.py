@@ -26,7 +26,7 @@ def test_an_unavailable_implementation_is_one_error_up_front_and_checks_nothing(
     assert proc.returncode != 0, proc.stdout[-2000:]
     out = proc.stdout
     assert out.count("the frobnicator library is not installed (pip install frobnicator)") == 2, out[-3000:]
-    assert "Traceback" not in out and "skipped" not in out, out[-3000:]   # no skip per case, no traceback
+    assert "Traceback" not in out and "skipped" not in out, out[-3000:]  # no skip per case, no traceback
     assert "result: nothing checked" in out
     data = _report(report)
     assert data["result"] == "nothing-checked" and not data["conforms"] and data["cases"] == []
@@ -79,10 +79,23 @@ def test_onnxruntime_web_without_its_npm_package_is_one_error_naming_npm_ci(tmp_
 
 def _certify(tmp_path, *args):
     report = tmp_path / "out" / "kernels.json"
-    cmd = [sys.executable, "-P", "-m", "conformance", "certify", "--device", "vulkan", "--specs", GELU,
-           "--report", str(report), *args]
+    cmd = [
+        sys.executable,
+        "-P",
+        "-m",
+        "conformance",
+        "certify",
+        "--device",
+        "vulkan",
+        "--specs",
+        GELU,
+        "--report",
+        str(report),
+        *args,
+    ]
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     import os
+
     env = {**os.environ, **env}
     return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env), report
 
@@ -104,6 +117,5 @@ def test_the_js_loader_without_its_npm_package_is_one_error_naming_npm_ci(tmp_pa
     monkeypatch.setenv("CONFORMANCE_JINJA_JS", str(tmp_path / "no-such-package"))
     proc = run_conformance("--impl=js-loader", "--webgpu=chromium", f"--specs={GELU}")
     assert proc.returncode != 0
-    assert "@huggingface/jinja is not installed" in proc.stdout and "run `npm ci`" in proc.stdout, \
-        proc.stdout[-3000:]
+    assert "@huggingface/jinja is not installed" in proc.stdout and "run `npm ci`" in proc.stdout, proc.stdout[-3000:]
     assert "skipped" not in proc.stdout and "result: nothing checked" in proc.stdout

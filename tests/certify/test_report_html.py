@@ -1,6 +1,7 @@
 """The HTML report (``--conformance-report`` writes ``.html`` beside the JSON; ``merge --html``): one
 self-contained page, opened in Debian's headless Chromium, with no console error and every failure of a planted
 broken package shown with its message, worst elements, plot and rerun command."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def _broken_gelu(tmp_path):
     text = template.read_text()
     anchor = "  if (i >= params.count) { return; }\n"
     assert anchor in text
-    template.write_text(text.replace(anchor, anchor + "{% if not vec4 %}  if (i + 1u == params.count) { return; }\n"
-                                                      "{% endif %}"))
+    template.write_text(
+        text.replace(anchor, anchor + "{% if not vec4 %}  if (i + 1u == params.count) { return; }\n{% endif %}")
+    )
     return specs
 
 
@@ -44,33 +46,54 @@ def test_a_failing_run_writes_a_page_with_every_failure_and_no_console_error(tmp
     assert failed and all(c["variant"] == "scalar" for c in failed), [c["id"] for c in failed]
     page = report.with_suffix(".html")
     messages, errors, text, svgs = _open(page, screenshot=os.environ.get("CONFORMANCE_HTML_SCREENSHOT"))
-    assert not errors and not messages, (errors, messages)        # no console output, no request anywhere
+    assert not errors and not messages, (errors, messages)  # no console output, no request anywhere
     assert f"{len(failed)} failing case(s)" in text and "does-not-conform" in text
     for case in failed:
-        assert case["id"] in text                                # each failure, with its details:
+        assert case["id"] in text  # each failure, with its details:
         assert case["rerun"] in text and "worst elements" in text  # rerun command, worst elements table
-        assert case["error_profile"]["profile"][-1] > 1            # the last element is the wrong one
-    assert svgs >= len(failed)                                   # a plot per value failure
-    assert "Mesa" in text or "llvmpipe" in text                  # the column's device
+        assert case["error_profile"]["profile"][-1] > 1  # the last element is the wrong one
+    assert svgs >= len(failed)  # a plot per value failure
+    assert "Mesa" in text or "llvmpipe" in text  # the column's device
 
 
 def test_the_grid_shows_each_state_in_its_colour():
-    cases = [{"id": "a", "package": "P", "variant": "v", "dtype": "float32", "status": "passed"},
-             {"id": "b", "package": "P", "variant": "v", "dtype": "float16", "status": "passed",
-              "replanned": "f16 call rejected: device lacks feature shader-f16"},
-             {"id": "c", "package": "P", "variant": "w", "dtype": "float32", "status": "failed",
-              "divergence": "accepts-rejected", "detail": "accepted"},
-             {"id": "d", "package": "Q", "variant": "v", "dtype": "float32", "status": "not-applicable"},
-             {"id": "e", "package": "Q", "variant": "w", "dtype": "float32", "status": "failed",
-              "detail": "<script>alert(1)</script>", "error_profile": {"role": "Y", "shape": [3],
-                                                                          "profile": [0.5, None, 40.0]}}]
+    cases = [
+        {"id": "a", "package": "P", "variant": "v", "dtype": "float32", "status": "passed"},
+        {
+            "id": "b",
+            "package": "P",
+            "variant": "v",
+            "dtype": "float16",
+            "status": "passed",
+            "replanned": "f16 call rejected: device lacks feature shader-f16",
+        },
+        {
+            "id": "c",
+            "package": "P",
+            "variant": "w",
+            "dtype": "float32",
+            "status": "failed",
+            "divergence": "accepts-rejected",
+            "detail": "accepted",
+        },
+        {"id": "d", "package": "Q", "variant": "v", "dtype": "float32", "status": "not-applicable"},
+        {
+            "id": "e",
+            "package": "Q",
+            "variant": "w",
+            "dtype": "float32",
+            "status": "failed",
+            "detail": "<script>alert(1)</script>",
+            "error_profile": {"role": "Y", "shape": [3], "profile": [0.5, None, 40.0]},
+        },
+    ]
     text = report_html.page([{"implementation": "x", "result": "does-not-conform", "cases": cases}])
     for state in ("conforms", "replanned", "divergence", "not-applicable", "failed"):
         colour = report_html.STATES[state][0] + (";color:#fff" if state in report_html.DARK else "")
         assert f'background:{colour}" title="{state}"' in text, state
-    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text   # quoted, never run
-    assert text.count("<rect") == 1 + 3 and "non-finite" in text       # the frame and a bar per run, one non-finite
-    assert '<a href="#c0-e"' in text and 'id="c0-e"' in text           # the failing cell links to its failure
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text  # quoted, never run
+    assert text.count("<rect") == 1 + 3 and "non-finite" in text  # the frame and a bar per run, one non-finite
+    assert '<a href="#c0-e"' in text and 'id="c0-e"' in text  # the failing cell links to its failure
 
 
 @pytest.mark.slow
@@ -82,8 +105,13 @@ def test_merge_writes_the_matrix_page(tmp_path):
         run_conformance(f"--specs={specs}", "-k", SELECT, f"--webgpu={webgpu}", f"--conformance-report={path}")
         reports.append(str(path))
     page = tmp_path / "matrix.html"
-    proc = subprocess.run([sys.executable, "-m", "conformance", "merge", *reports, "--html", str(page)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance", "merge", *reports, "--html", str(page)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     messages, errors, text, _ = _open(page)
     assert not errors and not messages, (errors, messages)
@@ -138,13 +166,14 @@ def test_the_page_shows_how_much_by_input_and_grouped(tmp_path):
     facts = _page_facts(report.with_suffix(".html"))
     worst = max(c["worst_ratio"] for c in failed)
     assert any(f"worst {worst:.3g} x allowed" in cell for cell in facts["cells"]), facts["cells"]
-    assert len(facts["blocks"]) == 1 and facts["blocks"][0].startswith(f"{len(failed)} case(s) failed: values"), \
-        facts["blocks"]
-    for case in failed:                                  # each case listed, with its rerun command
+    assert len(facts["blocks"]) == 1 and facts["blocks"][0].startswith(f"{len(failed)} case(s) failed: values"), facts[
+        "blocks"
+    ]
+    for case in failed:  # each case listed, with its rerun command
         assert case["id"] in facts["text"] and case["rerun"] in facts["text"]
     assert "each bar: the largest of its ~" in facts["text"] and "out of tolerance" in facts["text"]
     assert "against the input value, from" in facts["text"]
-    uppers = [float(t.split(", ")[1].split(")")[0]) for t in facts["inputBars"]]   # "input in [a, b), n element(s)"
-    assert uppers and max(uppers) <= -3.5, facts["inputBars"]        # red only where the input is below -4
+    uppers = [float(t.split(", ")[1].split(")")[0]) for t in facts["inputBars"]]  # "input in [a, b), n element(s)"
+    assert uppers and max(uppers) <= -3.5, facts["inputBars"]  # red only where the input is below -4
     top = max(failed, key=lambda c: c["worst_ratio"])["error_profile"]
     assert top["mismatches"] < top["checked"] and any(0 < share < 1 for share in top["failing"])

@@ -52,16 +52,28 @@ def weak_package(tmp_path):
 def run(dist, *args, timeout=600) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(dist)])}
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.slow
 def test_a_weak_packages_flags_and_its_no_compare_cases_are_in_the_report_and_merge(weak_package, tmp_path):
     kernels, dist = weak_package
     out = tmp_path / "out" / "r.json"
-    proc = run(dist, "-m", "pytest", "conformance/test_kernels.py", f"--specs={kernels}", "--device=vulkan", "-q",
-               "-p", "no:cacheprovider", *UNUSED_PLUGINS, "-k", "nonfinite", f"--conformance-report={out}")
+    proc = run(
+        dist,
+        "-m",
+        "pytest",
+        "conformance/test_kernels.py",
+        f"--specs={kernels}",
+        "--device=vulkan",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *UNUSED_PLUGINS,
+        "-k",
+        "nonfinite",
+        f"--conformance-report={out}",
+    )
     data = json.loads(out.read_text())
     kinds = {w["kind"]: w["message"] for w in data["weak"]}
     assert {"no-compare", "row-dispatch-elementwise"} <= set(kinds), data["weak"]
@@ -91,12 +103,21 @@ def test_a_weak_packages_flags_and_its_no_compare_cases_are_in_the_report_and_me
     assert any(line.strip().startswith(ran[0]["id"] + ": compared no element") for line in lines)
 
     merged = tmp_path / "m"
-    proc = run(dist, "-m", "conformance", "merge", str(out), str(out),
-               f"--out={merged}.md", f"--json={merged}.json", f"--html={merged}.html")
+    proc = run(
+        dist,
+        "-m",
+        "conformance",
+        "merge",
+        str(out),
+        str(out),
+        f"--out={merged}.md",
+        f"--json={merged}.json",
+        f"--html={merged}.html",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     grid = json.loads(merged.with_suffix(".json").read_text())
-    assert grid["weak"] == data["weak"]                             # each flag once, from both reports
-    assert len(grid["compared_nothing"]) == 2 * len(ran)            # each column's cases, named by column
+    assert grid["weak"] == data["weak"]  # each flag once, from both reports
+    assert len(grid["compared_nothing"]) == 2 * len(ran)  # each column's cases, named by column
     assert {c["column"] for c in grid["compared_nothing"]} == {"(1)", "(2)"}
     text = merged.with_suffix(".md").read_text()
     assert "## Weaker than it looks" in text and f"{OP}: no-compare: " in text
@@ -105,17 +126,34 @@ def test_a_weak_packages_flags_and_its_no_compare_cases_are_in_the_report_and_me
 
 
 def test_compared_nothing_names_passed_cases_with_outputs_only():
-    base = {"package": "p", "variant": "vec4", "dtype": "float32", "family": "f", "worst_ratio": None,
-            "expected_variant": "vec4", "evidence": None}
-    verdicts = [{**base, "id": "a", "status": "passed", "compared": 0, "detail": "compared no element: all 8 ..."},
-                {**base, "id": "b", "status": "passed", "compared": 0, "empty": True, "evidence": "shapes"},
-                {**base, "id": "c", "status": "failed", "compared": 0},
-                {**base, "id": "d", "status": "passed", "compared": 5, "evidence": "values"}]
+    base = {
+        "package": "p",
+        "variant": "vec4",
+        "dtype": "float32",
+        "family": "f",
+        "worst_ratio": None,
+        "expected_variant": "vec4",
+        "evidence": None,
+    }
+    verdicts = [
+        {**base, "id": "a", "status": "passed", "compared": 0, "detail": "compared no element: all 8 ..."},
+        {**base, "id": "b", "status": "passed", "compared": 0, "empty": True, "evidence": "shapes"},
+        {**base, "id": "c", "status": "failed", "compared": 0},
+        {**base, "id": "d", "status": "passed", "compared": 5, "evidence": "values"},
+    ]
     assert [c["id"] for c in evidence.compared_nothing(verdicts)] == ["a"]
-    data = report.build(verdicts, identity=[], device=None, implementation="x", skipped_reasons={},
-                        deselected_heavy=0, weak=[{"package": "p", "kind": "no-compare", "message": "m"}])
+    data = report.build(
+        verdicts,
+        identity=[],
+        device=None,
+        implementation="x",
+        skipped_reasons={},
+        deselected_heavy=0,
+        weak=[{"package": "p", "kind": "no-compare", "message": "m"}],
+    )
     assert data["compared_nothing"][0]["why"] == "compared no element: all 8 ..."
-    assert "- p: no-compare: m" in report.markdown(data) and "- a: compared no element: all 8 ..." in \
-        report.markdown(data)
+    assert "- p: no-compare: m" in report.markdown(data) and "- a: compared no element: all 8 ..." in report.markdown(
+        data
+    )
     grid = matrix.merge([(REPO / "a.json", data), (REPO / "b.json", data)])
     assert grid["weak"] == data["weak"] and [c["column"] for c in grid["compared_nothing"]] == ["(1)", "(2)"]

@@ -3,6 +3,7 @@
 Every expectation in this folder is worked out by hand from the two manifests
 under ``specs/``; the engine is only ever the thing under test.
 """
+
 from __future__ import annotations
 
 import copy

@@ -6,6 +6,7 @@ whole vectors and the rest as scalars, where bulk = (numel - 1) // s * s and
 s = max(8, minStorageBufferOffsetAlignment // dtypeBytes), so that the scalar binding starts at a multiple of
 the device's storage offset alignment.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,21 +28,25 @@ def fastgelu2():
 
 
 def _storage(pass_plan):
-    return {b.name: (b.byte_offset, b.byte_size, b.element_type) for b in pass_plan.bindings
-            if b.buffer_type != "uniform"}
+    return {
+        b.name: (b.byte_offset, b.byte_size, b.element_type) for b in pass_plan.bindings if b.buffer_type != "uniform"
+    }
 
 
-@pytest.mark.parametrize("profile, shape, dtype, variant, bulk", [
-    # 1000 f32 whose rows of 125 rule out vec4: s = 256 // 4 = 64 -> bulk 999 // 64 * 64 = 960
-    (BASELINE, (8, 125), F32, "split_f32_no_bias", 960),
-    # the same call planned for a device that aligns storage offsets to 32 bytes: s = 8 -> bulk 992
-    (ALIGN32, (8, 125), F32, "split_f32_no_bias", 992),
-    # 12297 f16: s = 128 -> bulk 12296 // 128 * 128 = 12288, nine elements left
-    (BASELINE, (3, 4099), F16, "split_f16_no_bias", 12288),
-    # a multiple of s still leaves a tail (bulk stops one alignment early): 256 f16 with rows of 3 is not
-    # possible, so 129 x 2 = 258 -> bulk 257 // 128 * 128 = 256, tail 2
-    (BASELINE, (129, 2), F16, "split_f16_no_bias", 256),
-])
+@pytest.mark.parametrize(
+    "profile, shape, dtype, variant, bulk",
+    [
+        # 1000 f32 whose rows of 125 rule out vec4: s = 256 // 4 = 64 -> bulk 999 // 64 * 64 = 960
+        (BASELINE, (8, 125), F32, "split_f32_no_bias", 960),
+        # the same call planned for a device that aligns storage offsets to 32 bytes: s = 8 -> bulk 992
+        (ALIGN32, (8, 125), F32, "split_f32_no_bias", 992),
+        # 12297 f16: s = 128 -> bulk 12296 // 128 * 128 = 12288, nine elements left
+        (BASELINE, (3, 4099), F16, "split_f16_no_bias", 12288),
+        # a multiple of s still leaves a tail (bulk stops one alignment early): 256 f16 with rows of 3 is not
+        # possible, so 129 x 2 = 258 -> bulk 257 // 128 * 128 = 256, tail 2
+        (BASELINE, (129, 2), F16, "split_f16_no_bias", 256),
+    ],
+)
 def test_split_plan(fastgelu2, profile, shape, dtype, variant, bulk):
     plan = fastgelu2.plan(profile=profile, X=(shape, dtype))
     numel = shape[0] * shape[1]
@@ -51,8 +56,12 @@ def test_split_plan(fastgelu2, profile, shape, dtype, variant, bulk):
     (main,) = plan.passes
     vector = "vec4<u32>" if dtype == F16 else "vec4<f32>"
     scalar = "f16" if dtype == F16 else "f32"
-    assert _storage(main) == {"x": (0, bulk * size, vector), "xTail": (bulk * size, (numel - bulk) * size, scalar),
-                              "y": (0, bulk * size, vector), "yTail": (bulk * size, (numel - bulk) * size, scalar)}
+    assert _storage(main) == {
+        "x": (0, bulk * size, vector),
+        "xTail": (bulk * size, (numel - bulk) * size, scalar),
+        "y": (0, bulk * size, vector),
+        "yTail": (bulk * size, (numel - bulk) * size, scalar),
+    }
     assert (bulk * size) % profile.limits["minStorageBufferOffsetAlignment"] == 0
     params = next(b for b in main.bindings if b.buffer_type == "uniform")
     assert dict((n, v) for n, _, v in params.fields) == {"count": bulk // width, "tail": numel - bulk}
@@ -62,8 +71,8 @@ def test_split_plan(fastgelu2, profile, shape, dtype, variant, bulk):
 
 def test_split_needs_more_than_one_alignment(fastgelu2):
     # 64 f32 or fewer leave no whole alignment before the tail: the strided tail variant takes them
-    assert fastgelu2.plan(profile=BASELINE, X=((5, 13), F32)).variant == "split_f32_no_bias"   # 65
-    assert fastgelu2.plan(profile=BASELINE, X=((4, 15), F32)).variant == "vec4_tail_no_bias"   # 60
+    assert fastgelu2.plan(profile=BASELINE, X=((5, 13), F32)).variant == "split_f32_no_bias"  # 65
+    assert fastgelu2.plan(profile=BASELINE, X=((4, 15), F32)).variant == "vec4_tail_no_bias"  # 60
 
 
 def test_split_bias_lanes_cross_rows(fastgelu2):
@@ -99,7 +108,7 @@ def test_misaligned_first_is_rejected(gelu2_raw):
 
 
 def test_range_past_the_tensor_is_rejected(gelu2_raw):
-    raw = _ranged(gelu2_raw, count=64)   # the tail holds 41 elements
+    raw = _ranged(gelu2_raw, count=64)  # the tail holds 41 elements
     with pytest.raises(ContractError) as info:
         kernel_from(raw).plan(profile=BASELINE, X=((1001,), F32))
     assert info.value.reason == "binding-range"
@@ -118,11 +127,14 @@ def test_ranged_tensor_must_fit_max_buffer_size(gelu2_raw):
     assert "4100 bytes" in str(info.value) and "maxBufferSize = 4096" in str(info.value)
 
 
-@pytest.mark.parametrize("fields, pointer, text", [
-    ({"first": "$nowhere"}, "/variants/1/passes/0/bindings", "$nowhere in binding 'xTail' is not a constant"),
-    ({"first": -1}, "/variants/1/passes/0/bindings/1/first", ""),
-    ({"count": "bulk"}, "/variants/1/passes/0/bindings/1/count", ""),
-])
+@pytest.mark.parametrize(
+    "fields, pointer, text",
+    [
+        ({"first": "$nowhere"}, "/variants/1/passes/0/bindings", "$nowhere in binding 'xTail' is not a constant"),
+        ({"first": -1}, "/variants/1/passes/0/bindings/1/first", ""),
+        ({"count": "bulk"}, "/variants/1/passes/0/bindings/1/count", ""),
+    ],
+)
 def test_malformed_ranges(gelu2_raw, fields, pointer, text):
     with pytest.raises(ManifestError) as info:
         Manifest(_ranged(gelu2_raw, **fields), file="x.json")

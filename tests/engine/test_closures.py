@@ -1,6 +1,7 @@
 """The closures that run manifest expressions (conformance.engine.closures) against Jinja2's own template path:
 the same value of the same type, or the same error with the same message, for every expression of the shipped
 manifests on the scopes of their golden calls, for hostile and odd expressions, and the same plans."""
+
 from __future__ import annotations
 
 import functools
@@ -70,12 +71,12 @@ def _scopes(package, count: int = 12) -> list:
 def test_every_manifest_expression_is_fast_and_the_same(package, monkeypatch):
     """Each distinct inlined expression of the manifest (every variant's predicates, constants, shapes, fields) and
     each of its operands (what a rejection's explanation evaluates)."""
-    monkeypatch.setattr(expressions, "MAX_SOURCE", 10**6)   # inlined texts may be longer than a manifest's own
+    monkeypatch.setattr(expressions, "MAX_SOURCE", 10**6)  # inlined texts may be longer than a manifest's own
     scopes = _scopes(package)
     assert scopes
     manifest = load_package(package.root).manifest
     planner = Planner(manifest)
-    for case in _calls(package.name):   # compiles what planning these calls reaches
+    for case in _calls(package.name):  # compiles what planning these calls reaches
         try:
             planner.plan(make_call(manifest, case.call_args(), case.profile, case.tunables))
         except ConformanceError:
@@ -89,19 +90,84 @@ def test_every_manifest_expression_is_fast_and_the_same(package, monkeypatch):
 
 
 ODD = [
-    "shapes.X", "shapes.Z", "nope", "nope.x", "nope.x.y", "shapes.X.count", "shapes.X[0]", "shapes.X[-1]",
-    "shapes.X[9]", "shapes.X[true]", "shapes[\"X\"]", "shapes[0]", "ranks.X + 1", "ranks.X + nope",
-    "nope + 1", "-nope", "not nope", "nope == 1", "1 in nope", "nope in [1]", "nope if true else 1",
-    "1 if nope else 2", "shapes.X + shapes.X", "shapes.X + [1]", "shapes.X * 2", "\"a\" ~ ranks.X ~ shapes.X",
-    "\"a\" ~ nope", "1 < 2 < 3", "3 > 2 > 5 > nope", "1 < 2 < nope", "1 == 1.0", "1 / 0", "1 // 0", "1 % 0",
-    "2 ** -1", "2.0 ** 0.5", "(-8) ** (1 / 3)", "numel(shapes.X) / 4", "ceilDiv(numel(shapes.X), 0)",
-    "min()", "max(1, \"a\")", "dim(shapes.X, 5)", "dtypeBytes(\"f64\")", "f16Ok(1)", "numel(1)", "numel",
-    "[1, 2] == [1, 2]", "(1, 2)[1]", "[1, 2][0]", "(1,)", "[]", "device.limits.maxBufferSize * 2",
-    "device.features", "\"shader-f16\" in device.features", "present.X and ranks.X > 0 or false",
-    "tunables.nope", "attributes", "dtypes.T == \"f32\"", "true and 0", "0 or \"\"", "none", "1 if false",
-    "shapes.X[1:]", "shapes.X | length", "shapes.X is defined", "self", "result", "loop", "__concat(1)",
-    "numel(shapes.X, key=1)", "numel(*shapes.X)", "2 ** 200", "10 ** 38 * 10 ** 38 * 10 ** 38 * 10 ** 38",
-    "1e308 * 10", "\"a\" * 5000", "-(1)", "+\"a\"", "not (1, 2)",
+    "shapes.X",
+    "shapes.Z",
+    "nope",
+    "nope.x",
+    "nope.x.y",
+    "shapes.X.count",
+    "shapes.X[0]",
+    "shapes.X[-1]",
+    "shapes.X[9]",
+    "shapes.X[true]",
+    'shapes["X"]',
+    "shapes[0]",
+    "ranks.X + 1",
+    "ranks.X + nope",
+    "nope + 1",
+    "-nope",
+    "not nope",
+    "nope == 1",
+    "1 in nope",
+    "nope in [1]",
+    "nope if true else 1",
+    "1 if nope else 2",
+    "shapes.X + shapes.X",
+    "shapes.X + [1]",
+    "shapes.X * 2",
+    '"a" ~ ranks.X ~ shapes.X',
+    '"a" ~ nope',
+    "1 < 2 < 3",
+    "3 > 2 > 5 > nope",
+    "1 < 2 < nope",
+    "1 == 1.0",
+    "1 / 0",
+    "1 // 0",
+    "1 % 0",
+    "2 ** -1",
+    "2.0 ** 0.5",
+    "(-8) ** (1 / 3)",
+    "numel(shapes.X) / 4",
+    "ceilDiv(numel(shapes.X), 0)",
+    "min()",
+    'max(1, "a")',
+    "dim(shapes.X, 5)",
+    'dtypeBytes("f64")',
+    "f16Ok(1)",
+    "numel(1)",
+    "numel",
+    "[1, 2] == [1, 2]",
+    "(1, 2)[1]",
+    "[1, 2][0]",
+    "(1,)",
+    "[]",
+    "device.limits.maxBufferSize * 2",
+    "device.features",
+    '"shader-f16" in device.features',
+    "present.X and ranks.X > 0 or false",
+    "tunables.nope",
+    "attributes",
+    'dtypes.T == "f32"',
+    "true and 0",
+    '0 or ""',
+    "none",
+    "1 if false",
+    "shapes.X[1:]",
+    "shapes.X | length",
+    "shapes.X is defined",
+    "self",
+    "result",
+    "loop",
+    "__concat(1)",
+    "numel(shapes.X, key=1)",
+    "numel(*shapes.X)",
+    "2 ** 200",
+    "10 ** 38 * 10 ** 38 * 10 ** 38 * 10 ** 38",
+    "1e308 * 10",
+    '"a" * 5000',
+    "-(1)",
+    '+"a"',
+    "not (1, 2)",
 ] + PAYLOADS
 
 
@@ -110,7 +176,7 @@ def test_odd_and_hostile_expressions_behave_alike(source, monkeypatch):
     try:
         tree = parse(source)
     except ExpressionError:
-        return   # refused by the parser, which both paths share
+        return  # refused by the parser, which both paths share
     scopes = [*_scopes(PACKAGES[0], 3), {}]
     _same(tree, scopes, monkeypatch)
 
@@ -120,13 +186,15 @@ def test_the_deepest_tree_taken_also_compiles_with_jinja(monkeypatch):
     kind whose generated code nests the most parentheses, Jinja2 still compiles it."""
     tree = parse("shapes")
     for _ in range(closures.MAX_DEPTH):
-        tree = nodes.Getitem(nodes.Call(nodes.Name("numel", "load"), [tree], [], None, None),
-                             nodes.Name("ranks", "load"), "load")
-    assert closures.closure(tree, expressions.SANDBOX, {}) is None   # two levels a round: past the limit
+        tree = nodes.Getitem(
+            nodes.Call(nodes.Name("numel", "load"), [tree], [], None, None), nodes.Name("ranks", "load"), "load"
+        )
+    assert closures.closure(tree, expressions.SANDBOX, {}) is None  # two levels a round: past the limit
     tree = parse("shapes")
     for _ in range(closures.MAX_DEPTH // 2):
-        tree = nodes.Getitem(nodes.Call(nodes.Name("numel", "load"), [tree], [], None, None),
-                             nodes.Name("ranks", "load"), "load")
+        tree = nodes.Getitem(
+            nodes.Call(nodes.Name("numel", "load"), [tree], [], None, None), nodes.Name("ranks", "load"), "load"
+        )
     assert closures.closure(tree, expressions.SANDBOX, {}) is not None
     assert not isinstance(_compiled(tree, False, monkeypatch), ExpressionError)
     _same(tree, [{}], monkeypatch)
@@ -156,16 +224,20 @@ def _counting_scope(kind):
     def numel(shape):
         seen.append(shape)
         return len(shape)
-    return kind({"shapes": expressions.Namespace("shapes", {"X": (2, 3)}),
-                 "numel": expressions.Builtin("numel", numel)}), seen
+
+    return kind(
+        {"shapes": expressions.Namespace("shapes", {"X": (2, 3)}), "numel": expressions.Builtin("numel", numel)}
+    ), seen
 
 
 def test_a_scope_computes_a_subtree_its_expressions_share_once():
-    plus, times = (Compiled(parse(s), source=s, pointer="/p", file="m.json")
-                   for s in ("numel(shapes.X) + 1", "numel(shapes.X) * 2"))
+    plus, times = (
+        Compiled(parse(s), source=s, pointer="/p", file="m.json")
+        for s in ("numel(shapes.X) + 1", "numel(shapes.X) * 2")
+    )
     scope, seen = _counting_scope(closures.Scope)
     assert (plus(scope), times(scope), plus(scope)) == (3, 4, 3) and len(seen) == 1
-    scope, seen = _counting_scope(dict)      # any other mapping: once per evaluation
+    scope, seen = _counting_scope(dict)  # any other mapping: once per evaluation
     assert (plus(scope), times(scope)) == (3, 4) and len(seen) == 2
 
 
@@ -180,13 +252,19 @@ def test_a_scope_keeps_values_not_errors():
             failing(scope)
         messages.append(str(info.value))
     assert messages[0] == messages[1] and "out of range" in messages[0]
-    assert len(seen) == 1      # the argument's value is kept; the failing call is made again
+    assert len(seen) == 1  # the argument's value is kept; the failing call is made again
 
 
 def test_a_scope_is_read_only():
     scope, _ = _counting_scope(closures.Scope)
-    for change in (lambda: scope.__setitem__("shapes", {}), lambda: scope.update(x=1), lambda: scope.pop("numel"),
-                   lambda: scope.setdefault("y", 1), scope.clear, lambda: scope.__delitem__("numel")):
+    for change in (
+        lambda: scope.__setitem__("shapes", {}),
+        lambda: scope.update(x=1),
+        lambda: scope.pop("numel"),
+        lambda: scope.setdefault("y", 1),
+        scope.clear,
+        lambda: scope.__delitem__("numel"),
+    ):
         with pytest.raises(TypeError):
             change()
     assert set(scope) == {"shapes", "numel"}

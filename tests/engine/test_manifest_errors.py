@@ -3,6 +3,7 @@
 Each row changes one thing in a copy of a seed manifest. Pointers index the manifest as written
 (``/variants/2`` is the third variant in the file, whatever its priority).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,13 @@ FILE = "x.json"
 
 def _set(path, value):
     """A mutation setting raw[path...] = value."""
+
     def mutate(raw):
         node = raw
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return mutate
 
 
@@ -32,6 +35,7 @@ def _delete(path):
         for key in path[:-1]:
             node = node[key]
         del node[path[-1]]
+
     return mutate
 
 
@@ -41,6 +45,7 @@ def _append(path, value):
         for key in path:
             node = node[key]
         node.append(value)
+
     return mutate
 
 
@@ -48,6 +53,7 @@ def _both(*mutations):
     def mutate(raw):
         for m in mutations:
             m(raw)
+
     return mutate
 
 
@@ -64,41 +70,95 @@ CASES = [
     ("missing-variant-id", FASTGELU, _delete(["variants", 0, "id"]), "/variants/0", ["'id' is a required property"]),
     ("missing-top-level", GELU, _delete(["variants"]), "", ["'variants' is a required property"]),
     # inline bindings: the pointer must reach the binding, not stop at the pass's "bindings" (see the report)
-    ("missing-binding-buffer", GELU, _delete(["variants", 1, "passes", 0, "bindings", 1, "buffer"]),
-     "/variants/1/passes/0/bindings/1", ["'buffer'"]),
-    ("wrong-type-priority", FASTGELU, _set(["variants", 0, "priority"], "high"), "/variants/0/priority",
-     ["'high' is not of type 'integer'"]),
+    (
+        "missing-binding-buffer",
+        GELU,
+        _delete(["variants", 1, "passes", 0, "bindings", 1, "buffer"]),
+        "/variants/1/passes/0/bindings/1",
+        ["'buffer'"],
+    ),
+    (
+        "wrong-type-priority",
+        FASTGELU,
+        _set(["variants", 0, "priority"], "high"),
+        "/variants/0/priority",
+        ["'high' is not of type 'integer'"],
+    ),
     ("wrong-type-rank", FASTGELU, _set(["inputs", 1, "rank"], "one"), "/inputs/1/rank", ["'one'"]),
     ("wrong-type-when", FASTGELU, _set(["variants", 0, "when"], "baseOk"), "/variants/0/when", ["array"]),
     ("when-entry-object", GELU, _set(["variants", 0, "when", 1], {"f16Ok": "T"}), "/variants/0/when/1", []),
     ("unknown-field-variant", FASTGELU, _set(["variants", 0, "colour"], "red"), "/variants/0", ["colour"]),
     ("unknown-field-top", GELU, _set(["extra"], 1), "", ["extra"]),
-    ("unknown-field-binding", FASTGELU, _set(["bindingSets", "vec4", 0, "offset"], 0), "/bindingSets/vec4/0",
-     ["offset"]),
-    ("unknown-buffer-type", GELU, _set(["variants", 0, "passes", 0, "bindings", 0, "buffer", "type"], "texture"),
-     "/variants/0/passes/0/bindings/0/buffer/type", ["texture"]),
-    ("dtype-not-in-enum", FASTGELU, _set(["typeConstraints", "T"], ["float32", "float128"]), "/typeConstraints/T/1",
-     ["float128"]),
+    (
+        "unknown-field-binding",
+        FASTGELU,
+        _set(["bindingSets", "vec4", 0, "offset"], 0),
+        "/bindingSets/vec4/0",
+        ["offset"],
+    ),
+    (
+        "unknown-buffer-type",
+        GELU,
+        _set(["variants", 0, "passes", 0, "bindings", 0, "buffer", "type"], "texture"),
+        "/variants/0/passes/0/bindings/0/buffer/type",
+        ["texture"],
+    ),
+    (
+        "dtype-not-in-enum",
+        FASTGELU,
+        _set(["typeConstraints", "T"], ["float32", "float128"]),
+        "/typeConstraints/T/1",
+        ["float128"],
+    ),
     # storage bindings need arg and elementType; uniform ones need a struct
-    ("uniform-without-struct", GELU, _delete(["variants", 0, "passes", 0, "bindings", 2, "struct"]),
-     "/variants/0/passes/0/bindings/2", ["struct"]),
+    (
+        "uniform-without-struct",
+        GELU,
+        _delete(["variants", 0, "passes", 0, "bindings", 2, "struct"]),
+        "/variants/0/passes/0/bindings/2",
+        ["struct"],
+    ),
     # --- names in expressions -------------------------------------------------------------------
     ("unknown-role", FASTGELU, _set(["derive", "vec4Ok"], "numel(shapes.Z) > 0"), "/derive/vec4Ok", ["shapes.Z"]),
-    ("unknown-limit", FASTGELU, _set(["derive", "storageBufferLimit"], "min(device.limits.maxFoo, 1)"),
-     "/derive/storageBufferLimit", ["maxFoo"]),
+    (
+        "unknown-limit",
+        FASTGELU,
+        _set(["derive", "storageBufferLimit"], "min(device.limits.maxFoo, 1)"),
+        "/derive/storageBufferLimit",
+        ["maxFoo"],
+    ),
     # Rows marked ROOT put the unknown name at the root of the expression ("foo", "tunables.NOPE"),
     # where the engine's name check does not look (see the report); the nested twins pass.
-    ("unknown-tunable-nested", GELU, _set(["variants", 0, "passes", 0, "dispatch", "workgroupSize"],
-                                          "min(tunables.NOPE, 256)"),
-     "/variants/0/passes/0/dispatch/workgroupSize", ["NOPE"]),
-    ("unknown-bare-name-nested", FASTGELU, _append(["variants", 1, "when"], "foo and true"), "/variants/1/when/3",
-     ["'foo'"]),
+    (
+        "unknown-tunable-nested",
+        GELU,
+        _set(["variants", 0, "passes", 0, "dispatch", "workgroupSize"], "min(tunables.NOPE, 256)"),
+        "/variants/0/passes/0/dispatch/workgroupSize",
+        ["NOPE"],
+    ),
+    (
+        "unknown-bare-name-nested",
+        FASTGELU,
+        _append(["variants", 1, "when"], "foo and true"),
+        "/variants/1/when/3",
+        ["'foo'"],
+    ),
     # ROOT
-    ("unknown-device-attr", FASTGELU, _set(["derive", "storageBufferLimit"], "device.memory"),
-     "/derive/storageBufferLimit", ["device.memory"]),
+    (
+        "unknown-device-attr",
+        FASTGELU,
+        _set(["derive", "storageBufferLimit"], "device.memory"),
+        "/derive/storageBufferLimit",
+        ["device.memory"],
+    ),
     # ROOT
-    ("unknown-tunable", GELU, _set(["variants", 0, "passes", 0, "dispatch", "workgroupSize"], "tunables.NOPE"),
-     "/variants/0/passes/0/dispatch/workgroupSize", ["NOPE"]),
+    (
+        "unknown-tunable",
+        GELU,
+        _set(["variants", 0, "passes", 0, "dispatch", "workgroupSize"], "tunables.NOPE"),
+        "/variants/0/passes/0/dispatch/workgroupSize",
+        ["NOPE"],
+    ),
     # ROOT
     ("unknown-bare-name", FASTGELU, _append(["variants", 1, "when"], "foo"), "/variants/1/when/3", ["'foo'"]),
     # ROOT
@@ -106,69 +166,167 @@ CASES = [
     ("unknown-function", GELU, _append(["variants", 1, "when"], "abs(-1) > 0"), "/variants/1/when/2", ["'abs'"]),
     # ROOT
     ("unknown-name-output-rank", GELU, _set(["outputs", 0, "rank"], "ranks.W"), "/outputs/0/rank", ["ranks.W"]),
-    ("unknown-name-struct-field", GELU,
-     _set(["variants", 1, "passes", 0, "bindings", 2, "struct", "fields", 0, "value"], "numel(shapes.W)"),
-     "/variants/1/passes/0/bindings/2/struct/fields/0/value", ["shapes.W"]),
+    (
+        "unknown-name-struct-field",
+        GELU,
+        _set(["variants", 1, "passes", 0, "bindings", 2, "struct", "fields", 0, "value"], "numel(shapes.W)"),
+        "/variants/1/passes/0/bindings/2/struct/fields/0/value",
+        ["shapes.W"],
+    ),
     # `hidden` is a constant of vec4_bias, not of vec4_tail_no_bias (variants/3)
-    ("other-variants-constant", FASTGELU, _append(["variants", 3, "when"], "hidden > 0"), "/variants/3/when/3",
-     ["'hidden'"]),
+    (
+        "other-variants-constant",
+        FASTGELU,
+        _append(["variants", 3, "when"], "hidden > 0"),
+        "/variants/3/when/3",
+        ["'hidden'"],
+    ),
     # --- bindings -------------------------------------------------------------------------------
-    ("missing-binding-set", FASTGELU, _set(["variants", 0, "passes", 0, "bindings"], "vec4Biass"),
-     "/variants/0/passes/0/bindings", ["vec4Biass"]),
+    (
+        "missing-binding-set",
+        FASTGELU,
+        _set(["variants", 0, "passes", 0, "bindings"], "vec4Biass"),
+        "/variants/0/passes/0/bindings",
+        ["vec4Biass"],
+    ),
     # inline binding: the scalar variant has no vectorScalar constant
-    ("dollar-not-constant-inline", GELU,
-     _set(["variants", 1, "passes", 0, "bindings", 0, "elementType"], "$vectorScalar"),
-     "/variants/1/passes/0/bindings/0", ["$vectorScalar", "'x'", "'scalar'"]),
-    ("dollar-length-not-constant", GELU, _set(["variants", 0, "passes", 0, "bindings", 0, "length"], "$nope"),
-     "/variants/0/passes/0/bindings/0", ["$nope"]),
+    (
+        "dollar-not-constant-inline",
+        GELU,
+        _set(["variants", 1, "passes", 0, "bindings", 0, "elementType"], "$vectorScalar"),
+        "/variants/1/passes/0/bindings/0",
+        ["$vectorScalar", "'x'", "'scalar'"],
+    ),
+    (
+        "dollar-length-not-constant",
+        GELU,
+        _set(["variants", 0, "passes", 0, "bindings", 0, "length"], "$nope"),
+        "/variants/0/passes/0/bindings/0",
+        ["$nope"],
+    ),
     # binding set: vec4_no_bias (variants/1) has no `hidden`, which vec4Bias's bias length needs
-    ("dollar-not-constant-set", FASTGELU, _set(["variants", 1, "passes", 0, "bindings"], "vec4Bias"),
-     "/variants/1/passes/0/bindings", ["$hidden", "'bias'", "vec4_no_bias"]),
-    ("arg-not-in-args-inline", GELU, _set(["variants", 0, "passes", 0, "bindings", 0, "arg"], "W"),
-     "/variants/0/passes/0/bindings/0/arg", ["'W'"]),
-    ("arg-not-in-args-set", FASTGELU, _set(["bindingSets", "vec4", 0, "arg"], "W"), "/bindingSets/vec4/0/arg",
-     ["'W'"]),
+    (
+        "dollar-not-constant-set",
+        FASTGELU,
+        _set(["variants", 1, "passes", 0, "bindings"], "vec4Bias"),
+        "/variants/1/passes/0/bindings",
+        ["$hidden", "'bias'", "vec4_no_bias"],
+    ),
+    (
+        "arg-not-in-args-inline",
+        GELU,
+        _set(["variants", 0, "passes", 0, "bindings", 0, "arg"], "W"),
+        "/variants/0/passes/0/bindings/0/arg",
+        ["'W'"],
+    ),
+    ("arg-not-in-args-set", FASTGELU, _set(["bindingSets", "vec4", 0, "arg"], "W"), "/bindingSets/vec4/0/arg", ["'W'"]),
     ("args-without-tensor", GELU, _set(["args", "W"], {"kind": "tensor", "role": "input"}), "/args/W", ["'W'"]),
     # --- rules ----------------------------------------------------------------------------------
     # a cycle may be reported from any of its rules; the message walks it once round
-    ("derive-cycle", FASTGELU, _both(_set(["derive", "a"], "b + 1"), _set(["derive", "b"], "a + 1")),
-     ("/derive/a", "/derive/b"), ["cycle", ("a -> b -> a", "b -> a -> b")]),
+    (
+        "derive-cycle",
+        FASTGELU,
+        _both(_set(["derive", "a"], "b + 1"), _set(["derive", "b"], "a + 1")),
+        ("/derive/a", "/derive/b"),
+        ["cycle", ("a -> b -> a", "b -> a -> b")],
+    ),
     ("derive-self-cycle", FASTGELU, _set(["derive", "x"], "x + 1"), "/derive/x", ["x -> x"]),
     # deviceWorkgroupCap -> workgroupSize -> deviceWorkgroupCap, through the seed's own rules
-    ("derive-cycle-seed-rules", FASTGELU, _set(["derive", "deviceWorkgroupCap"], "min(workgroupSize, 256)"),
-     ("/derive/deviceWorkgroupCap", "/derive/workgroupSize"),
-     [("deviceWorkgroupCap -> workgroupSize -> deviceWorkgroupCap",
-       "workgroupSize -> deviceWorkgroupCap -> workgroupSize")]),
+    (
+        "derive-cycle-seed-rules",
+        FASTGELU,
+        _set(["derive", "deviceWorkgroupCap"], "min(workgroupSize, 256)"),
+        ("/derive/deviceWorkgroupCap", "/derive/workgroupSize"),
+        [
+            (
+                "deviceWorkgroupCap -> workgroupSize -> deviceWorkgroupCap",
+                "workgroupSize -> deviceWorkgroupCap -> workgroupSize",
+            )
+        ],
+    ),
     ("reserved-derive-name", FASTGELU, _set(["derive", "shapes"], "1"), "/derive/shapes", ["reserved"]),
-    ("constant-named-like-derive", FASTGELU, _set(["constants", "baseOk"], "true"), "/constants/baseOk",
-     ["baseOk"]),
-    ("variant-constant-shadows-derive", FASTGELU, _set(["variants", 0, "constants", "biasOk"], True),
-     "/variants/0/constants/biasOk", ["biasOk"]),
+    ("constant-named-like-derive", FASTGELU, _set(["constants", "baseOk"], "true"), "/constants/baseOk", ["baseOk"]),
+    (
+        "variant-constant-shadows-derive",
+        FASTGELU,
+        _set(["variants", 0, "constants", "biasOk"], True),
+        "/variants/0/constants/biasOk",
+        ["biasOk"],
+    ),
     # --- variants -------------------------------------------------------------------------------
-    ("duplicate-variant-id", FASTGELU, _set(["variants", 1, "id"], "vec4_bias"), "/variants/1/id",
-     ["'vec4_bias'"]),
-    ("duplicate-priority", FASTGELU, _set(["variants", 1, "priority"], 30), "/variants/1/priority",
-     ["30", "vec4_bias"]),
-    ("duplicate-pass-id", GELU, lambda raw: raw["variants"][0]["passes"].append(dict(raw["variants"][0]["passes"][0])),
-     "/variants/0/passes/1/id", ["'main'"]),
-    ("typevar-not-in-constraints", FASTGELU, _set(["inputs", 0, "dtype"], "U"), "/inputs/0/dtype",
-     ["'U'", "typeConstraints"]),
-    ("output-typevar-not-in-constraints", GELU, _set(["outputs", 0, "dtype"], "U"), "/outputs/0/dtype",
-     ["'U'", "typeConstraints"]),
+    ("duplicate-variant-id", FASTGELU, _set(["variants", 1, "id"], "vec4_bias"), "/variants/1/id", ["'vec4_bias'"]),
+    (
+        "duplicate-priority",
+        FASTGELU,
+        _set(["variants", 1, "priority"], 30),
+        "/variants/1/priority",
+        ["30", "vec4_bias"],
+    ),
+    (
+        "duplicate-pass-id",
+        GELU,
+        lambda raw: raw["variants"][0]["passes"].append(dict(raw["variants"][0]["passes"][0])),
+        "/variants/0/passes/1/id",
+        ["'main'"],
+    ),
+    (
+        "typevar-not-in-constraints",
+        FASTGELU,
+        _set(["inputs", 0, "dtype"], "U"),
+        "/inputs/0/dtype",
+        ["'U'", "typeConstraints"],
+    ),
+    (
+        "output-typevar-not-in-constraints",
+        GELU,
+        _set(["outputs", 0, "dtype"], "U"),
+        "/outputs/0/dtype",
+        ["'U'", "typeConstraints"],
+    ),
     ("duplicate-role", FASTGELU, _set(["inputs", 1, "role"], "X"), "/inputs/1/role", ["'X'"]),
     # --- syntax ---------------------------------------------------------------------------------
-    ("syntax-error-when", FASTGELU, _set(["variants", 2, "when", 1], "biasOk and"), "/variants/2/when/1",
-     ["syntax error"]),
-    ("syntax-trailing-tokens", GELU, _set(["variants", 0, "passes", 0, "dispatch", "threads"], "numel(shapes.X) 4"),
-     "/variants/0/passes/0/dispatch/threads", ["unexpected"]),
-    ("syntax-error-derive", FASTGELU, _set(["derive", "noBiasOk"], "not (present.bias"), "/derive/noBiasOk",
-     ["syntax error"]),
-    ("syntax-error-output-shape", GELU, _set(["outputs", 0, "shape"], "shapes.X +"), "/outputs/0/shape",
-     ["syntax error"]),
-    ("packing-unknown", GELU, _set(["variants", 0, "passes", 0, "bindings", 0, "packing"], "4x8unorm"),
-     "/variants/0/passes/0/bindings/0/packing", ["2x16float"]),
-    ("packing-on-uniform", GELU, _set(["variants", 0, "passes", 0, "bindings", 2, "packing"], "2x16float"),
-     "/variants/0/passes/0/bindings/2/packing", ["packing applies to storage bindings"]),
+    (
+        "syntax-error-when",
+        FASTGELU,
+        _set(["variants", 2, "when", 1], "biasOk and"),
+        "/variants/2/when/1",
+        ["syntax error"],
+    ),
+    (
+        "syntax-trailing-tokens",
+        GELU,
+        _set(["variants", 0, "passes", 0, "dispatch", "threads"], "numel(shapes.X) 4"),
+        "/variants/0/passes/0/dispatch/threads",
+        ["unexpected"],
+    ),
+    (
+        "syntax-error-derive",
+        FASTGELU,
+        _set(["derive", "noBiasOk"], "not (present.bias"),
+        "/derive/noBiasOk",
+        ["syntax error"],
+    ),
+    (
+        "syntax-error-output-shape",
+        GELU,
+        _set(["outputs", 0, "shape"], "shapes.X +"),
+        "/outputs/0/shape",
+        ["syntax error"],
+    ),
+    (
+        "packing-unknown",
+        GELU,
+        _set(["variants", 0, "passes", 0, "bindings", 0, "packing"], "4x8unorm"),
+        "/variants/0/passes/0/bindings/0/packing",
+        ["2x16float"],
+    ),
+    (
+        "packing-on-uniform",
+        GELU,
+        _set(["variants", 0, "passes", 0, "bindings", 2, "packing"], "2x16float"),
+        "/variants/0/passes/0/bindings/2/packing",
+        ["packing applies to storage bindings"],
+    ),
 ]
 
 
@@ -219,8 +377,17 @@ def test_derive_rules_in_any_order(fastgelu_raw, order):
     if order == "reversed":
         names = list(reversed(derive))
     else:  # baseOk (which uses everything) first, the rules it builds on last
-        names = ["baseOk", "dispatchFits", "buffersFit", "workgroupSize", "storageBufferLimit",
-                 "deviceWorkgroupCap", "biasOk", "noBiasOk", "vec4Ok"]
+        names = [
+            "baseOk",
+            "dispatchFits",
+            "buffersFit",
+            "workgroupSize",
+            "storageBufferLimit",
+            "deviceWorkgroupCap",
+            "biasOk",
+            "noBiasOk",
+            "vec4Ok",
+        ]
         assert sorted(names) == sorted(derive)
     fastgelu_raw["derive"] = {n: derive[n] for n in names}
     k = kernel_from(fastgelu_raw)
@@ -231,6 +398,7 @@ def test_derive_rules_in_any_order(fastgelu_raw, order):
 
 
 # -- files ----------------------------------------------------------------------------------------
+
 
 def test_malformed_json_line_and_column(tmp_path):
     path = tmp_path / "manifest.json"

@@ -1,4 +1,5 @@
 """The public API other issues build on: error classes, NoVariantError's listing, profiles."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,8 +27,15 @@ def test_error_hierarchy():
 
 
 def test_exports():
-    for name in ("load_kernel", "ContractError", "NoVariantError", "ManifestError", "ExpressionError", "BASELINE",
-                 "DeviceProfile"):
+    for name in (
+        "load_kernel",
+        "ContractError",
+        "NoVariantError",
+        "ManifestError",
+        "ExpressionError",
+        "BASELINE",
+        "DeviceProfile",
+    ):
         assert hasattr(conformance, name)
 
 
@@ -63,8 +71,8 @@ def test_explicit_profile_is_used(fastgelu):
     assert "shader-f16" in tiny.features
     p = fastgelu.plan(profile=tiny, X=((8,), "float32"))
     assert p.profile == "tiny"
-    assert p.passes[0].dispatch.workgroup_size == 32     # min(256, 256, 32)
-    p = fastgelu.plan(BASELINE, X=((8,), "float32"))     # positional
+    assert p.passes[0].dispatch.workgroup_size == 32  # min(256, 256, 32)
+    p = fastgelu.plan(BASELINE, X=((8,), "float32"))  # positional
     assert p.profile == "baseline" and p.passes[0].dispatch.workgroup_size == 256
 
 
@@ -76,7 +84,7 @@ def test_hand_written_profile():
     assert p.variant == "scalar"
     assert p.passes[0].dispatch.counts == (3, 3, 1)
     with pytest.raises(NoVariantError):
-        k.plan(profile=profile, X=((8,), "float16"))        # no shader-f16 in a profile that does not list it
+        k.plan(profile=profile, X=((8,), "float16"))  # no shader-f16 in a profile that does not list it
 
 
 def test_restricted_drops_features():

@@ -8,6 +8,7 @@ Numbers worked out by hand from the manifests:
   Gelu:     workgroupSize = WORKGROUP_SIZE, unclamped; threads = numel/4 (vec4) or numel.
   workgroups = ceil(threads / workgroupSize), spread over (x, y, z) with each <= maxComputeWorkgroupsPerDimension.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,9 +44,9 @@ def _args(x, bias, dtype):
 DISPATCH = [
     # (op, X, bias, profile, tunables, variant, threads, workgroup size, (x, y, z) workgroups)
     (FASTGELU, (2, 8), (8,), BASELINE, None, "vec4_bias", 4, 256, (1, 1, 1)),
-    (FASTGELU, (4, 3), (3,), BASELINE, None, "vec4_tail_bias", 3, 256, (1, 1, 1)),   # ceilDiv(12, 4)
-    (FASTGELU, (5,), None, BASELINE, None, "vec4_tail_no_bias", 2, 256, (1, 1, 1)),   # ceilDiv(5, 4)
-    (FASTGELU, (0, 4), None, BASELINE, None, "scalar_no_bias", 0, 256, (0, 0, 0)),   # nothing to run
+    (FASTGELU, (4, 3), (3,), BASELINE, None, "vec4_tail_bias", 3, 256, (1, 1, 1)),  # ceilDiv(12, 4)
+    (FASTGELU, (5,), None, BASELINE, None, "vec4_tail_no_bias", 2, 256, (1, 1, 1)),  # ceilDiv(5, 4)
+    (FASTGELU, (0, 4), None, BASELINE, None, "scalar_no_bias", 0, 256, (0, 0, 0)),  # nothing to run
     (FASTGELU, (0, 4), (4,), BASELINE, None, "scalar_bias", 0, 256, (0, 0, 0)),
     (FASTGELU, (1024, 1024), None, BASELINE, None, "vec4_no_bias", 262144, 256, (1024, 1, 1)),
     (FASTGELU, (4097,), None, BASELINE, None, "vec4_tail_no_bias", 1025, 256, (5, 1, 1)),
@@ -88,11 +89,14 @@ def test_dispatch(request, op, x, bias, profile, tunables, variant, threads, wg,
     assert (d.threads, d.workgroup_size, tuple(d.counts)) == (threads, wg, counts)
 
 
-@pytest.mark.parametrize("profile, tunables, limit", [
-    (NARROW, None, "maxComputeWorkgroupSizeX"),                   # Gelu's 256 is not clamped
-    (FEW_INVOCATIONS, None, "maxComputeInvocationsPerWorkgroup"),
-    (BASELINE, {"WORKGROUP_SIZE": 512}, "maxComputeWorkgroupSizeX"),  # 512 > 256 default
-])
+@pytest.mark.parametrize(
+    "profile, tunables, limit",
+    [
+        (NARROW, None, "maxComputeWorkgroupSizeX"),  # Gelu's 256 is not clamped
+        (FEW_INVOCATIONS, None, "maxComputeInvocationsPerWorkgroup"),
+        (BASELINE, {"WORKGROUP_SIZE": 512}, "maxComputeWorkgroupSizeX"),  # 512 > 256 default
+    ],
+)
 def test_gelu_workgroup_size_over_device_limit(gelu, profile, tunables, limit):
     with pytest.raises(ContractError) as info:
         gelu.plan(profile=profile, tunables=tunables, X=((64,), F32))
@@ -119,6 +123,7 @@ def test_fastgelu_dispatch_fits_rejects(fastgelu):
 
 # -- buffer sizes -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("profile", [SMALL_BINDING, SMALL_BUFFER])
 def test_fastgelu_buffers_fit(fastgelu, profile):
     # storageBufferLimit = 1024 bytes: 256 f32 or 512 f16 elements fit exactly (<=), 512 f32 do not
@@ -132,8 +137,9 @@ def test_fastgelu_buffers_fit(fastgelu, profile):
     assert "= 2048" in message and "storageBufferLimit = 1024" in message
 
 
-@pytest.mark.parametrize("profile, limit", [(SMALL_BINDING, "maxStorageBufferBindingSize"),
-                                            (SMALL_BUFFER, "maxBufferSize")])
+@pytest.mark.parametrize(
+    "profile, limit", [(SMALL_BINDING, "maxStorageBufferBindingSize"), (SMALL_BUFFER, "maxBufferSize")]
+)
 def test_gelu_buffers_checked_by_planner(gelu, profile, limit):
     # Gelu's manifest has no size predicate: vec4 is selected, then the planner refuses x (2048 bytes)
     assert gelu.plan(profile=profile, X=((256,), F32)).variant == "vec4"
@@ -148,16 +154,16 @@ def test_gelu_buffers_checked_by_planner(gelu, profile, limit):
 
 UNIFORMS = [
     # (op, X, bias, count, little-endian u32 bytes)
-    (FASTGELU, (2, 8), (8,), 4, b"\x04\x00\x00\x00"),       # vec4: numel / 4
-    (FASTGELU, (4, 3), (3,), 12, b"\x0c\x00\x00\x00"),      # tail: numel
+    (FASTGELU, (2, 8), (8,), 4, b"\x04\x00\x00\x00"),  # vec4: numel / 4
+    (FASTGELU, (4, 3), (3,), 12, b"\x0c\x00\x00\x00"),  # tail: numel
     (FASTGELU, (5,), None, 5, b"\x05\x00\x00\x00"),
     (FASTGELU, (0, 4), None, 0, b"\x00\x00\x00\x00"),
     (FASTGELU, (1000,), None, 250, b"\xfa\x00\x00\x00"),
     (GELU, (8,), None, 2, b"\x02\x00\x00\x00"),
     (GELU, (6,), None, 6, b"\x06\x00\x00\x00"),
     (GELU, (), None, 1, b"\x01\x00\x00\x00"),
-    (GELU, (70000,), None, 17500, b"\x5c\x44\x00\x00"),      # 17500 = 0x445c
-    (GELU, (70001,), None, 70001, b"\x71\x11\x01\x00"),     # 70001 = 0x11171
+    (GELU, (70000,), None, 17500, b"\x5c\x44\x00\x00"),  # 17500 = 0x445c
+    (GELU, (70001,), None, 70001, b"\x71\x11\x01\x00"),  # 70001 = 0x11171
 ]
 
 
@@ -174,40 +180,76 @@ def test_uniform_bytes(request, op, x, bias, count, data):
 # -- bindings -----------------------------------------------------------------------------------
 
 DECLARATIONS = [
-    (FASTGELU, (2, 8), (8,), F32, [
-        "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;",
-        "@group(0) @binding(1) var<storage, read> bias: array<f32, 8>;",   # length: $hidden = last dim
-        "@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;",
-        "@group(0) @binding(3) var<uniform> params: Params;",
-    ]),
-    (FASTGELU, (3, 4), (4,), F16, [
-        "@group(0) @binding(0) var<storage, read> x: array<vec4<f16>>;",
-        "@group(0) @binding(1) var<storage, read> bias: array<f16, 4>;",
-        "@group(0) @binding(2) var<storage, read_write> y: array<vec4<f16>>;",
-        "@group(0) @binding(3) var<uniform> params: Params;",
-    ]),
+    (
+        FASTGELU,
+        (2, 8),
+        (8,),
+        F32,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;",
+            "@group(0) @binding(1) var<storage, read> bias: array<f32, 8>;",  # length: $hidden = last dim
+            "@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;",
+            "@group(0) @binding(3) var<uniform> params: Params;",
+        ],
+    ),
+    (
+        FASTGELU,
+        (3, 4),
+        (4,),
+        F16,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<vec4<f16>>;",
+            "@group(0) @binding(1) var<storage, read> bias: array<f16, 4>;",
+            "@group(0) @binding(2) var<storage, read_write> y: array<vec4<f16>>;",
+            "@group(0) @binding(3) var<uniform> params: Params;",
+        ],
+    ),
     # the scalarBias set has no length on bias
-    (FASTGELU, (4, 3), (3,), F16, [
-        "@group(0) @binding(0) var<storage, read> x: array<f16>;",
-        "@group(0) @binding(1) var<storage, read> bias: array<f16>;",
-        "@group(0) @binding(2) var<storage, read_write> y: array<f16>;",
-        "@group(0) @binding(3) var<uniform> params: Params;",
-    ]),
-    (FASTGELU, (8,), None, F32, [
-        "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;",
-        "@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;",
-        "@group(0) @binding(2) var<uniform> params: Params;",
-    ]),
-    (GELU, (6,), None, F32, [
-        "@group(0) @binding(0) var<storage, read> x: array<f32>;",
-        "@group(0) @binding(1) var<storage, read_write> y: array<f32>;",
-        "@group(0) @binding(2) var<uniform> params: Params;",
-    ]),
-    (GELU, (4, 4), None, F16, [
-        "@group(0) @binding(0) var<storage, read> x: array<vec4<f16>>;",
-        "@group(0) @binding(1) var<storage, read_write> y: array<vec4<f16>>;",
-        "@group(0) @binding(2) var<uniform> params: Params;",
-    ]),
+    (
+        FASTGELU,
+        (4, 3),
+        (3,),
+        F16,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<f16>;",
+            "@group(0) @binding(1) var<storage, read> bias: array<f16>;",
+            "@group(0) @binding(2) var<storage, read_write> y: array<f16>;",
+            "@group(0) @binding(3) var<uniform> params: Params;",
+        ],
+    ),
+    (
+        FASTGELU,
+        (8,),
+        None,
+        F32,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;",
+            "@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;",
+            "@group(0) @binding(2) var<uniform> params: Params;",
+        ],
+    ),
+    (
+        GELU,
+        (6,),
+        None,
+        F32,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<f32>;",
+            "@group(0) @binding(1) var<storage, read_write> y: array<f32>;",
+            "@group(0) @binding(2) var<uniform> params: Params;",
+        ],
+    ),
+    (
+        GELU,
+        (4, 4),
+        None,
+        F16,
+        [
+            "@group(0) @binding(0) var<storage, read> x: array<vec4<f16>>;",
+            "@group(0) @binding(1) var<storage, read_write> y: array<vec4<f16>>;",
+            "@group(0) @binding(2) var<uniform> params: Params;",
+        ],
+    ),
 ]
 
 
@@ -266,6 +308,7 @@ def test_output_shape_and_dtype(request, op, x, bias, dtype):
 
 # -- dispatch invariants over many sizes ----------------------------------------------------------
 
+
 @settings(max_examples=150, deadline=None)
 @given(n=st.integers(0, 200_000), per_dim=st.integers(1, 70), wg_size=st.sampled_from([1, 32, 64, 100, 256]))
 def test_gelu_dispatch_covers_threads(gelu, n, per_dim, wg_size):
@@ -274,7 +317,7 @@ def test_gelu_dispatch_covers_threads(gelu, n, per_dim, wg_size):
         plan = gelu.plan(profile=profile, tunables={"WORKGROUP_SIZE": wg_size}, X=((n,), F32))
     except ContractError as exc:
         groups = math.ceil((n // 4 if n and n % 4 == 0 else n) / wg_size)
-        assert exc.reason == "device-limit" and groups > per_dim ** 3
+        assert exc.reason == "device-limit" and groups > per_dim**3
         return
     d = plan.passes[0].dispatch
     threads = n // 4 if plan.variant == "vec4" else n
@@ -285,7 +328,7 @@ def test_gelu_dispatch_covers_threads(gelu, n, per_dim, wg_size):
         assert (x, y, z) == (0, 0, 0)
         return
     assert 1 <= min(x, y, z) and max(x, y, z) <= per_dim
-    assert x * y * z >= groups                    # every thread has a workgroup
-    assert (x * y * z - groups) < y * z           # and no whole x-row of workgroups is idle
+    assert x * y * z >= groups  # every thread has a workgroup
+    assert (x * y * z - groups) < y * z  # and no whole x-row of workgroups is idle
     if groups <= per_dim:
-        assert (y, z) == (1, 1)                   # split only when needed
+        assert (y, z) == (1, 1)  # split only when needed

@@ -9,6 +9,7 @@ vec4_tail_no_bias 15, scalar_bias 10, scalar_no_bias 0, where
 Gelu: vec4 20 (f16Ok, numel > 0, numel % 4 == 0 -- the last dim is NOT checked),
 scalar 0 (f16Ok only; rank 0 is fine).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,14 @@ from tests.engine.conftest import FASTGELU, GELU, NO_F16
 
 F32, F16 = "float32", "float16"
 
-FASTGELU_VARIANTS = ["vec4_bias", "vec4_no_bias", "vec4_tail_bias", "vec4_tail_no_bias", "scalar_bias",
-                     "scalar_no_bias"]
+FASTGELU_VARIANTS = [
+    "vec4_bias",
+    "vec4_no_bias",
+    "vec4_tail_bias",
+    "vec4_tail_no_bias",
+    "scalar_bias",
+    "scalar_no_bias",
+]
 GELU_VARIANTS = ["vec4", "scalar"]
 
 
@@ -68,9 +75,14 @@ SELECTION = [
 ]
 
 
-@pytest.mark.parametrize("op, x, bias, dtype, profile, expected", SELECTION,
-                         ids=[f"{op.split('.')[-1]}-{list(x)}-{list(b) if b else 'nobias'}-{dt}-{p.name}-{e}"
-                              for op, x, b, dt, p, e in SELECTION])
+@pytest.mark.parametrize(
+    "op, x, bias, dtype, profile, expected",
+    SELECTION,
+    ids=[
+        f"{op.split('.')[-1]}-{list(x)}-{list(b) if b else 'nobias'}-{dt}-{p.name}-{e}"
+        for op, x, b, dt, p, e in SELECTION
+    ],
+)
 def test_selected_variant(request, op, x, bias, dtype, profile, expected):
     k = _kernel(request, op)
     args = {"X": (x, dtype)}
@@ -93,26 +105,41 @@ def test_numpy_arrays_are_calls(fastgelu, gelu):
 
 NO_VARIANT = [
     # (op, args, profile, substrings the message must contain)
-    (FASTGELU, {"X": ((4, 8), F16)}, NO_F16,
-     ["baseOk is false", "f16Ok(dtypes.T) = false", 'dtypes.T = "f16"']),
+    (FASTGELU, {"X": ((4, 8), F16)}, NO_F16, ["baseOk is false", "f16Ok(dtypes.T) = false", 'dtypes.T = "f16"']),
     (FASTGELU, {"X": ((4, 8), F16), "bias": ((8,), F16)}, NO_F16, ["baseOk is false", "f16Ok(dtypes.T) = false"]),
     (GELU, {"X": ((8,), F16)}, NO_F16, ["vec4: f16Ok(dtypes.T) is false", "scalar: f16Ok(dtypes.T) is false"]),
     # bias of rank 2: the manifest's biasOk checks ranks.bias == 1
-    (FASTGELU, {"X": ((4, 8), F32), "bias": ((1, 8), F32)}, BASELINE,
-     ["vec4_bias: biasOk is false: ranks.bias = 2", "scalar_bias: biasOk is false: ranks.bias = 2",
-      "scalar_no_bias: noBiasOk is false: present.bias = true"]),
+    (
+        FASTGELU,
+        {"X": ((4, 8), F32), "bias": ((1, 8), F32)},
+        BASELINE,
+        [
+            "vec4_bias: biasOk is false: ranks.bias = 2",
+            "scalar_bias: biasOk is false: ranks.bias = 2",
+            "scalar_no_bias: noBiasOk is false: present.bias = true",
+        ],
+    ),
     # bias of the wrong length
-    (FASTGELU, {"X": ((4, 3), F32), "bias": ((5,), F32)}, BASELINE,
-     ["vec4_bias: biasOk is false: dim(shapes.bias, 0) = 5, dim(shapes.X, ranks.X - 1) = 3",
-      "vec4_tail_bias: biasOk is false: dim(shapes.bias, 0) = 5, dim(shapes.X, ranks.X - 1) = 3"]),
-    (FASTGELU, {"X": ((2, 8), F16), "bias": ((2,), F16)}, BASELINE,
-     ["biasOk is false: dim(shapes.bias, 0) = 2, dim(shapes.X, ranks.X - 1) = 8"]),
+    (
+        FASTGELU,
+        {"X": ((4, 3), F32), "bias": ((5,), F32)},
+        BASELINE,
+        [
+            "vec4_bias: biasOk is false: dim(shapes.bias, 0) = 5, dim(shapes.X, ranks.X - 1) = 3",
+            "vec4_tail_bias: biasOk is false: dim(shapes.bias, 0) = 5, dim(shapes.X, ranks.X - 1) = 3",
+        ],
+    ),
+    (
+        FASTGELU,
+        {"X": ((2, 8), F16), "bias": ((2,), F16)},
+        BASELINE,
+        ["biasOk is false: dim(shapes.bias, 0) = 2, dim(shapes.X, ranks.X - 1) = 8"],
+    ),
     # rank-0 X: baseOk requires ranks.X >= 1
     (FASTGELU, {"X": ((), F32)}, BASELINE, ["baseOk is false: ranks.X = 0"]),
     (FASTGELU, {"X": ((), F32), "bias": ((1,), F32)}, BASELINE, ["vec4_bias: baseOk is false: ranks.X = 0"]),
     # WORKGROUP_SIZE 0 makes workgroupSize 0: baseOk's first conjunct
-    (FASTGELU, {"X": ((8,), F32), "tunables": {"WORKGROUP_SIZE": 0}}, BASELINE,
-     ["baseOk is false: workgroupSize = 0"]),
+    (FASTGELU, {"X": ((8,), F32), "tunables": {"WORKGROUP_SIZE": 0}}, BASELINE, ["baseOk is false: workgroupSize = 0"]),
 ]
 
 

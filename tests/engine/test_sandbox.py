@@ -5,6 +5,7 @@ Each payload is planted in a copy of the FastGelu seed, either as the first `whe
 the highest-priority variant (so it is the first thing a plan evaluates) or as a derive rule
 that predicate uses, and the test loads the manifest and plans an ordinary call.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,22 +19,22 @@ PAYLOADS = [
     # Python internals through attributes
     "''.__class__",
     "''.__class__.__mro__[1].__subclasses__()",
-    "cycler.__init__.__globals__",          # Jinja's default globals are not in scope
+    "cycler.__init__.__globals__",  # Jinja's default globals are not in scope
     "joiner.__init__.__globals__",
     "lipsum.__globals__",
     "namespace.__init__",
     "self.__init__.__globals__",
     "shapes.__class__.__mro__",
-    "shapes._values",                        # the namespace's private storage
+    "shapes._values",  # the namespace's private storage
     "shapes.X.__class__.__base__",
-    "shapes.X.count(1) > 0",                 # methods of the shape tuple
-    "dtypes.T.upper() == \"F32\"",           # methods of strings
+    "shapes.X.count(1) > 0",  # methods of the shape tuple
+    'dtypes.T.upper() == "F32"',  # methods of strings
     "dtypes.T.__class__.__base__.__subclasses__()",
-    "\"{0.__class__}\".format(shapes)",
+    '"{0.__class__}".format(shapes)',
     "numel.__globals__",
     "numel._fn.__globals__",
     "numel.__call__(shapes.X) > 0",
-    "min(1, 2, key=numel) > 0",              # keyword arguments
+    "min(1, 2, key=numel) > 0",  # keyword arguments
     "range(10 ** 9)",
     "dict(a=1)",
     "x.__class__",
@@ -42,17 +43,17 @@ PAYLOADS = [
     "10 ** 100000 > 0",
     "2 ** 100000 > 0",
     "numel(shapes.X) ** 1000000 > 0",
-    "\"a\" * 1000000000 == \"\"",
-    "\"ab\" * 10 ** 9 == \"\"",
+    '"a" * 1000000000 == ""',
+    '"ab" * 10 ** 9 == ""',
     "[1] * 10 ** 9 == []",
-    "shapes.X * 1000000000 == shapes.X",     # tuple repetition
-    "\"%s\" % shapes == \"\"",
-    "1e308 * 10 > 0",                        # overflow to inf
+    "shapes.X * 1000000000 == shapes.X",  # tuple repetition
+    '"%s" % shapes == ""',
+    "1e308 * 10 > 0",  # overflow to inf
     "(" * 500 + "1" + ")" * 500 + " > 0",
     "-" * 1500 + "1 > 0",
     "not " * 450 + "true",
     "[" * 400 + "]" * 400,
-    "x" * 3000,                              # longer than any expression may be
+    "x" * 3000,  # longer than any expression may be
 ]
 
 

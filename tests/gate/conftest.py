@@ -39,6 +39,7 @@ def variant(raw: dict, vid: str) -> dict:
 def device():
     from conformance.errors import DeviceError
     from conformance.gpu.device import get_device
+
     try:
         return get_device("vulkan")
     except DeviceError as err:
@@ -46,8 +47,12 @@ def device():
 
 
 def git(repo: pathlib.Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=gate", "-c", "user.email=gate@example.invalid",
-                          *args], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=gate", "-c", "user.email=gate@example.invalid", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout
 
 

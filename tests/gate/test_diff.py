@@ -94,8 +94,12 @@ def test_added_package_and_unknown_revision(specs, tmp_path, capsys):
 
 # -- git revisions and the gate --------------------------------------------------------------------
 def regenerate_golden(repo):
-    subprocess.run([sys.executable, "-m", "cases", "--specs", str(repo / "specs"), "--out", str(repo / "cases")],
-                   cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "cases", "--specs", str(repo / "specs"), "--out", str(repo / "cases")],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_revisions_and_gate(repo, capsys):
@@ -103,9 +107,11 @@ def test_revisions_and_gate(repo, capsys):
     # the work tree against HEAD: a change the golden file does not acknowledge
     code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
     assert code == 1 and report["changed"]
-    assert report["unacknowledged"] == [f"{FASTGELU}: behaviour changed but {repo}/cases/{FASTGELU}.yaml does not "
-                                        f"match the new manifest: run `python -m cases --specs {repo}/specs --out "
-                                        f"{repo}/cases`, review the diff and commit it"]
+    assert report["unacknowledged"] == [
+        f"{FASTGELU}: behaviour changed but {repo}/cases/{FASTGELU}.yaml does not "
+        f"match the new manifest: run `python -m cases --specs {repo}/specs --out "
+        f"{repo}/cases`, review the diff and commit it"
+    ]
     regenerate_golden(repo)
     code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
     assert code == 0 and report["changed"] and report["unacknowledged"] == []
@@ -150,13 +156,22 @@ def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
     assert check.returncode == 1
     command = hinted_command(check.stdout)
     assert command == ["-m", "cases", "--specs", "kernels", "--out", "kernel-cases"]
-    gate_args = ("-m", "conformance", "diff", "HEAD", "--gate", "--specs-path", "kernels", "--golden-path",
-                 "kernel-cases")
+    gate_args = (
+        "-m",
+        "conformance",
+        "diff",
+        "HEAD",
+        "--gate",
+        "--specs-path",
+        "kernels",
+        "--golden-path",
+        "kernel-cases",
+    )
     gate = run_in(repo, *gate_args)
     assert gate.returncode == 1 and hinted_command(gate.stdout) == command, gate.stdout
     again = re.search(r"then check again: `([^`]*)`", gate.stdout).group(1)
-    assert shlex.split(again)[1:] == list(gate_args)   # the gate itself, with --specs-path and --golden-path
-    assert run_in(repo, *command).returncode == 0          # the hint, as printed, from where it was printed
+    assert shlex.split(again)[1:] == list(gate_args)  # the gate itself, with --specs-path and --golden-path
+    assert run_in(repo, *command).returncode == 0  # the hint, as printed, from where it was printed
     assert run_in(repo, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check").returncode == 0
     assert run_in(repo, *gate_args).returncode == 0
     assert {p.name: p.read_bytes() for p in (ROOT / "cases").glob("*.yaml")} == own  # the suite's files untouched
@@ -168,8 +183,14 @@ def test_hints_in_a_kernel_repository_rewrite_its_own_golden_files(tmp_path):
     assert check.returncode == 0
     edit_manifest(repo / "kernels" / FASTGELU, swap_tail_and_scalar)  # swapped back: stale again
     check = run_in(sub, "-m", "cases", "--specs", "../kernels", "--out", "../kernel-cases", "--check")
-    assert hinted_command(check.stdout) == ["-m", "cases", "--specs", str(repo / "kernels"), "--out",
-                                            str(repo / "kernel-cases")]
+    assert hinted_command(check.stdout) == [
+        "-m",
+        "cases",
+        "--specs",
+        str(repo / "kernels"),
+        "--out",
+        str(repo / "kernel-cases"),
+    ]
 
 
 # -- cases --check and diff --gate: one notion of a behaviour change -------------------------------------
@@ -191,15 +212,18 @@ def test_check_summarizes_and_agrees_with_the_gate(repo, capsys):
     edit_manifest(specs / FASTGELU, swap_tail_and_scalar)
     assert cases_main(["--specs", str(specs), "--out", str(repo / "cases"), "--check"]) == 1
     out = capsys.readouterr().out
-    summary = re.search(rf"  {re.escape(FASTGELU)}: (\d+) calls added, (\d+) removed, (\d+) changed \(of \d+\): "
-                        rf"out of date", out)
-    assert summary and summary.start() < out.index("@@"), out[:2000]   # the summary comes above the diff
+    summary = re.search(
+        rf"  {re.escape(FASTGELU)}: (\d+) calls added, (\d+) removed, (\d+) changed \(of \d+\): "
+        rf"out of date",
+        out,
+    )
+    assert summary and summary.start() < out.index("@@"), out[:2000]  # the summary comes above the diff
     delta = golden_compare(golden, cases.generate(load_package(specs / FASTGELU)))
     assert [len(delta.added), len(delta.removed), len(delta.changed)] == [int(g) for g in summary.groups()]
     code, report = run_json(capsys, "HEAD", "--repo", repo, "--gate")
     assert code == 1
     listed = {c.split("#")[0] for c in delta.added + delta.removed + delta.changed}
-    assert {c.split("#")[0] for c in changes(report)} <= listed   # each change the gate sees, --check sees
+    assert {c.split("#")[0] for c in changes(report)} <= listed  # each change the gate sees, --check sees
     regenerate_golden(repo)
     # the same calls and outcomes, the rejection details in another order: neither tool calls that a change
     assert reorder_rejection_details(golden) > 10

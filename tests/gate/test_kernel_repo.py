@@ -31,7 +31,8 @@ def vec4_only_for_multiples_of_8(package_dir) -> None:
     four, eight = "dim(shapes.X, ranks.X - 1) % 4 == 0", "dim(shapes.X, ranks.X - 1) % 8 == 0"
     path.write_text(text.replace(four, eight) if four in text else text.replace(eight, four))
 
-README = manual()   # the README and the manual (docs/manual/), one text
+
+README = manual()  # the README and the manual (docs/manual/), one text
 
 
 def ci_job() -> str:
@@ -80,8 +81,12 @@ def hooks() -> dict[str, list[str]]:
 
 def sh(cwd, command: str | list[str]) -> subprocess.CompletedProcess:
     """``command`` as a shell would run it in ``cwd``, with this checkout's suite as the installed one."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}"
-           f"{os.environ.get('PATH', '')}", **js_engine()}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
+        **js_engine(),
+    }
     line = command if isinstance(command, str) else shlex.join(command)
     return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -132,9 +137,9 @@ def work(origin, tmp_path_factory):
 def test_readme_job_and_tox_run_the_same_commands():
     assert ci_steps() == [c.replace("origin/main", "origin/main") for c in tox_commands()]
     assert any("--gate" in s for s in ci_steps()) and any(" certify " in s for s in ci_steps())
-    assert all(s.startswith("python -P -m ") for s in ci_steps())   # never the checkout's own packages first
+    assert all(s.startswith("python -P -m ") for s in ci_steps())  # never the checkout's own packages first
     lint = next(s for s in ci_steps() if " lint " in s)
-    assert lint.endswith(" --require-js"), lint    # CI fails, not skips, when the portable-subset check cannot run
+    assert lint.endswith(" --require-js"), lint  # CI fails, not skips, when the portable-subset check cannot run
     js_engine()
 
 
@@ -142,7 +147,7 @@ def test_readme_pre_commit_config_pins_this_release_and_names_real_hooks():
     """A branch as ``rev`` makes pre-commit warn on every commit: the example pins the tag of this version."""
     block = re.search(r"And before each commit, with \[pre-commit\].*?```yaml\n(.*?)```", README, re.S).group(1)
     (repo,) = yaml.safe_load(block)["repos"]
-    assert repo["rev"] == f"v{conformance.__version__}", repo["rev"]   # the version, written once
+    assert repo["rev"] == f"v{conformance.__version__}", repo["rev"]  # the version, written once
     assert {h["id"] for h in repo["hooks"]} == set(hooks())
 
 
@@ -162,8 +167,9 @@ def test_ci_job_gates_the_kernel_repository(work):
 
 def test_shallow_clone_says_to_fetch_the_history(origin, work, tmp_path):
     shallow = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "feature", f"file://{origin}", str(shallow)],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", "--branch", "feature", f"file://{origin}", str(shallow)], check=True
+    )
     gate = next(s for s in ci_steps() if "--gate" in s)
     proc = sh(shallow, gate)
     assert proc.returncode == 2
@@ -185,7 +191,13 @@ def test_pre_commit_try_repo_runs_the_hooks(work, tmp_path):
         pytest.skip("pre-commit is not installed")
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
     env.pop("PYTHONPATH", None)
-    proc = subprocess.run([pre_commit, "try-repo", str(ROOT), "--all-files"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [pre_commit, "try-repo", str(ROOT), "--all-files"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "golden case files match the manifests" in proc.stdout and "Passed" in proc.stdout

@@ -33,6 +33,7 @@ SECTION = README.split("**A kernel repository with its own op records.**", 1)[1]
 #: site-packages); pip still builds the record in isolation, as it would in CI
 NO_DEPS = ["--no-deps"]
 
+
 def blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", SECTION, re.S)
 
@@ -43,14 +44,16 @@ def tox_ini_with_record(record: bool = True) -> str:
     base = tox_ini()
     plain = next(line for line in base.splitlines() if line.startswith("deps = "))
     lines = deps.rstrip("\n").splitlines()
-    assert lines[0] == "deps =" and lines[1].strip() == plain.removeprefix("deps = ")   # one more line of deps
+    assert lines[0] == "deps =" and lines[1].strip() == plain.removeprefix("deps = ")  # one more line of deps
     return base.replace(plain, "\n".join(lines if record else lines[:2]))
 
 
 def ci_job_with_record() -> str:
     """The README's kernel-repository job with this section's install step right after the suite's."""
     (step,) = [b for b in blocks("yaml") if b.lstrip().startswith("- run: pip install ./records")]
-    suite = next(line for line in ci_job().splitlines(keepends=True) if "pip install \"webgpu-kernel-conformance" in line)
+    suite = next(
+        line for line in ci_job().splitlines(keepends=True) if 'pip install "webgpu-kernel-conformance' in line
+    )
     return ci_job().replace(suite, suite + step)
 
 
@@ -72,9 +75,11 @@ def repo(tmp_path_factory):
     write_package(seed / "kernels", "MulAdd", 3)
     (seed / "records").mkdir()
     (seed / "records" / "pyproject.toml").write_text(
-        PYPROJECT.format(op=OP, dist="example-ops", entry="muladd", module="example_ops"))
+        PYPROJECT.format(op=OP, dist="example-ops", entry="muladd", module="example_ops")
+    )
     (seed / "records" / "example_ops.py").write_text(
-        textwrap.dedent(RECORD_MODULE.format(name="MulAdd", roles=tuple(ROLES[:3]))))
+        textwrap.dedent(RECORD_MODULE.format(name="MulAdd", roles=tuple(ROLES[:3])))
+    )
     (seed / ".pre-commit-config.yaml").write_text(blocks("yaml")[1])
     env = tmp / "env"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env)], check=True)
@@ -102,13 +107,13 @@ def test_golden_files_name_the_installed_record(repo):
 
 def test_ci_steps_and_tox_commands_pass_with_the_record_installed(repo):
     work, env = repo
-    assert "-e {toxinidir}/records" in blocks("ini")[0]       # tox: the record installed beside the suite
+    assert "-e {toxinidir}/records" in blocks("ini")[0]  # tox: the record installed beside the suite
     assert ci_steps() == tox_commands()
     for step in ci_steps():
-        if " certify " not in step:        # the conformance step: its own test below
+        if " certify " not in step:  # the conformance step: its own test below
             proc = ok(run(work, step, env))
             assert "no op record" not in proc.stderr
-            if " lint " in step:           # with --require-js: the portable-subset check ran, and passed
+            if " lint " in step:  # with --require-js: the portable-subset check ran, and passed
                 assert "com.example.MulAdd: 9 template contexts" in proc.stderr, proc.stderr[-2000:]
                 assert "checked against @huggingface/jinja 0.5.11" in proc.stderr, proc.stderr[-2000:]
 
@@ -116,7 +121,7 @@ def test_ci_steps_and_tox_commands_pass_with_the_record_installed(repo):
 def test_without_the_record_the_check_fails_naming_it(repo):
     work, _ = repo
     check = next(s for s in ci_steps() if "--check" in s)
-    proc = run(work, check)    # the suite's own environment: the author's record is not installed there
+    proc = run(work, check)  # the suite's own environment: the author's record is not installed there
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"warning: {OP}: no op record: values will not be checked" in proc.stderr
     assert f"written with another op record ({OP} structure=elementwise" in proc.stderr
@@ -127,7 +132,7 @@ def test_ci_conformance_step_runs_the_golden_files(repo):
     work, env = repo
     step = next(s for s in ci_steps() if " certify " in s and "--golden kernel-cases" in s)
     proc = ok(run(work, step, env))
-    golden = re.escape(str(work / "kernel-cases" / f"{OP}.yaml"))    # certify names the file it loaded, absolute
+    golden = re.escape(str(work / "kernel-cases" / f"{OP}.yaml"))  # certify names the file it loaded, absolute
     assert re.search(rf"cases of {OP}: {golden} \((\d+) cases, digest matches\)", proc.stdout), proc.stdout[-3000:]
     assert re.search(r"\b\d{2,} passed", proc.stdout.splitlines()[-1]), proc.stdout[-3000:]
     report = json.loads((work / "out" / "kernels.json").read_text())

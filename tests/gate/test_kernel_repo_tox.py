@@ -70,9 +70,15 @@ def tox(work, ini: str, name: str, workdir: str = ".tox") -> tuple[subprocess.Co
     wall seconds)."""
     (work / name).write_text(ini)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tox", "-c", name, "--workdir", workdir, *SYSTEM_SITE], cwd=work,
-                          env=outside_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tox", "-c", name, "--workdir", workdir, *SYSTEM_SITE],
+        cwd=work,
+        env=outside_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=1200,
+    )
     return proc, time.perf_counter() - start
 
 
@@ -81,20 +87,25 @@ def test_tox_runs_the_readme_recipe_with_the_record(repo, suite):
     proc, seconds = tox(work, readme_ini(suite), "tox.ini")
     out = proc.stdout
     assert proc.returncode == 0, out[-5000:]
-    for i, command in enumerate(tox_commands()):       # each of the four, in order, as the README writes it
+    for i, command in enumerate(tox_commands()):  # each of the four, in order, as the README writes it
         assert f"kernels: commands[{i}]> {command}" in out, (command, out[-5000:])
     assert "values will not be checked" not in out and "no op record" not in out, out[-5000:]
     assert "lint: 0 error(s) in kernels" in out and f"{OP}: up to date" in out, out[-5000:]
-    assert "checked against @huggingface/jinja 0.5.11" in out, out[-5000:]     # --require-js: the check ran
-    assert re.search(rf"{OP}: 0 of [1-9]\d* calls change", out), out[-5000:]   # the gate: nothing since origin/main
+    assert "checked against @huggingface/jinja 0.5.11" in out, out[-5000:]  # --require-js: the check ran
+    assert re.search(rf"{OP}: 0 of [1-9]\d* calls change", out), out[-5000:]  # the gate: nothing since origin/main
     assert re.search(rf"cases of {OP}: \S+/kernel-cases/{OP}\.yaml \(\d+ cases, digest matches\)", out), out[-5000:]
     python = work / ".tox" / "kernels" / "bin" / "python"
-    probe = ("import conformance, json; from importlib.metadata import distribution; "
-             "print(json.dumps([conformance.__file__, json.loads(distribution('example-ops').read_text("
-             "'direct_url.json'))]))")
-    where, record = json.loads(subprocess.run([str(python), "-P", "-c", probe], cwd=work, env=outside_env(),
-                                              capture_output=True, text=True, check=True).stdout)
-    assert where.startswith(str(work / ".tox" / "kernels")), where     # the suite tox installed, not a checkout
+    probe = (
+        "import conformance, json; from importlib.metadata import distribution; "
+        "print(json.dumps([conformance.__file__, json.loads(distribution('example-ops').read_text("
+        "'direct_url.json'))]))"
+    )
+    where, record = json.loads(
+        subprocess.run(
+            [str(python), "-P", "-c", probe], cwd=work, env=outside_env(), capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert where.startswith(str(work / ".tox" / "kernels")), where  # the suite tox installed, not a checkout
     assert record == {"url": f"file://{work / 'records'}", "dir_info": {"editable": True}}, record
     report = json.loads((work / "out" / "kernels.json").read_text())
     assert report["result"] == "conforms" and report["totals"]["failed"] == 0, report["totals"]

@@ -23,7 +23,7 @@ def test_real_specs_pass():
     result = subprocess.run([sys.executable, "-m", "conformance", "lint"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == "" and result.stderr.splitlines()[-1].startswith("lint: 0 error(s) in ")
-    assert "checked against @huggingface/jinja 0.5.11" in result.stderr   # the portable-subset check ran
+    assert "checked against @huggingface/jinja 0.5.11" in result.stderr  # the portable-subset check ran
 
 
 def test_findings_and_counts_come_back_from_the_worker_processes(specs):
@@ -32,14 +32,21 @@ def test_findings_and_counts_come_back_from_the_worker_processes(specs):
     template = specs / GELU / "elementwise-bias-gelu.wgsl.jinja"
     text = template.read_text()
     template.write_text(text.replace("{{ declarations }}", "{{ declarations }}\n// {{ noSuchName }}", 1))
-    result = subprocess.run([sys.executable, "-m", "conformance", "lint", str(specs), "--no-compile"], cwd=ROOT,
-                            capture_output=True, text=True, env={**os.environ, "CONFORMANCE_JOBS": "2"})
+    result = subprocess.run(
+        [sys.executable, "-m", "conformance", "lint", str(specs), "--no-compile"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CONFORMANCE_JOBS": "2"},
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     rendered = [line for line in result.stdout.splitlines() if "'noSuchName' is undefined" in line]
-    assert rendered and all(line.startswith(f"{specs / GELU}/manifest.json:/variants/") for line in rendered), \
+    assert rendered and all(line.startswith(f"{specs / GELU}/manifest.json:/variants/") for line in rendered), (
         result.stdout
-    counted = re.findall(r"^lint: (\S+): \d+ template contexts and \d+ expression evaluations compared",
-                         result.stderr, re.M)
+    )
+    counted = re.findall(
+        r"^lint: (\S+): \d+ template contexts and \d+ expression evaluations compared", result.stderr, re.M
+    )
     assert sorted(counted) == ["com.microsoft.FastGelu", "com.microsoft.Gelu"], result.stderr
 
 
@@ -47,11 +54,13 @@ def test_every_engine_problem_is_a_line_with_file_and_pointer(specs, capsys):
     def break_it(raw):
         variant(raw, "vec4_bias")["when"].append("notARule")
         raw["bindingSets"]["scalar"][0]["arg"] = "Z"
+
     edit_manifest(specs / FASTGELU, break_it)
     assert main(["lint", str(specs / FASTGELU), "--no-compile"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert any(f"{FASTGELU}/manifest.json:/variants/0/when/3: unknown name 'notARule'; known names: " in line
-               for line in out), out
+    assert any(
+        f"{FASTGELU}/manifest.json:/variants/0/when/3: unknown name 'notARule'; known names: " in line for line in out
+    ), out
     assert any(":/bindingSets/scalar/0/arg: arg 'Z' is not in args" in line for line in out), out
     assert all(f"{FASTGELU}/manifest.json:/" in line for line in out if line and not line.startswith(" "))
 
@@ -94,11 +103,15 @@ def test_bindings_plan_vs_shader(specs):
     text = template.read_text().replace(
         "{{ declarations }}",
         '{{ declarations | replace(" y: ", " out: ") | replace("array<", "array< ") }}\n'
-        "@group(0) @binding(9) var<storage, read> extra: array<f32>;")
+        "@group(0) @binding(9) var<storage, read> extra: array<f32>;",
+    )
     template.write_text(text)
     found = messages(lint(specs / GELU))
-    assert any("@group(0) @binding(1): the plan has var<storage,read_write> y: array<f32>, the shader declares "
-               "var<storage,read_write> out: array<f32>" in f for f in found), found
+    assert any(
+        "@group(0) @binding(1): the plan has var<storage,read_write> y: array<f32>, the shader declares "
+        "var<storage,read_write> out: array<f32>" in f
+        for f in found
+    ), found
     assert any("@group(0) @binding(9) 'extra' is declared by the shader but is not in the plan" in f for f in found)
     assert any("binding 'extra' is declared but never used" in f for f in found)
     assert any("binding 'out' is declared but never used" in f for f in found)
@@ -107,8 +120,17 @@ def test_bindings_plan_vs_shader(specs):
 
 def test_declared_binding_never_used(specs):
     def add_binding(raw):
-        raw["bindingSets"]["scalar"].insert(2, {"name": "spare", "arg": "X", "semantic": "X",
-                                               "buffer": {"type": "read-only-storage"}, "elementType": "$scalar"})
+        raw["bindingSets"]["scalar"].insert(
+            2,
+            {
+                "name": "spare",
+                "arg": "X",
+                "semantic": "X",
+                "buffer": {"type": "read-only-storage"},
+                "elementType": "$scalar",
+            },
+        )
+
     edit_manifest(specs / FASTGELU, add_binding)
     found = messages(lint(specs / FASTGELU))
     assert found and all("binding 'spare' is declared but never used" in f for f in found), found
@@ -117,12 +139,16 @@ def test_declared_binding_never_used(specs):
 def test_binding_check_ignores_comments_and_missing_declarations():
     class B:
         declaration = "@group(0) @binding(0) var<storage, read> x: array<f32>;"
+
     class P:
         bindings = (B,)
-    assert binding_problems(P, "// x\nfn main() {}") == ["@group(0) @binding(0) 'x' is in the plan but the shader "
-                                                        "does not declare it"]
+
+    assert binding_problems(P, "// x\nfn main() {}") == [
+        "@group(0) @binding(0) 'x' is in the plan but the shader does not declare it"
+    ]
     assert binding_problems(P, B.declaration + "\n// uses x only here\nfn main() {}") == [
-        "binding 'x' is declared but never used"]
+        "binding 'x' is declared but never used"
+    ]
 
 
 def test_identically_named_templates_must_match(specs):
@@ -131,8 +157,11 @@ def test_identically_named_templates_must_match(specs):
     found = messages(lint(specs))
     assert len(found) == 1, found
     line = next(i + 1 for i, text in enumerate(template.read_text().splitlines()) if "9.0" in text)
-    assert f"{GELU}/elementwise-bias-gelu.wgsl.jinja:/: template elementwise-bias-gelu.wgsl.jinja differs from " \
-           in found[0] and f"{FASTGELU}/elementwise-bias-gelu.wgsl.jinja (first at line {line})" in found[0]
+    assert (
+        f"{GELU}/elementwise-bias-gelu.wgsl.jinja:/: template elementwise-bias-gelu.wgsl.jinja differs from "
+        in found[0]
+        and f"{FASTGELU}/elementwise-bias-gelu.wgsl.jinja (first at line {line})" in found[0]
+    )
 
 
 @pytest.mark.parametrize("webgpu", ["dawn", "chromium"])
@@ -151,9 +180,11 @@ def test_lint_compiles_with_tint_natively_and_in_the_browser(specs, webgpu):
 
 def test_a_failing_binding_is_named_as_the_cause(specs):
     """A variant whose calls all fail in a binding is not 'shadowed': lint names the binding."""
+
     def break_it(raw):
         v = variant(raw, "vec4")
         v["passes"][0]["bindings"][0]["length"] = 7
+
     edit_manifest(specs / GELU, break_it)
     found = [f for f in messages(lint(specs / GELU)) if "selected by no call" in f]
     assert len(found) == 1, found

@@ -26,8 +26,14 @@ def install_record(root, venv):
     isolated mode (``python -I``), which ignores PYTHONPATH, as it would a kernel repository's own modules."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = pathlib.Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                       capture_output=True, text=True, check=True).stdout.strip())
+    site = pathlib.Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     meta = tomllib.loads((root / "records" / "pyproject.toml").read_text())["project"]
     (site / "records.pth").write_text(f"{root / 'records'}\n")
     info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
@@ -53,10 +59,17 @@ def skeleton(request, tmp_path_factory):
 
 def test_it_writes_the_kernel_repository(skeleton):
     root, op, kind, _ = skeleton
-    for path in (f"kernels/{op}/manifest.json", f"kernel-cases/{op}.yaml", f"kernel-cases/{op}.digest",
-                 "records/pyproject.toml", ".pre-commit-config.yaml", ".github/workflows/kernels.yml", "tox.ini"):
+    for path in (
+        f"kernels/{op}/manifest.json",
+        f"kernel-cases/{op}.yaml",
+        f"kernel-cases/{op}.digest",
+        "records/pyproject.toml",
+        ".pre-commit-config.yaml",
+        ".github/workflows/kernels.yml",
+        "tox.ini",
+    ):
         assert (root / path).is_file(), path
-    assert f"structure=\"{kind}\"" in next((root / "records").glob("*.py")).read_text()
+    assert f'structure="{kind}"' in next((root / "records").glob("*.py")).read_text()
     assert "--golden kernel-cases" in (root / ".github" / "workflows" / "kernels.yml").read_text()
 
 
@@ -64,7 +77,7 @@ def test_it_lints_and_its_golden_files_match(skeleton):
     root, op, _, env = skeleton
     lint = run(root, env, "-m", "conformance", "lint", "kernels", "--no-compile", "--require-js")
     assert lint.returncode == 0 and "lint: 0 error(s)" in lint.stderr, lint.stdout + lint.stderr
-    assert "checked against @huggingface/jinja" in lint.stderr     # portable: a JavaScript loader reads it alike
+    assert "checked against @huggingface/jinja" in lint.stderr  # portable: a JavaScript loader reads it alike
     assert "no op record" not in lint.stderr
     check = run(root, env, "-m", "cases", "--specs", "kernels", "--out", "kernel-cases", "--check")
     assert check.returncode == 0 and f"{op}: up to date" in check.stdout, check.stdout + check.stderr
@@ -83,7 +96,7 @@ def test_a_second_op_in_the_repository_keeps_its_files_and_says_what_to_add(tmp_
     assert main(["new", "com.example.Second", "--kind", "rows", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "records" / "pyproject.toml").read_text() == pyproject
-    assert 'note: ' in out and 'add second = "com_example_second_record:RECORD"' in out
+    assert "note: " in out and 'add second = "com_example_second_record:RECORD"' in out
     assert (tmp_path / "kernel-cases" / "com.example.Second.yaml").is_file()
 
 
@@ -111,4 +124,5 @@ def test_it_certifies(skeleton):
 def test_the_command_offers_the_kinds_the_skeleton_writes():
     from conformance.cli import new
     from conformance.tools import skeleton
+
     assert tuple(new.KINDS) == tuple(skeleton.KINDS)

@@ -8,6 +8,7 @@ tagged ``v<version>`` (a local ``git+file://`` one: nothing is pushed), the suit
 a fresh environment exactly as the generated tox.ini names it, the record as the job installs it, then the job's
 suite steps (lint, golden check, gate, certify) through bash, as written, with no PYTHONPATH.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,8 +54,12 @@ def test_without_suite_url_new_says_what_to_replace(tmp_path, capsys, monkeypatc
     assert main(["new", OP, "--kind", "elementwise", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert PLACEHOLDER_URL in (tmp_path / "tox.ini").read_text()
-    assert f"note: {tmp_path / 'tox.ini'} and {tmp_path / '.github' / 'workflows' / 'kernels.yml'} install the " \
-           f"suite from {PLACEHOLDER_URL}: replace <org>" in out and "--suite-url URL" in out, out
+    assert (
+        f"note: {tmp_path / 'tox.ini'} and {tmp_path / '.github' / 'workflows' / 'kernels.yml'} install the "
+        f"suite from {PLACEHOLDER_URL}: replace <org>"
+        in out
+        and "--suite-url URL" in out
+    ), out
 
 
 def test_a_suite_url_that_is_no_pip_url_is_refused_before_anything_is_written(tmp_path, capsys):
@@ -69,8 +74,13 @@ def test_the_skeleton_ignores_what_the_commands_write(tmp_path):
     for written in ("out/kernels.json", "records/__pycache__/x.pyc", "records/x.egg-info/PKG-INFO", ".tox/x"):
         (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / written).write_text("")
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "out/" not in status and "__pycache__" not in status and ".tox" not in status and "egg-info" not in status
     assert ".gitignore" in status and "kernels/" in status
 
@@ -83,7 +93,7 @@ def _bash(cwd, line, env) -> subprocess.CompletedProcess:
 
 @pytest.mark.packaging
 def test_scaffold_to_ci_gate_with_the_suite_from_a_tag(tmp_path):
-    suite = tmp_path / "suite"                                  # this repository, tagged as a release would be
+    suite = tmp_path / "suite"  # this repository, tagged as a release would be
     subprocess.run(["git", "clone", "-q", str(ROOT), str(suite)], check=True)
     tag = f"v{conformance.__version__}"
     git(suite, "tag", tag)
@@ -96,28 +106,42 @@ def test_scaffold_to_ci_gate_with_the_suite_from_a_tag(tmp_path):
     work = tmp_path / "work"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "origin.git"), str(work)], check=True)
 
-    env_dir = tmp_path / "venv"                                 # a fresh environment (it sees wgpu, numpy...)
+    env_dir = tmp_path / "venv"  # a fresh environment (it sees wgpu, numpy...)
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    own_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+    own_site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(own_site, "active-environment.pth").write_text("\n".join(active_site_packages()) + "\n")
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **js_engine(),
-           "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        **js_engine(),
+        "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     deps = (work / "tox.ini").read_text().split("deps =\n", 1)[1].splitlines()[0].strip()
     assert deps == f"webgpu-kernel-conformance @ git+file://localhost{suite}@{tag}", deps
-    offline = "--no-deps -q"                                    # the dependencies are there already
+    offline = "--no-deps -q"  # the dependencies are there already
     _bash(work, f"python -m pip install {offline} '{deps}'", env)
-    probe = _bash(tmp_path, "python -c 'import conformance; print(conformance.__file__); print(conformance.__version__)'",
-                  env).stdout.split()
-    assert probe[0].startswith(own_site) and probe[1] == conformance.__version__, probe   # the tag's copy
-    steps = [s["run"] for s in yaml.safe_load((work / ".github" / "workflows" / "kernels.yml").read_text())
-             ["jobs"]["kernels"]["steps"] if "run" in s]
+    probe = _bash(
+        tmp_path, "python -c 'import conformance; print(conformance.__file__); print(conformance.__version__)'", env
+    ).stdout.split()
+    assert probe[0].startswith(own_site) and probe[1] == conformance.__version__, probe  # the tag's copy
+    steps = [
+        s["run"]
+        for s in yaml.safe_load((work / ".github" / "workflows" / "kernels.yml").read_text())["jobs"]["kernels"][
+            "steps"
+        ]
+        if "run" in s
+    ]
     assert "pip install ./records" in steps
     _bash(work, f"python -m pip install {offline} ./records", env)
     suite_steps = [s.replace("${{ github.base_ref || 'main' }}", "main") for s in steps if s.startswith("python -P")]
-    assert [" lint ", " cases ", " diff ", " certify "] == [w for s, w in zip(suite_steps, (" lint ", " cases ",
-                                                            " diff ", " certify ")) if w in s], suite_steps
+    assert [" lint ", " cases ", " diff ", " certify "] == [
+        w for s, w in zip(suite_steps, (" lint ", " cases ", " diff ", " certify ")) if w in s
+    ], suite_steps
     for step in suite_steps:
         proc = _bash(work, step, env)
         assert "no op record" not in proc.stderr, proc.stderr[-2000:]

@@ -37,13 +37,15 @@ def test_v1_is_the_published_version_1(op):
     assert package_versions(op) == {1: REPO_SPECS / op, 2: REPO_SPECS / f"{op}@2"}
     assert "version" not in json.loads((REPO_SPECS / op / "manifest.json").read_text())
     v2 = REPO_SPECS / f"{op}@2"
-    assert (v2 / "elementwise-bias-gelu.wgsl.jinja").read_bytes() == \
-        (REPO_SPECS / op / "elementwise-bias-gelu.wgsl.jinja").read_bytes()
+    assert (v2 / "elementwise-bias-gelu.wgsl.jinja").read_bytes() == (
+        REPO_SPECS / op / "elementwise-bias-gelu.wgsl.jinja"
+    ).read_bytes()
 
 
 def test_load_kernel_picks_a_version():
     from conformance.errors import ManifestError
     from conformance.gpu.kernel import load_kernel
+
     assert load_kernel("com.microsoft.Gelu").package.version == 2
     assert load_kernel("com.microsoft.Gelu", version=1).package.root == REPO_SPECS / "com.microsoft.Gelu"
     assert load_kernel("com.microsoft.Softmax").package.version == 2
@@ -92,11 +94,11 @@ def test_row_ops_v2_size_workgroups_from_the_row_count_too(op):
         return load_kernel(op, version=version).plan(**args)
 
     assert plan(1, (1, 128, 768)).passes[0].dispatch.workgroup_size == 64
-    assert _sizing(plan(2, (1, 128, 768))) == (192, 1, 192, 1)                     # 128 rows: spread wide
-    assert _sizing(plan(2, (1, 1024, 1024))) == (128, 2, 128, 1)                   # 1 Mi elements: two each
-    assert _sizing(plan(2, (1, 12, 128, 32))) == (128, 1, 32, 4)                   # rows of 8 vec4: four a group
-    assert _sizing(plan(2, (4096, 1024))) == (64, 4, 64, 1)                        # 4 Mi: v1's sizing
-    assert _sizing(plan(2, (1, 32, 512, 512))) == (128, 4, 32, 4)                  # 8 Mi, rows of 32 lanes
+    assert _sizing(plan(2, (1, 128, 768))) == (192, 1, 192, 1)  # 128 rows: spread wide
+    assert _sizing(plan(2, (1, 1024, 1024))) == (128, 2, 128, 1)  # 1 Mi elements: two each
+    assert _sizing(plan(2, (1, 12, 128, 32))) == (128, 1, 32, 4)  # rows of 8 vec4: four a group
+    assert _sizing(plan(2, (4096, 1024))) == (64, 4, 64, 1)  # 4 Mi: v1's sizing
+    assert _sizing(plan(2, (1, 32, 512, 512))) == (128, 4, 32, 4)  # 8 Mi, rows of 32 lanes
     if op.endswith("LayerNormalization"):
         assert plan(2, (1, 128, 768)).passes[0].constants["prefetch"] is True
         assert plan(2, (4096, 1024)).passes[0].constants["prefetch"] is False
@@ -108,8 +110,12 @@ def test_row_ops_v2_templates_are_self_contained(op):
     writes no power operator in its templates)."""
     v2 = REPO_SPECS / f"{op}@2"
     templates = sorted(v2.glob("*.jinja"))
-    assert [t.name for t in templates] == [{"com.microsoft.LayerNormalization": "layer-norm-multirow.wgsl.jinja",
-                                            "com.microsoft.Softmax": "softmax-multirow.wgsl.jinja"}[op]]
+    assert [t.name for t in templates] == [
+        {
+            "com.microsoft.LayerNormalization": "layer-norm-multirow.wgsl.jinja",
+            "com.microsoft.Softmax": "softmax-multirow.wgsl.jinja",
+        }[op]
+    ]
     for t in templates:
         text = t.read_text()
         assert "{% import" not in text and "{% include" not in text and "**" not in text, t

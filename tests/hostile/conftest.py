@@ -4,6 +4,7 @@ Hypothesis profiles: ``hostile`` (the default: derandomized, a fixed number of e
 and ``nightly`` (randomized, many more examples), chosen with ``HYPOTHESIS_PROFILE=nightly``
 (``tox -e nightly``).  Each fuzz test sets its own example count as a share of the profile's.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,17 +26,24 @@ from conformance.engine.package import REPO_SPECS  # noqa: E402
 from tests.conftest import UNUSED_PLUGINS  # noqa: E402
 from tests.gate.conftest import device  # noqa: E402,F401  (the session's Vulkan device, or a skip)
 
-SEEDS = {name: json.loads((REPO_SPECS / name / "manifest.json").read_text(encoding="utf-8"))
-         for name in ("com.microsoft.FastGelu", "com.microsoft.Gelu")}
+SEEDS = {
+    name: json.loads((REPO_SPECS / name / "manifest.json").read_text(encoding="utf-8"))
+    for name in ("com.microsoft.FastGelu", "com.microsoft.Gelu")
+}
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"
 
 #: Examples per fuzz test, as a multiple of each test's share (the default run: about 2,400 in all).
 SCALE = {"hostile": 1, "nightly": 25}
 
-_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,  # budgets count work, not time
-                                                                     HealthCheck.data_too_large,
-                                                                     HealthCheck.filter_too_much],
-               print_blob=True)
+_common = dict(
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,  # budgets count work, not time
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+    print_blob=True,
+)
 settings.register_profile("hostile", derandomize=True, database=None, **_common)
 settings.register_profile("nightly", derandomize=False, **_common)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "hostile")
@@ -62,6 +70,7 @@ def make_specs(tmp_path):
         for dirname, source in packages.items():
             shutil.copytree(REPO_SPECS / source, root / dirname)
         return root
+
     return make
 
 
@@ -83,12 +92,26 @@ def run_cli(*args, env=None, timeout=240, cwd=ROOT) -> subprocess.CompletedProce
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     full_env.pop("PYTEST_XDIST_WORKER", None)
     full_env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def run_conformance(specs_dir, *args, env=None, timeout=240) -> subprocess.CompletedProcess:
     """``pytest conformance/ --specs DIR --device=vulkan ARGS`` in a subprocess (without the plugins a conformance
     run does not use: UNUSED_PLUGINS)."""
-    return run_cli("-m", "pytest", "conformance/", f"--specs={specs_dir}", "--device=vulkan", "-p",
-                   "no:cacheprovider", *UNUSED_PLUGINS, "-q", "-rf", *args, env=env, timeout=timeout)
+    return run_cli(
+        "-m",
+        "pytest",
+        "conformance/",
+        f"--specs={specs_dir}",
+        "--device=vulkan",
+        "-p",
+        "no:cacheprovider",
+        *UNUSED_PLUGINS,
+        "-q",
+        "-rf",
+        *args,
+        env=env,
+        timeout=timeout,
+    )

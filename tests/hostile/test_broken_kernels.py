@@ -15,6 +15,7 @@ and the one that must drain is sized from a measurement of the spin on this mach
 of the limit (DRAIN_MULTIPLE).  No assertion reads the run's duration; the subprocess timeouts only keep a
 regression from stalling the suite.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,15 @@ from conformance.gpu.device import get_device
 from tests.hostile.conftest import ROOT, TEMPLATE, edit, run_conformance
 
 GELU, FASTGELU = "com.microsoft.Gelu", "com.microsoft.FastGelu"
-SELECT = ("(Gelu/f32/X[5]/scalar or Gelu/f32/X[7]/scalar or Gelu/f32/X[4097]/scalar or Gelu/f32/X[4096]/vec4 or "
-          "Gelu/f32/X[1024]/vec4) and not WORKGROUP_SIZE")  # 8 cases ('-k' cannot say '@'): 2 before HANG_CASE,
+SELECT = (
+    "(Gelu/f32/X[5]/scalar or Gelu/f32/X[7]/scalar or Gelu/f32/X[4097]/scalar or Gelu/f32/X[4096]/vec4 or "
+    "Gelu/f32/X[1024]/vec4) and not WORKGROUP_SIZE"
+)  # 8 cases ('-k' cannot say '@'): 2 before HANG_CASE,
 # 5 after it
 HANG_CASE = "Gelu/f32/X[4097]/scalar"
-DISPATCH_LIMIT_S = 2        # CONFORMANCE_DISPATCH_TIMEOUT in these runs
-DRAIN_MULTIPLE = 6          # the draining hang lasts about this many times the limit, on any machine
-FOREVER = 2**19             # about a day of spinning on this machine: longer than any limit anywhere
+DISPATCH_LIMIT_S = 2  # CONFORMANCE_DISPATCH_TIMEOUT in these runs
+DRAIN_MULTIPLE = 6  # the draining hang lasts about this many times the limit, on any machine
+FOREVER = 2**19  # about a day of spinning on this machine: longer than any limit anywhere
 BEFORE_HANG = {"Gelu/f32/X[5]/scalar", "Gelu/f32/X[7]/scalar"}  # in run order (the report sorts the cases)
 
 
@@ -60,18 +63,31 @@ def test_compile_error_and_out_of_bounds_write_fail_only_their_cases(tmp_path, m
     binding, Chromium's robustness transform would clamp it onto the binding's last element instead)."""
     specs = make_specs(**{GELU: GELU, FASTGELU: FASTGELU})
     # Gelu: a WGSL type error in the vec4 code only
-    edit(specs / GELU / TEMPLATE, "fn load4(i: u32) -> vec4<f32> {\n",
-         "fn load4(i: u32) -> vec4<f32> {\n  let broken: u32 = 1.5;\n")
+    edit(
+        specs / GELU / TEMPLATE,
+        "fn load4(i: u32) -> vec4<f32> {\n",
+        "fn load4(i: u32) -> vec4<f32> {\n  let broken: u32 = 1.5;\n",
+    )
     # FastGelu: the tail of vec4_tail_no_bias also writes one element past the end of y (a runtime-sized array)
-    edit(specs / FASTGELU / TEMPLATE, "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n",
-         "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n      y[params.count] = {{ scalar }}(12345.0);\n")
+    edit(
+        specs / FASTGELU / TEMPLATE,
+        "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n",
+        "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n      y[params.count] = {{ scalar }}(12345.0);\n",
+    )
     # Gelu: the scalar variant never writes its last element, which keeps the buffer's initial zero
-    edit(specs / GELU / TEMPLATE, "  if (i >= params.count) { return; }\n",
-         "  if (i >= params.count) { return; }\n{% if not vec4 %}  if (i + 1u == params.count) { return; }\n"
-         "{% endif %}")
+    edit(
+        specs / GELU / TEMPLATE,
+        "  if (i >= params.count) { return; }\n",
+        "  if (i >= params.count) { return; }\n{% if not vec4 %}  if (i + 1u == params.count) { return; }\n{% endif %}",
+    )
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-k", "f32 and (X[8] or X[5] or X[7]) and not reject",
-                           f"--conformance-report={report}", f"--webgpu={webgpu}")
+    proc = run_conformance(
+        specs,
+        "-k",
+        "f32 and (X[8] or X[5] or X[7]) and not reject",
+        f"--conformance-report={report}",
+        f"--webgpu={webgpu}",
+    )
     cases, out = _report(tmp_path, proc)
     assert "Traceback" not in out, out[-3000:]
     statuses = _statuses(cases)
@@ -89,7 +105,6 @@ def test_compile_error_and_out_of_bounds_write_fail_only_their_cases(tmp_path, m
     assert others and all(s == "passed" for s in others), statuses
 
 
-
 SPIN = """  if (params.count == 4097u) {  // HANG_CASE: every thread spins 65535 rounds (lavapipe's cap per loop)
     var acc = i;
     for (var b = 0u; b < 65535u; b++) { acc = acc ^ (acc << 13u); acc = acc ^ (acc >> 17u); acc = acc ^ (acc << 5u); }
@@ -101,14 +116,18 @@ SPIN = """  if (params.count == 4097u) {  // HANG_CASE: every thread spins 65535
 def _hanging_gelu(specs, factor: int):
     """HANG_CASE (4097 elements, baseline profile) dispatches ``factor`` x 4097 spinning threads (about 0.15 s of
     lavapipe per unit of ``factor`` on a 2-core machine; :func:`_factor_lasting` measures it)."""
-    edit(specs / GELU / TEMPLATE, "  if (i >= params.count) { return; }\n{% if hasBias %}",
-         SPIN + "  if (i >= params.count) { return; }\n{% if hasBias %}")
+    edit(
+        specs / GELU / TEMPLATE,
+        "  if (i >= params.count) { return; }\n{% if hasBias %}",
+        SPIN + "  if (i >= params.count) { return; }\n{% if hasBias %}",
+    )
     manifest = specs / GELU / "manifest.json"
     raw = json.loads(manifest.read_text())
     scalar = next(v for v in raw["variants"] if v["id"] == "scalar")
     scalar["passes"][0]["dispatch"]["threads"] = (
         f"numel(shapes.X) * {factor} if numel(shapes.X) == 4097 and "
-        f"device.limits.maxComputeWorkgroupsPerDimension > 4 else numel(shapes.X)")
+        f"device.limits.maxComputeWorkgroupsPerDimension > 4 else numel(shapes.X)"
+    )
     manifest.write_text(json.dumps(raw))
 
 
@@ -128,16 +147,25 @@ def _factor_lasting(tmp_path, specs, seconds: float) -> int:
 
 def _run_hang(tmp_path, specs, recovery_s, timeout=600):
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-k", SELECT, f"--conformance-report={report}", timeout=timeout,
-                           env={"CONFORMANCE_DISPATCH_TIMEOUT": str(DISPATCH_LIMIT_S),
-                                "CONFORMANCE_DEVICE_RECOVERY_TIMEOUT": str(recovery_s)})
+    proc = run_conformance(
+        specs,
+        "-k",
+        SELECT,
+        f"--conformance-report={report}",
+        timeout=timeout,
+        env={
+            "CONFORMANCE_DISPATCH_TIMEOUT": str(DISPATCH_LIMIT_S),
+            "CONFORMANCE_DEVICE_RECOVERY_TIMEOUT": str(recovery_s),
+        },
+    )
     cases, out = _report(tmp_path, proc)
     assert len(cases) == 8, _statuses(cases)
     assert HANG_CASE in cases, _statuses(cases)
     detail = cases[HANG_CASE]["detail"]
     assert cases[HANG_CASE]["status"] == "failed", _statuses(cases)
-    assert "timeout" in detail and f"{DISPATCH_LIMIT_S} s" in detail and "CONFORMANCE_DISPATCH_TIMEOUT" in detail, \
+    assert "timeout" in detail and f"{DISPATCH_LIMIT_S} s" in detail and "CONFORMANCE_DISPATCH_TIMEOUT" in detail, (
         detail[:600]
+    )
     return cases, out
 
 
@@ -161,14 +189,15 @@ def test_a_dispatch_that_never_ends_fails_its_case_and_the_run_still_finishes(tm
     assert all(cases[i]["status"] == "passed" for i in BEFORE_HANG), _statuses(cases)
     after = sorted(set(cases) - BEFORE_HANG - {HANG_CASE})
     assert after, _statuses(cases)
-    assert out.count("no fresh device: pass Gelu.scalar of com.microsoft.Gelu (variant scalar) timed out") \
-        >= len(after), out[-3000:]
+    assert out.count("no fresh device: pass Gelu.scalar of com.microsoft.Gelu (variant scalar) timed out") >= len(
+        after
+    ), out[-3000:]
     assert "Traceback" not in out and "DeviceError" not in out, out[-3000:]
     for case_id in after:
         assert cases[case_id]["status"] == "failed", _statuses(cases)
-        assert "no fresh device" in cases[case_id]["detail"] and "timed out" in cases[case_id]["detail"], \
-            cases[case_id]["detail"][:600]
-
+        assert "no fresh device" in cases[case_id]["detail"] and "timed out" in cases[case_id]["detail"], cases[
+            case_id
+        ]["detail"][:600]
 
 
 DESTROY_PLUGIN = textwrap.dedent("""
@@ -186,8 +215,15 @@ def test_a_device_destroyed_mid_run_fails_one_case_and_the_next_gets_a_fresh_dev
     (tmp_path / "plugins" / "destroy_device.py").write_text(DESTROY_PLUGIN)
     victim = "Gelu/f32/X[1024]/vec4@small-storage"
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-k", SELECT, f"--conformance-report={report}", "-p", "destroy_device",
-                           env={"DESTROY_BEFORE": victim, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"})
+    proc = run_conformance(
+        specs,
+        "-k",
+        SELECT,
+        f"--conformance-report={report}",
+        "-p",
+        "destroy_device",
+        env={"DESTROY_BEFORE": victim, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"},
+    )
     cases, out = _report(tmp_path, proc)
     statuses = _statuses(cases)
     assert len(statuses) == 8, statuses
@@ -205,9 +241,15 @@ def test_a_hung_page_is_a_failed_case_and_the_next_gets_a_fresh_page(tmp_path, m
     specs = make_specs(**{GELU: GELU})
     _hanging_gelu(specs, FOREVER)
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-k", SELECT, f"--conformance-report={report}", f"--webgpu={webgpu}",
-                           env={"CONFORMANCE_BROWSER_TIMEOUT": "8", "CONFORMANCE_DISPATCH_TIMEOUT": "600"},
-                           timeout=600)
+    proc = run_conformance(
+        specs,
+        "-k",
+        SELECT,
+        f"--conformance-report={report}",
+        f"--webgpu={webgpu}",
+        env={"CONFORMANCE_BROWSER_TIMEOUT": "8", "CONFORMANCE_DISPATCH_TIMEOUT": "600"},
+        timeout=600,
+    )
     cases, out = _report(tmp_path, proc)
     statuses = _statuses(cases)
     assert len(statuses) == 8 and statuses[HANG_CASE] == "failed", statuses

@@ -1,5 +1,6 @@
 """Big-endian arrays passed to a kernel (issue 11, item 6): converted by value, for every input, optional ones
 included, never uploaded as raw bytes."""
+
 from __future__ import annotations
 
 import numpy as np

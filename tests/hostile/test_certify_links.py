@@ -4,6 +4,7 @@ It used to resolve the paths it was given before checking them, and its pytest r
 the link check (links below the current directory) never applied: ``out -> /elsewhere`` received the reports,
 ``out/kernels.json -> /a/file`` replaced that file, a linked ``kernel-cases/`` was read.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,7 @@ def test_a_linked_input_or_output_folder_is_refused(checkout, flag):
     assert not (checkout / "out").exists()
 
 
-@pytest.mark.parametrize("option, value", [("--conformance-report", "out/kernels.json"),
-                                           ("--golden", "kernel-cases")])
+@pytest.mark.parametrize("option, value", [("--conformance-report", "out/kernels.json"), ("--golden", "kernel-cases")])
 def test_the_scratch_run_refuses_links_below_the_checkout_it_is_told_of(checkout, tmp_path, option, value):
     """Its own check, not only certify's: pytest in the scratch folder, as certify starts it, given the absolute
     path through the link and the checkout in CONFORMANCE_CHECKOUT."""
@@ -71,12 +71,30 @@ def test_the_scratch_run_refuses_links_below_the_checkout_it_is_told_of(checkout
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     (scratch / "pytest.ini").write_text("[pytest]\n")
-    proc = run_cli("-I", "-c", BOOTSTRAP, str(ROOT), "-c", str(scratch / "pytest.ini"), "--rootdir", str(scratch),
-                   "--noconftest", "-p", "no:cacheprovider", "-p", "conformance.plugin", "-q", "--pyargs",
-                   "conformance.test_kernels", f"--specs={checkout / 'kernels'}", "--device=vulkan",
-                   f"{option}={checkout / value}", cwd=scratch,
-                   env={"CONFORMANCE_CHECKOUT": str(checkout), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    proc = run_cli(
+        "-I",
+        "-c",
+        BOOTSTRAP,
+        str(ROOT),
+        "-c",
+        str(scratch / "pytest.ini"),
+        "--rootdir",
+        str(scratch),
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "conformance.plugin",
+        "-q",
+        "--pyargs",
+        "conformance.test_kernels",
+        f"--specs={checkout / 'kernels'}",
+        "--device=vulkan",
+        f"{option}={checkout / value}",
+        cwd=scratch,
+        env={"CONFORMANCE_CHECKOUT": str(checkout), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4 and f"{checkout / value.split('/')[0]} -> {elsewhere}" in out, out[-2000:]
     assert "Traceback" not in out and list(elsewhere.iterdir()) == [], out[-2000:]
-    assert os.environ.get("CONFORMANCE_CHECKOUT") is None     # the variable is certify's, for its own child only
+    assert os.environ.get("CONFORMANCE_CHECKOUT") is None  # the variable is certify's, for its own child only

@@ -1,4 +1,5 @@
 """Malformed manifests on the command line: a clear error naming file and pointer, never a Python traceback."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,10 @@ BROKEN = {  # id -> (manifest text, a fragment the message must hold)
     "deeply-nested": ("[" * 100000 + "]" * 100000, "nested too deeply"),
     "duplicate-key": ('{"domain": "a", "domain": "b"}', "duplicate key"),
     "schema": (_variant(lambda r: r.__setitem__("inputs", 7)), "/inputs"),
-    "bad-expression": (_variant(lambda r: r["variants"][0]["when"].__setitem__(0, "shapes.X ** ")), "/variants/0/when/0"),
+    "bad-expression": (
+        _variant(lambda r: r["variants"][0]["when"].__setitem__(0, "shapes.X ** ")),
+        "/variants/0/when/0",
+    ),
     "unicode-name": (_variant(lambda r: r.__setitem__("name", "Gé\u0301lu\u202e")), "manifest.json"),
     "huge-number": (_variant(lambda r: r["tunables"].__setitem__("WORKGROUP_SIZE", 10**400)), "manifest.json"),
 }

@@ -4,6 +4,7 @@
 their own passed the check, and ``certify --golden`` ran them all (147 cases instead of 117). Now both refuse
 the file, naming the copies.
 """
+
 from __future__ import annotations
 
 import copy
@@ -46,8 +47,10 @@ def same_id_twice(cases: list) -> None:
     cases.append(twin)
 
 
-@pytest.mark.parametrize("edit, named", [(extra_copies, "is the same call as /cases/0"),
-                                         (same_id_twice, "is listed twice (first at /cases/5)")])
+@pytest.mark.parametrize(
+    "edit, named",
+    [(extra_copies, "is the same call as /cases/0"), (same_id_twice, "is listed twice (first at /cases/5)")],
+)
 def test_cases_check_refuses_a_call_listed_twice(tmp_path, edit, named):
     pr = pull_request(tmp_path, edit)
     proc = run_cli("-P", "-m", "cases", "--check", "--specs", "kernels", "--out", "kernel-cases", cwd=pr)
@@ -58,8 +61,22 @@ def test_cases_check_refuses_a_call_listed_twice(tmp_path, edit, named):
 
 def test_certify_refuses_to_run_the_copies(tmp_path):
     pr = pull_request(tmp_path, extra_copies)
-    proc = run_cli("-P", "-m", "conformance", "certify", "--specs", "kernels", "--golden", "kernel-cases",
-                   "--device", "vulkan", "--report", "out/report.json", cwd=pr, timeout=400)
+    proc = run_cli(
+        "-P",
+        "-m",
+        "conformance",
+        "certify",
+        "--specs",
+        "kernels",
+        "--golden",
+        "kernel-cases",
+        "--device",
+        "vulkan",
+        "--report",
+        "out/report.json",
+        cwd=pr,
+        timeout=400,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "is the same call as /cases/0" in out, out[-3000:]
     assert "147 passed" not in out and "117 passed" not in out, out[-3000:]

@@ -1,5 +1,6 @@
 """``--expectations`` globs match in at most len(glob) x len(id) steps (issue 11, item 8): runs of ``*?`` took seconds
 per case id as a regex. The steps are counted, not timed, so the test means the same on any machine."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ def test_runs_of_star_question_do_not_backtrack():
     assert id_pattern("*?" * 40).fullmatch(CASE_ID)
 
 
-def _regex(glob: str) -> re.Pattern:   # the old translation: right answers, exponential time on hostile globs
+def _regex(glob: str) -> re.Pattern:  # the old translation: right answers, exponential time on hostile globs
     return re.compile(re.escape(glob).replace(r"\*", ".*").replace(r"\?", "."), re.DOTALL)
 
 

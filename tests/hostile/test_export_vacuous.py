@@ -5,6 +5,7 @@ it as the suite does. A template that renders in no context (each render an erro
 call leave the check nothing to compare, and it said ``checked: true, passed: true, templateContexts: 0`` while
 ``lint`` failed the same package. Each is a copy of the shipped Gelu, exported through the command line.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,11 +32,17 @@ def _no_call_accepted(package):
 
 #: (how the package is broken, what lint says of it, why metadata.json says nothing was compared)
 BROKEN = [
-    (_undefined_in_every_render, "'no_such_thing' is undefined",
-     "no template compared: Jinja2 rendered none of the 13 template context(s) of the generated calls (each a "
-     "render error; `python -m conformance lint` names them)"),
-    (_no_call_accepted, "is selected by no call",
-     "no template compared: no generated call is accepted, so no template context was rendered"),
+    (
+        _undefined_in_every_render,
+        "'no_such_thing' is undefined",
+        "no template compared: Jinja2 rendered none of the 13 template context(s) of the generated calls (each a "
+        "render error; `python -m conformance lint` names them)",
+    ),
+    (
+        _no_call_accepted,
+        "is selected by no call",
+        "no template compared: no generated call is accepted, so no template context was rendered",
+    ),
 ]
 
 

@@ -3,6 +3,7 @@
 A report is real (a Gelu whose kernel writes nothing, every selected case failing), then edited as a forger
 would: its header claiming ``conforms``, markup in its counts, fields of the wrong type.
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,12 +23,16 @@ SCRIPT = "<script>document.title='pwned'</script>"
 def failing_report(tmp_path_factory):
     root = tmp_path_factory.mktemp("forged")
     shutil.copytree(REPO_SPECS / GELU, root / "specs" / GELU)
-    edit(root / "specs" / GELU / TEMPLATE, "  if (i >= params.count) { return; }\n",
-         "  if (i >= params.count || params.count > 0u) { return; }\n")
+    edit(
+        root / "specs" / GELU / TEMPLATE,
+        "  if (i >= params.count) { return; }\n",
+        "  if (i >= params.count || params.count > 0u) { return; }\n",
+    )
     proc = run_conformance(root / "specs", "-k", "f32 and vec4", f"--conformance-report={root / 'real.json'}")
     data = json.loads((root / "real.json").read_text())
-    assert data["result"] == "does-not-conform" and data["totals"]["failed"] == len(data["cases"]) > 5, \
-        proc.stdout[-2000:]
+    assert data["result"] == "does-not-conform" and data["totals"]["failed"] == len(data["cases"]) > 5, proc.stdout[
+        -2000:
+    ]
     return data
 
 
@@ -35,16 +40,32 @@ def merge(tmp_path, data, *extra):
     path = tmp_path / "forged.json"
     path.write_text(json.dumps(data))
     out = {k: tmp_path / f"matrix.{k}" for k in ("md", "json", "html")}
-    proc = run_cli("-P", "-m", "conformance", "merge", str(path), "--out", str(out["md"]), "--json",
-                   str(out["json"]), "--html", str(out["html"]), *extra)
+    proc = run_cli(
+        "-P",
+        "-m",
+        "conformance",
+        "merge",
+        str(path),
+        "--out",
+        str(out["md"]),
+        "--json",
+        str(out["json"]),
+        "--html",
+        str(out["html"]),
+        *extra,
+    )
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
     return proc, out
 
 
 def claims_to_conform(data: dict) -> dict:
     forged = copy.deepcopy(data)
-    forged.update(result="conforms", conforms=True, unchecked=[],
-                  totals={**data["totals"], "passed": len(data["cases"]), "failed": 0})
+    forged.update(
+        result="conforms",
+        conforms=True,
+        unchecked=[],
+        totals={**data["totals"], "passed": len(data["cases"]), "failed": 0},
+    )
     for cell in (c for variants in forged["summary"].values() for dts in variants.values() for c in dts.values()):
         cell["passed"], cell["failed"] = cell["failed"], 0
     return forged

@@ -5,6 +5,7 @@ error types (a ``ConformanceError`` subclass) whose message names the place -- t
 pointer, the argument, or the template -- never in another exception type or a hang. Hypothesis runs without a
 deadline: the cost of an example is bounded by the suite's work budgets, not measured in seconds.  The example counts are in conftest.SCALE (nightly: 25x).
 """
+
 from __future__ import annotations
 
 import math
@@ -27,33 +28,144 @@ from tests.hostile.conftest import SEEDS, examples, seed
 
 FILE = "fuzz.json"
 NO_F16 = BASELINE.restricted("no-f16", drop_features={"shader-f16"})
-PROFILES = [BASELINE, NO_F16, BASELINE.restricted("tiny", limits={"maxBufferSize": 64,
-                                                                  "maxStorageBufferBindingSize": 64,
-                                                                  "maxComputeWorkgroupsPerDimension": 1,
-                                                                  "maxComputeWorkgroupSizeX": 1,
-                                                                  "maxComputeInvocationsPerWorkgroup": 1})]
+PROFILES = [
+    BASELINE,
+    NO_F16,
+    BASELINE.restricted(
+        "tiny",
+        limits={
+            "maxBufferSize": 64,
+            "maxStorageBufferBindingSize": 64,
+            "maxComputeWorkgroupsPerDimension": 1,
+            "maxComputeWorkgroupSizeX": 1,
+            "maxComputeInvocationsPerWorkgroup": 1,
+        },
+    ),
+]
 
 # -- values --------------------------------------------------------------------------------------------------
-HUGE = [2**31, 2**32, 2**53 + 1, 2**63, 2**64 + 7, -2**63 - 1, 10**30, 10**400, -1, 0, 1e308, -1e308, 1e-320,
-        math.inf, -math.inf, math.nan]
-names = st.one_of(st.text(max_size=12), st.sampled_from(["X", "Y", "bias", "T", "main", "shapes", "__class__",
-                                                         "ΧΨ", "名前", "a/b", "~1", "", " ", "\x00", "é" * 40]))
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                    st.sampled_from(HUGE), st.floats(allow_nan=True), names)
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                             st.dictionaries(names, inner, max_size=4)),
-                           max_leaves=10)
+HUGE = [
+    2**31,
+    2**32,
+    2**53 + 1,
+    2**63,
+    2**64 + 7,
+    -(2**63) - 1,
+    10**30,
+    10**400,
+    -1,
+    0,
+    1e308,
+    -1e308,
+    1e-320,
+    math.inf,
+    -math.inf,
+    math.nan,
+]
+names = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        ["X", "Y", "bias", "T", "main", "shapes", "__class__", "ΧΨ", "名前", "a/b", "~1", "", " ", "\x00", "é" * 40]
+    ),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from(HUGE),
+    st.floats(allow_nan=True),
+    names,
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(names, inner, max_size=4)),
+    max_leaves=10,
+)
 
-ATOMS = ["shapes.X", "shapes.Y", "shapes.bias", "ranks.X", "ranks.bias", "dtypes.T", "present.bias",
-         "device.limits.maxBufferSize", "device.limits.maxComputeWorkgroupsPerDimension", "tunables.WORKGROUP_SIZE",
-         "numel(shapes.X)", "dim(shapes.X, -1)", "dim(shapes.X, 99)", "dtypeBytes(dtypes.T)", "f16Ok(dtypes.T)",
-         "ceilDiv(numel(shapes.X), 0)", "min()", "max(1)", "baseOk", "workgroupSize", "hidden", "vectorScalar",
-         "0", "1", "-1", "4", "2**64", "10**20", "1e308", "0.5", "true", "false", "none", '"f16"', "'x'", "[]",
-         "[1, 2]", "()", "(1,)", "{}", "x", "shapes", "device", "numel", "self", "''.__class__", "range(9)",
-         "shapes.X[0]", "shapes.X[-9]", "shapes['X']", "loop", "caller", "varargs", "q" * 50,
-         "1e999", "-1e999", "1e999 - 1e999", "1e308 * 10"]
-OPS = ["+", "-", "*", "/", "//", "%", "**", "==", "!=", "<", "<=", ">", ">=", " and ", " or ", " ~ ", " in ",
-       " not in ", " is ", "|", ".", ","]
+ATOMS = [
+    "shapes.X",
+    "shapes.Y",
+    "shapes.bias",
+    "ranks.X",
+    "ranks.bias",
+    "dtypes.T",
+    "present.bias",
+    "device.limits.maxBufferSize",
+    "device.limits.maxComputeWorkgroupsPerDimension",
+    "tunables.WORKGROUP_SIZE",
+    "numel(shapes.X)",
+    "dim(shapes.X, -1)",
+    "dim(shapes.X, 99)",
+    "dtypeBytes(dtypes.T)",
+    "f16Ok(dtypes.T)",
+    "ceilDiv(numel(shapes.X), 0)",
+    "min()",
+    "max(1)",
+    "baseOk",
+    "workgroupSize",
+    "hidden",
+    "vectorScalar",
+    "0",
+    "1",
+    "-1",
+    "4",
+    "2**64",
+    "10**20",
+    "1e308",
+    "0.5",
+    "true",
+    "false",
+    "none",
+    '"f16"',
+    "'x'",
+    "[]",
+    "[1, 2]",
+    "()",
+    "(1,)",
+    "{}",
+    "x",
+    "shapes",
+    "device",
+    "numel",
+    "self",
+    "''.__class__",
+    "range(9)",
+    "shapes.X[0]",
+    "shapes.X[-9]",
+    "shapes['X']",
+    "loop",
+    "caller",
+    "varargs",
+    "q" * 50,
+    "1e999",
+    "-1e999",
+    "1e999 - 1e999",
+    "1e308 * 10",
+]
+OPS = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    " and ",
+    " or ",
+    " ~ ",
+    " in ",
+    " not in ",
+    " is ",
+    "|",
+    ".",
+    ",",
+]
 
 
 @st.composite
@@ -68,13 +180,13 @@ def expressions(draw, depth=0):
     if kind == 5:
         return f"({draw(expressions(depth + 1))})"
     if kind == 6:
-        fn = draw(st.sampled_from(["numel", "dim", "min", "max", "ceilDiv", "dtypeBytes", "f16Ok", "range",
-                                   "lipsum", "dict"]))
+        fn = draw(
+            st.sampled_from(["numel", "dim", "min", "max", "ceilDiv", "dtypeBytes", "f16Ok", "range", "lipsum", "dict"])
+        )
         args = draw(st.lists(expressions(depth + 1), max_size=3))
         return f"{fn}({', '.join(args)})"
     if kind == 7:
-        return (f"{draw(expressions(depth + 1))} if {draw(expressions(depth + 1))} "
-                f"else {draw(expressions(depth + 1))}")
+        return f"{draw(expressions(depth + 1))} if {draw(expressions(depth + 1))} else {draw(expressions(depth + 1))}"
     return f"{draw(expressions(depth + 1))}{draw(st.sampled_from(OPS))}{draw(expressions(depth + 1))}"
 
 
@@ -109,8 +221,24 @@ def mutated_manifests(draw):
     applied = []
     for _ in range(draw(st.integers(1, 3))):
         paths = list(_paths(raw))
-        op = draw(st.sampled_from(["delete", "retype", "rename", "nest", "huge", "unicode", "expression",
-                                   "expression", "expression", "expression", "duplicate", "empty"]))
+        op = draw(
+            st.sampled_from(
+                [
+                    "delete",
+                    "retype",
+                    "rename",
+                    "nest",
+                    "huge",
+                    "unicode",
+                    "expression",
+                    "expression",
+                    "expression",
+                    "expression",
+                    "duplicate",
+                    "empty",
+                ]
+            )
+        )
         if op == "expression":  # mostly where expressions live: the string leaves (rules, predicates, dispatch)
             strings = [p for p in paths if p and isinstance(_get(raw, p), str) and p[-1] != "description"]
             if strings and draw(st.integers(0, 3)):
@@ -132,8 +260,7 @@ def mutated_manifests(draw):
         elif op == "huge":
             raw = _set(raw, path, draw(st.sampled_from(HUGE)))
         elif op == "unicode":
-            raw = _set(raw, path, draw(st.text(alphabet=st.characters(min_codepoint=0x80), min_size=1,
-                                               max_size=20)))
+            raw = _set(raw, path, draw(st.text(alphabet=st.characters(min_codepoint=0x80), min_size=1, max_size=20)))
         elif op == "expression":
             raw = _set(raw, path, draw(expressions()))
         elif op == "duplicate" and isinstance(target, list) and target:
@@ -146,40 +273,84 @@ def mutated_manifests(draw):
 
 
 # -- calls ---------------------------------------------------------------------------------------------------
-DTYPES = ["float32", "float16", "f32", "f16", "float64", "bfloat16", "int8", "uint64", "bool", "complex64",
-          "float8", "", "F32", "float32 ", np.float32, np.float16, np.complex64, np.dtype("O"), "object", None, 3,
-          float, "V8", "<f4", "S3"]
-dims = st.one_of(st.integers(0, 9), st.sampled_from([0, 1, 4, 2**16, 2**31, 2**32 - 1, 2**40, 2**62, 2**63,
-                                                     2**64 + 1, -1, -2**63]),
-                 st.sampled_from([True, 1.5, "3", None, np.int64(7), np.uint64(2**63), float("nan")]))
-shapes = st.one_of(st.lists(dims, max_size=10), st.tuples(dims, dims),
-                   st.sampled_from([[2**32] * 3, [2**22] * 3, [0, 2**64], (), "4", 4, None, {"a": 1}, b"ab",
-                                    range(3), [[2, 3]], np.array([2, 3])]))
+DTYPES = [
+    "float32",
+    "float16",
+    "f32",
+    "f16",
+    "float64",
+    "bfloat16",
+    "int8",
+    "uint64",
+    "bool",
+    "complex64",
+    "float8",
+    "",
+    "F32",
+    "float32 ",
+    np.float32,
+    np.float16,
+    np.complex64,
+    np.dtype("O"),
+    "object",
+    None,
+    3,
+    float,
+    "V8",
+    "<f4",
+    "S3",
+]
+dims = st.one_of(
+    st.integers(0, 9),
+    st.sampled_from([0, 1, 4, 2**16, 2**31, 2**32 - 1, 2**40, 2**62, 2**63, 2**64 + 1, -1, -(2**63)]),
+    st.sampled_from([True, 1.5, "3", None, np.int64(7), np.uint64(2**63), float("nan")]),
+)
+shapes = st.one_of(
+    st.lists(dims, max_size=10),
+    st.tuples(dims, dims),
+    st.sampled_from(
+        [[2**32] * 3, [2**22] * 3, [0, 2**64], (), "4", 4, None, {"a": 1}, b"ab", range(3), [[2, 3]], np.array([2, 3])]
+    ),
+)
 tensor_args = st.one_of(
     st.none(),
     st.tuples(shapes, st.sampled_from(DTYPES)),
     st.lists(st.one_of(shapes, st.sampled_from(DTYPES)), min_size=0, max_size=3),
     st.sampled_from([3, "X", 1.5, {"shape": [2], "dtype": "float32"}, object(), b"\x00", np.float32(1)]),
-    st.builds(lambda shape, dtype: np.zeros(shape, dtype),
-              st.lists(st.integers(0, 3), max_size=3), st.sampled_from([np.float32, np.float16, np.int32,
-                                                                        np.complex64, np.bool_, np.float64])),
-    st.builds(lambda n, dtype: np.broadcast_to(np.zeros((), dtype), (n, 2**20)),  # huge, but no memory
-              st.sampled_from([0, 1, 2**10, 2**20, 2**30]), st.sampled_from([np.float32, np.float16])),
+    st.builds(
+        lambda shape, dtype: np.zeros(shape, dtype),
+        st.lists(st.integers(0, 3), max_size=3),
+        st.sampled_from([np.float32, np.float16, np.int32, np.complex64, np.bool_, np.float64]),
+    ),
+    st.builds(
+        lambda n, dtype: np.broadcast_to(np.zeros((), dtype), (n, 2**20)),  # huge, but no memory
+        st.sampled_from([0, 1, 2**10, 2**20, 2**30]),
+        st.sampled_from([np.float32, np.float16]),
+    ),
 )
-arg_names = st.one_of(st.sampled_from(["X", "bias", "Y", "x", "Bias", "", "X ", "__class__", "ΧΨ"]),
-                      st.integers(), st.none())
-good_shapes = st.lists(st.one_of(st.integers(0, 9), st.sampled_from([0, 4, 2**16, 2**31, 2**40, 2**62, 2**64 + 1])),
-                       max_size=4)
+arg_names = st.one_of(
+    st.sampled_from(["X", "bias", "Y", "x", "Bias", "", "X ", "__class__", "ΧΨ"]), st.integers(), st.none()
+)
+good_shapes = st.lists(
+    st.one_of(st.integers(0, 9), st.sampled_from([0, 4, 2**16, 2**31, 2**40, 2**62, 2**64 + 1])), max_size=4
+)
 good_args = st.tuples(good_shapes, st.sampled_from(["float32", "float16", "float32", "float16", "f32", "int8"]))
 tensor_mostly_good = st.one_of(good_args, good_args, good_args, tensor_args)
 calls = st.one_of(
     st.fixed_dictionaries({"X": tensor_mostly_good}, optional={"bias": tensor_mostly_good}),
     st.fixed_dictionaries({"X": tensor_mostly_good}, optional={"bias": tensor_mostly_good}),
-    st.dictionaries(arg_names, tensor_args, max_size=4))
-tunables = st.one_of(st.none(), st.none(), st.none(), st.dictionaries(st.sampled_from(["WORKGROUP_SIZE", "VEC", "", "wg"]),
-                                                st.one_of(st.integers(-2**40, 2**40), st.sampled_from(
-                                                    [0, 1, 3, 256, 2**31, 2**32, True, 1.5, "64", None])),
-                                                max_size=2))
+    st.dictionaries(arg_names, tensor_args, max_size=4),
+)
+tunables = st.one_of(
+    st.none(),
+    st.none(),
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["WORKGROUP_SIZE", "VEC", "", "wg"]),
+        st.one_of(st.integers(-(2**40), 2**40), st.sampled_from([0, 1, 3, 256, 2**31, 2**32, True, 1.5, "64", None])),
+        max_size=2,
+    ),
+)
 ORDINARY = [{"X": ((4, 8), "float32"), "bias": ((8,), "float32")}, {"X": ((5,), "float16")}, {"X": ((0, 3), "float32")}]
 
 
@@ -192,8 +363,9 @@ def assert_names_the_place(err: ConformanceError, *, file: str | None = FILE) ->
     if isinstance(err, ManifestError):
         assert err.file == file and text.startswith(f"{file}:/"), text[:300]
     elif isinstance(err, ExpressionError):
-        assert err.pointer.startswith("/") and err.file == file and file in text, \
+        assert err.pointer.startswith("/") and err.file == file and file in text, (
             f"ExpressionError without its place (pointer {err.pointer!r}, file {err.file!r}): {text[:300]}"
+        )
     elif isinstance(err, ContractError):
         assert err.reason, text[:300]
         assert err.argument is None or isinstance(err.argument, (str, int)) or err.argument is None
@@ -282,8 +454,10 @@ def test_random_call_plans_or_is_rejected(name, call, profile, tunables):
 
 
 @settings(max_examples=examples(150))
-@given(name=st.sampled_from(sorted(SEEDS)), call=st.dictionaries(st.sampled_from(["X", "bias", "Y", "nope"]),
-                                                                tensor_args, max_size=3))
+@given(
+    name=st.sampled_from(sorted(SEEDS)),
+    call=st.dictionaries(st.sampled_from(["X", "bias", "Y", "nope"]), tensor_args, max_size=3),
+)
 def test_random_call_through_the_public_api(name, call):
     kernel = Kernel(Package(REPO_SPECS / name, _SEED_MANIFESTS[name]))
     try:
@@ -295,6 +469,7 @@ def test_random_call_through_the_public_api(name, call):
 def test_example_counts():
     """The default run fuzzes at least 2,000 examples; the nightly profile (tox -e nightly) 25 times as many."""
     from tests.hostile.conftest import SCALE
+
     default = 500 + 200 + 1150 + 150
     assert default >= 2000 and default * SCALE["nightly"] >= 50000
     assert examples(500) + examples(200) + examples(1150) + examples(150) == default * SCALE[PROFILE_NAME]

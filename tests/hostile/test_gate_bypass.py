@@ -1,4 +1,5 @@
 """``diff REF --gate`` against a change that plants files to fool it (issue 11, items 1 and 11)."""
+
 from __future__ import annotations
 
 import shutil
@@ -11,7 +12,7 @@ from tests.hostile.conftest import run_cli
 
 def test_a_directory_named_like_the_base_revision_is_refused_not_compared(repo, monkeypatch, capsys):  # noqa: F811
     git(repo, "branch", "-q", "base")
-    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)      # a behaviour change, golden file untouched
+    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)  # a behaviour change, golden file untouched
     shutil.copytree(repo / "specs" / FASTGELU, repo / "base" / FASTGELU)  # the PR's decoy: base/<package>/
     monkeypatch.chdir(repo)
     assert main(["diff", "base", "--gate"]) == 2
@@ -49,7 +50,7 @@ def test_two_revisions_whose_names_look_alike_are_extracted_apart(repo, monkeypa
     """``a/b`` and ``a_b`` (like ``HEAD~2`` and ``HEAD^2``) once shared a scratch folder: the gate compared a
     revision with itself, and a behaviour change passed (issue 28, class 10)."""
     git(repo, "branch", "-q", "a/b")
-    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)      # a behaviour change, golden file untouched
+    edit_manifest(repo / "specs" / FASTGELU, swap_tail_and_scalar)  # a behaviour change, golden file untouched
     git(repo, "commit", "-qam", "behaviour change")
     git(repo, "branch", "-q", "a_b")
     monkeypatch.chdir(repo)

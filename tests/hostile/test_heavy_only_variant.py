@@ -1,5 +1,6 @@
 """A variant only heavy calls select is judged (issue 51, item 2): without ``--run-heavy`` its cases with data are
 left out, and the run names the cell "heavy only" instead of certifying the package on its empty-tensor passes."""
+
 from __future__ import annotations
 
 import json
@@ -12,13 +13,21 @@ from tests.hostile.conftest import TEMPLATE, edit, run_cli
 
 GELU = "com.microsoft.Gelu"
 #: Selected for empty tensors and for inputs over 64 MiB; its shader writes zeros.
-BIG = {"id": "big", "priority": 30,
-       "when": ["numel(shapes.X) == numel(shapes.Y)", "f16Ok(dtypes.T)",
-                "numel(shapes.X) == 0 or numel(shapes.X) * dtypeBytes(dtypes.T) > 67108864"],
-       "constants": {"vec4": False, "zeros": True}}
-ZEROS = ("{% else %}\n  if (i >= params.count) { return; }\n",
-         "{% else %}\n  if (i >= params.count) { return; }\n"
-         "{% if zeros is defined %}\n  y[i] = {{ scalar }}(0.0);\n  return;\n{% endif %}\n")
+BIG = {
+    "id": "big",
+    "priority": 30,
+    "when": [
+        "numel(shapes.X) == numel(shapes.Y)",
+        "f16Ok(dtypes.T)",
+        "numel(shapes.X) == 0 or numel(shapes.X) * dtypeBytes(dtypes.T) > 67108864",
+    ],
+    "constants": {"vec4": False, "zeros": True},
+}
+ZEROS = (
+    "{% else %}\n  if (i >= params.count) { return; }\n",
+    "{% else %}\n  if (i >= params.count) { return; }\n"
+    "{% if zeros is defined %}\n  y[i] = {{ scalar }}(0.0);\n  return;\n{% endif %}\n",
+)
 
 
 def plant_big(specs):
@@ -35,12 +44,28 @@ def test_a_variant_only_heavy_cases_reach_keeps_the_package_from_conforming(tmp_
     golden = tmp_path / "golden"
     made = run_cli("-P", "-m", "cases", "--specs", str(specs), "--out", str(golden), timeout=600)
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
-    cases = [c for c in yaml.safe_load((golden / f"{GELU}.yaml").read_text())["cases"]
-             if c["expect"].get("variant") == "big"]
+    cases = [
+        c for c in yaml.safe_load((golden / f"{GELU}.yaml").read_text())["cases"] if c["expect"].get("variant") == "big"
+    ]
     assert cases and {c["heavy"] for c in cases if 0 not in c["inputs"]["X"]["shape"]} == {True}
     report = tmp_path / "report.json"
-    proc = run_cli("-P", "-m", "conformance", "certify", "--specs", str(specs / GELU), "--device", "vulkan",
-                   "--golden", str(golden), "--report", str(report), "-n", "2", timeout=600)
+    proc = run_cli(
+        "-P",
+        "-m",
+        "conformance",
+        "certify",
+        "--specs",
+        str(specs / GELU),
+        "--device",
+        "vulkan",
+        "--golden",
+        str(golden),
+        "--report",
+        str(report),
+        "-n",
+        "2",
+        timeout=600,
+    )
     data = json.loads(report.read_text())
     assert proc.returncode == 1 and data["result"] == "does-not-conform", proc.stdout[-3000:]
     big = [u for u in data["unchecked"] if u["variant"] == "big"]
@@ -50,8 +75,16 @@ def test_a_variant_only_heavy_cases_reach_keeps_the_package_from_conforming(tmp_
 
 
 def _verdict(variant, status="passed", evidence="values", empty=False, dtype="float32"):
-    return {"id": f"c/{variant}/{dtype}/{empty}", "package": "p", "variant": variant, "expected_variant": variant,
-            "dtype": dtype, "status": status, "evidence": evidence, "empty": empty}
+    return {
+        "id": f"c/{variant}/{dtype}/{empty}",
+        "package": "p",
+        "variant": variant,
+        "expected_variant": variant,
+        "dtype": dtype,
+        "status": status,
+        "evidence": evidence,
+        "empty": empty,
+    }
 
 
 def test_empty_passes_check_a_cell_only_when_nothing_heavy_was_left_out():
@@ -61,9 +94,9 @@ def test_empty_passes_check_a_cell_only_when_nothing_heavy_was_left_out():
     held = [left_out_entry(_verdict("big", status="not-run"))]
     unchecked = assess(values + [empty_pass], held)["unchecked"]
     assert [(u["variant"], u["cases"]) for u in unchecked] == [("big", 2)] and "heavy only" in unchecked[0]["why"]
-    alone = assess(values, held)["unchecked"]            # no case of the cell ran at all: still named
+    alone = assess(values, held)["unchecked"]  # no case of the cell ran at all: still named
     assert [u["variant"] for u in alone] == ["big"]
-    assert not assess(values + [_verdict("big")], held)["unchecked"]   # a value-checked case of it ran
+    assert not assess(values + [_verdict("big")], held)["unchecked"]  # a value-checked case of it ran
 
 
 def test_serve_names_the_heavy_cases_it_leaves_out(make_specs):
@@ -77,9 +110,16 @@ def test_serve_names_the_heavy_cases_it_leaves_out(make_specs):
 
 def _report(tmp_path, left_out):
     from conformance.certify import report
-    data = report.build([_verdict("scalar"), _verdict("big", evidence="shapes", empty=True)], identity=[],
-                        device=None, implementation="manifest-runtime", skipped_reasons={},
-                        deselected_heavy=len(left_out), left_out=left_out)
+
+    data = report.build(
+        [_verdict("scalar"), _verdict("big", evidence="shapes", empty=True)],
+        identity=[],
+        device=None,
+        implementation="manifest-runtime",
+        skipped_reasons={},
+        deselected_heavy=len(left_out),
+        left_out=left_out,
+    )
     path = tmp_path / "r.json"
     path.write_text(json.dumps(data))
     return data, path

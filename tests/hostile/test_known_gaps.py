@@ -1,4 +1,5 @@
 """Regression tests for the engine gaps the fuzzers found (both fixed in conformance/expressions.py)."""
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ for no page. ``lint``, where Node and @huggingface/jinja are present, now plans 
 the loader too and fails, naming the package, the call and the field, where the loader cannot plan what the suite
 plans or plans it otherwise.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -25,8 +26,9 @@ SOFTMAX = "com.microsoft.Softmax"
 
 def test_lint_fails_a_package_the_loader_plans_otherwise(tmp_path, monkeypatch):
     """A loader whose dispatch split is off by one: lint names the package, a call and the differing field."""
-    planted = planted_loader(tmp_path, "layout.js", "const x = Math.ceil(groups / (y * z));",
-                             "const x = Math.floor(groups / (y * z));")
+    planted = planted_loader(
+        tmp_path, "layout.js", "const x = Math.ceil(groups / (y * z));", "const x = Math.floor(groups / (y * z));"
+    )
     monkeypatch.setattr(lint_module, "open_planner", lambda: open_planner(planted))
     with open_engine() as engine:
         findings = lint_module.lint(REPO_SPECS / SOFTMAX, None, engine)
@@ -35,7 +37,7 @@ def test_lint_fails_a_package_the_loader_plans_otherwise(tmp_path, monkeypatch):
     first, *lines = found[0].splitlines()
     assert f"{SOFTMAX}/manifest.json:/: the reference JavaScript loader (loader {planted}" in first, first
     assert "generated calls otherwise than the suite" in first, first
-    assert lines and lines[0].strip().startswith("Softmax/f32/"), lines    # the call, by its case id
+    assert lines and lines[0].strip().startswith("Softmax/f32/"), lines  # the call, by its case id
     assert "passes[0].dispatch.workgroups[0]: Python " in lines[0] and ", JavaScript " in lines[0], lines
 
 
@@ -44,8 +46,17 @@ def test_the_gate_passes_a_prototype_named_type_variable_the_loader_plans(tmp_pa
     gate (with the loader's plans checked) passes it."""
     package = constructor_gelu(package_copy)
     shutil.copytree(package.root, tmp_path / "pr" / "kernels" / package.root.name)
-    proc = run_cli("-P", "-m", "conformance", "lint", "kernels", "--no-compile", "--require-js", cwd=tmp_path / "pr",
-                   env={"CONFORMANCE_JINJA_JS": str(ROOT / "node_modules" / "@huggingface" / "jinja")})
+    proc = run_cli(
+        "-P",
+        "-m",
+        "conformance",
+        "lint",
+        "kernels",
+        "--no-compile",
+        "--require-js",
+        cwd=tmp_path / "pr",
+        env={"CONFORMANCE_JINJA_JS": str(ROOT / "node_modules" / "@huggingface" / "jinja")},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "checked against @huggingface/jinja" in out, out[-3000:]

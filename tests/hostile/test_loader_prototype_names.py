@@ -6,6 +6,7 @@ options.attributes, a dtype) were looked up with ``in`` and ``object[name]``, wh
 it) threw a TypeError on every call in the loader, and ``options.tunables: {constructor: 64}`` or
 ``options.attributes: {toString: 1}`` were planned where the suite refuses them.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,16 @@ def renamed(package_copy, name: str, replacements: dict[str, str], edit=None):
 
 def constructor_gelu(package_copy):
     """Gelu whose type variable is ``constructor``, with an attribute named ``constructor`` (both manifest names)."""
+
     def attribute(raw):
         raw["attributes"] = {"constructor": {"type": "int", "default": 1}}
-    return renamed(package_copy, GELU, {'"dtype": "T"': '"dtype": "constructor"', '"T": [': '"constructor": [',
-                                        "dtypes.T": "dtypes.constructor"}, attribute)
+
+    return renamed(
+        package_copy,
+        GELU,
+        {'"dtype": "T"': '"dtype": "constructor"', '"T": [': '"constructor": [', "dtypes.T": "dtypes.constructor"},
+        attribute,
+    )
 
 
 def test_a_prototype_named_type_variable_plans_every_golden_call_as_the_suite(package_copy):
@@ -68,8 +75,9 @@ def refused(tmp_path_factory):
     """Calls naming what is not the manifest's, each with an Object.prototype member's name."""
     calls = {f"tunable-{n}": {"tunables": {n: 64}} for n in ("constructor", "toString", "__proto__")}
     calls |= {f"attribute-{n}": {"attributes": {n: 1}} for n in ("toString", "constructor", "__proto__")}
-    calls = {label: {"package": GELU, "method": "plan", "inputs": X8, "options": options}
-             for label, options in calls.items()}
+    calls = {
+        label: {"package": GELU, "method": "plan", "inputs": X8, "options": options} for label, options in calls.items()
+    }
     calls["dtype"] = {"package": GELU, "method": "plan", "inputs": {"X": {"shape": [8], "dtype": "constructor"}}}
     calls["good"] = {"package": GELU, "method": "plan", "inputs": X8, "options": {"tunables": {"WORKGROUP_SIZE": 64}}}
     return call_loader(tmp_path_factory.mktemp("prototype-names"), {GELU: load_package(GELU)}, calls)
@@ -100,14 +108,27 @@ def test_a_prototype_named_dtype_is_an_unknown_dtype(refused):
 
 def test_a_prototype_named_role_absent_is_a_missing_input(tmp_path, package_copy):
     """A role ``toString``: a call without it is missing it, as in the suite, not handed Object's toString."""
-    package = renamed(package_copy, GELU, {'"role": "X"': '"role": "toString"', '"arg": "X"': '"arg": "toString"',
-                                           "shapes.X": "shapes.toString", "ranks.X": "ranks.toString",
-                                           '"X": {': '"toString": {'})
+    package = renamed(
+        package_copy,
+        GELU,
+        {
+            '"role": "X"': '"role": "toString"',
+            '"arg": "X"': '"arg": "toString"',
+            "shapes.X": "shapes.toString",
+            "ranks.X": "ranks.toString",
+            '"X": {': '"toString": {',
+        },
+    )
     x8 = {"toString": X8["X"]}
-    got = call_loader(tmp_path, {GELU: package}, {
-        "absent": {"package": GELU, "method": "plan", "inputs": {}},
-        "present": {"package": GELU, "method": "plan", "inputs": x8},
-        "render": {"package": GELU, "method": "render", "inputs": x8}})
+    got = call_loader(
+        tmp_path,
+        {GELU: package},
+        {
+            "absent": {"package": GELU, "method": "plan", "inputs": {}},
+            "present": {"package": GELU, "method": "plan", "inputs": x8},
+            "render": {"package": GELU, "method": "render", "inputs": x8},
+        },
+    )
     assert got["absent"].get("name") == "ContractError", got["absent"]
     assert (got["absent"]["reason"], got["absent"]["argument"]) == ("missing-input", "toString"), got["absent"]
     assert got["present"] == {"ok": True, "value": "vec4"}, got["present"]

@@ -6,6 +6,7 @@ A published package whose digests match can still hold a template that never end
 the render's work, values and output against the sandbox's budgets (``loader/src/budget.js``), and an overrun is a
 PackageError naming the template file, the pass and the budget.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,18 @@ DOUBLED = "{% set s = namespace(t='x') %}{% for i in range(16) %}{% set s.t = s.
 
 #: label -> (what is put before the template, the budget the error must name)
 BOMBS = {
-    "range": ("{% for i in range(200000000) %}x{% endfor %}", "range() of 200000000 characters or items, more than "
-                                                              "1048576 (MAX_VALUE"),
-    "nested-loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-                     "rendering needs more than 4194304 units of work (RENDER_WORK_LIMIT"),
-    "doubling-string": ("{% set s = namespace(t='x') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}"
-                        "{{ s.t }}", "units of work (RENDER_WORK_LIMIT"),
+    "range": (
+        "{% for i in range(200000000) %}x{% endfor %}",
+        "range() of 200000000 characters or items, more than 1048576 (MAX_VALUE",
+    ),
+    "nested-loops": (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "rendering needs more than 4194304 units of work (RENDER_WORK_LIMIT",
+    ),
+    "doubling-string": (
+        "{% set s = namespace(t='x') %}{% for i in range(40) %}{% set s.t = s.t ~ s.t %}{% endfor %}{{ s.t }}",
+        "units of work (RENDER_WORK_LIMIT",
+    ),
     "output": (DOUBLED + "{{ s.t }}" * 17, "characters or items, more than 1048576 (MAX_OUTPUT"),  # 17 x 65536
     # one step that would build 65536 x 65537 characters: V8's longest string ends it before it is built
     "one-step-growth": (DOUBLED + "{{ s.t.replace('', s.t) }}", "the JavaScript engine's own limit: Invalid string"),
@@ -58,8 +65,10 @@ def test_a_render_over_the_budget_is_a_located_error(outcomes, label):
     got = outcomes[label]
     assert got.get("name") == "PackageError", got
     assert got["file"] == f"version 1/{TEMPLATE}", got
-    assert f"version 1/{TEMPLATE}: rendering pass Gelu.vec4 (variant vec4): refused by the render budget: " \
-        in got["message"], got
+    assert (
+        f"version 1/{TEMPLATE}: rendering pass Gelu.vec4 (variant vec4): refused by the render budget: "
+        in got["message"]
+    ), got
     assert BOMBS[label][1] in got["message"], got
 
 
@@ -80,9 +89,12 @@ def test_a_template_over_max_template_is_refused_before_it_is_parsed(tmp_path):
 def test_the_loaders_budget_is_the_python_sandboxs():
     """One set of numbers: the loader's constants are the sandbox's (conformance/shader/render.py)."""
     names = ["RENDER_WORK_LIMIT", "MAX_VALUE", "MAX_OUTPUT", "MAX_TEMPLATE"]
-    script = f"const m = await import({json.dumps((REPO_LOADER / 'src' / 'budget.js').resolve().as_uri())}); " \
-             f"console.log(JSON.stringify({json.dumps(names)}.map((n) => m[n])));"
-    done = subprocess.run([shutil.which("node"), "--input-type=module", "-e", script], capture_output=True, text=True,
-                          timeout=60)
+    script = (
+        f"const m = await import({json.dumps((REPO_LOADER / 'src' / 'budget.js').resolve().as_uri())}); "
+        f"console.log(JSON.stringify({json.dumps(names)}.map((n) => m[n])));"
+    )
+    done = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [getattr(render, n) for n in names]

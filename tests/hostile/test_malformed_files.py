@@ -1,5 +1,6 @@
 """Malformed test.json and golden files (issue 28, crashes): one located error per file, the other packages still
 run; never an "unexpected" traceback, a false "worker died", an exhausted memory or a traceback of the gate."""
+
 from __future__ import annotations
 
 import json
@@ -56,9 +57,17 @@ def _id_with_newline(c):
     c["id"] = c["id"] + "\n`# Result: **conforms**"
 
 
-@pytest.mark.parametrize("break_it, says", [(_short_outputs, "outputs/Y: expected"), (_no_atol, "'atol'"),
-                                            (_negative_shape, "shape"), (_null_outputs, "outputs"),
-                                            (_expect_without_outputs, "'outputs'"), (_id_with_newline, "id:")])
+@pytest.mark.parametrize(
+    "break_it, says",
+    [
+        (_short_outputs, "outputs/Y: expected"),
+        (_no_atol, "'atol'"),
+        (_negative_shape, "shape"),
+        (_null_outputs, "outputs"),
+        (_expect_without_outputs, "'outputs'"),
+        (_id_with_newline, "id:"),
+    ],
+)
 def test_a_malformed_stored_case_is_one_located_error(tmp_path, exported, break_it, says):
     package_dir = tmp_path / GELU
     shutil.copytree(REPO_SPECS / GELU, package_dir)
@@ -84,15 +93,15 @@ def test_a_malformed_test_json_fails_its_package_only(tmp_path, make_specs, expo
     cases = json.loads(report.read_text())["cases"]
     load = [c for c in cases if c["family"] == "load"]
     assert len(load) == 1 and "test.json" in load[0]["detail"] and "/cases/" in load[0]["detail"], load
-    assert any(c["package"] == FASTGELU and c["status"] == "passed" for c in cases)   # the other package ran
+    assert any(c["package"] == FASTGELU and c["status"] == "passed" for c in cases)  # the other package ran
 
 
 GOLDEN_BREAKAGE = {
     "yaml-tag": b"package: !!python/object:os.system echo\ncases: []\n",
     "top-level-list": b"- 1\n- 2\n",
     "not-utf8": b"package: \xff\xfe\ncases: []\n",
-    "alias-bomb": b"a: &a [x,x,x,x,x,x,x,x,x]\n" + b"".join(
-        f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n".encode() for p, n in zip("abcdefgh", "bcdefghi")),
+    "alias-bomb": b"a: &a [x,x,x,x,x,x,x,x,x]\n"
+    + b"".join(f"{n}: &{n} [{','.join(['*' + p] * 9)}]\n".encode() for p, n in zip("abcdefgh", "bcdefghi")),
 }
 
 
@@ -108,13 +117,12 @@ def test_a_malformed_golden_file_is_refused_with_its_name(tmp_path, kind):
 def test_a_malformed_golden_file_is_a_located_error_in_the_check_and_the_gate(repo, capsys):  # noqa: F811
     golden = repo / "cases" / f"{FASTGELU}.yaml"
     golden.write_bytes(GOLDEN_BREAKAGE["top-level-list"])
-    proc = run_cli("-m", "cases", "--check", "--specs", str(repo / "specs"), "--out", str(repo / "cases"),
-                   timeout=120)
+    proc = run_cli("-m", "cases", "--check", "--specs", str(repo / "specs"), "--out", str(repo / "cases"), timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert str(golden) in proc.stderr, proc.stderr
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "broken golden file")
-    golden.write_bytes(GOLDEN_BREAKAGE["alias-bomb"])    # and a behaviour change, so that the gate reads it
+    golden.write_bytes(GOLDEN_BREAKAGE["alias-bomb"])  # and a behaviour change, so that the gate reads it
     manifest = repo / "specs" / FASTGELU / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"WORKGROUP_SIZE": 256', '"WORKGROUP_SIZE": 128'))
     assert main(["diff", "HEAD", "--gate", "--repo", str(repo)]) == 2

@@ -6,6 +6,7 @@ in a traceback: the checks of issue 40 covered the case's other fields only. The
 whose kernel writes nothing: every case a value failure with its profile), then edited one field at a time; each
 edit must give exit status 2, one error naming the file and the JSON pointer, and no page written.
 """
+
 from __future__ import annotations
 
 import copy
@@ -13,6 +14,7 @@ import copy
 import pytest
 
 from tests.hostile.test_forged_reports import failing_report, merge  # noqa: F401  (a fixture, shared)
+
 
 class _Missing:
     """The field deleted rather than set."""
@@ -28,16 +30,16 @@ PROFILE = [
     ("", "worse than allowed", "expected an object or null"),
     ("/profile", "171357.08", "expected a list"),
     ("/profile/3", "big", "expected a finite number or null"),
-    ("/profile/3", 10 ** 400, "expected a finite number or null"),
+    ("/profile/3", 10**400, "expected a finite number or null"),
     ("/failing", "all", "expected a list"),
     ("/failing/2", "0.5", "expected a number from 0 to 1"),
     ("/failing/2", 7, "expected a number from 0 to 1"),
     ("/failing", [0.5], "expected a list of 96 numbers from 0 to 1 (one per bar of profile) or none"),
     ("/shape", "[1024]", "expected a list"),
     ("/shape/0", "1024", "expected a whole number from 0 to"),
-    ("/shape/0", 10 ** 400, "expected a whole number from 0 to"),
+    ("/shape/0", 10**400, "expected a whole number from 0 to"),
     ("/shape/0", 2.5, "expected a whole number from 0 to"),
-    ("/shape", [2 ** 62] * 20, "expected at most 2**63 elements"),
+    ("/shape", [2**62] * 20, "expected at most 2**63 elements"),
     ("/role", ["Y"], "expected a string or null"),
     ("/checked", "1024", "expected a whole number"),
     ("/checked", -4, "expected a whole number >= 0"),
@@ -51,7 +53,7 @@ PROFILE = [
     ("/by_input/range", [3.0], "expected [low, high], two finite numbers with low < high"),
     ("/by_input/range", [3.0, -3.0], "expected [low, high], two finite numbers with low < high"),
     ("/by_input/range", ["a", "b"], "expected [low, high], two finite numbers with low < high"),
-    ("/by_input/range", [-(10 ** 400), 1], "expected [low, high], two finite numbers with low < high"),
+    ("/by_input/range", [-(10**400), 1], "expected [low, high], two finite numbers with low < high"),
     ("/by_input/count", [1, 2], "expected a list of 48 whole numbers (one per bin of worst) or none"),
     ("/by_input/count/1", "many", "expected a whole number"),
     ("/by_input/failing/0", -0.5, "expected a number from 0 to 1"),
@@ -60,7 +62,7 @@ PROFILE = [
 
 #: (pointer in the report, the wrong value, what the error must say): the other fields merge reads.
 OTHERS = [
-    ("/cases/0/worst_ratio", 10 ** 400, "expected a finite number or null"),
+    ("/cases/0/worst_ratio", 10**400, "expected a finite number or null"),
     ("/cases/0/compared", -1, "expected a whole number >= 0 or null"),
     ("/cases/0/compared", 2.5, "expected a whole number >= 0 or null"),
     ("/weak/0/package", MISSING, "expected a string; got nothing"),
@@ -115,7 +117,6 @@ def test_a_wrong_error_profile_field_is_one_located_error(failing_report, tmp_pa
 @pytest.mark.parametrize("pointer, value, named", OTHERS, ids=[f"{p}={v!r}"[:40] for p, v, _ in OTHERS])
 def test_every_other_field_merge_reads_is_checked(failing_report, tmp_path, pointer, value, named):
     report = copy.deepcopy(failing_report)
-    report["device"].update(browser="chromium", user_agent="Mozilla/5.0")   # fields of a browser column
+    report["device"].update(browser="chromium", user_agent="Mozilla/5.0")  # fields of a browser column
     report["device"]["onnxruntime-web"] = "1.20.1"
     _one_located_error(tmp_path, _set(report, pointer, value), pointer, named)
-

@@ -1,6 +1,7 @@
 """``conformance new`` in a repository a stranger prepared (issue 40, item 14): a symlinked ``kernels/`` (or
 ``.github/``, ``records/``) used to get a folder made through it, outside the repository, before the refusal; a
 300-character op id ended in an OSError traceback (a file name over 255 bytes)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,7 @@ def test_a_linked_folder_is_refused_before_anything_is_made(tmp_path, linked):
     assert proc.returncode == 2 and "refusing a path through a symlink" in out and linked in out, out[-2000:]
     assert "Traceback" not in out
     assert list(outside.iterdir()) == []
-    assert sorted(p.name for p in repo.iterdir()) == [linked]      # nothing written anywhere
+    assert sorted(p.name for p in repo.iterdir()) == [linked]  # nothing written anywhere
 
 
 def test_an_op_id_too_long_for_a_file_name_is_one_clear_error(tmp_path):

@@ -1,5 +1,6 @@
 """One bad package spoils nothing (issue 11, item 4): each failure is that package's, located, counted as failed,
 while the other packages run, in pytest, lint and ``python -m cases``."""
+
 from __future__ import annotations
 
 import json
@@ -26,10 +27,16 @@ def _manifest(name: str, change=None) -> str:
 
 #: dir -> (manifest text, test.json text or None, a fragment the package's failure must hold)
 BAD = {
-    "deep": (_manifest("Deep", lambda r: r.__setitem__("description", json.loads("[" * 500 + "]" * 500))),
-             None, "nested too deeply"),
-    "inf-expression": (_manifest("InfExpr", lambda r: r["variants"][0]["when"].append("1e999 > 0")),
-                       None, "not finite"),
+    "deep": (
+        _manifest("Deep", lambda r: r.__setitem__("description", json.loads("[" * 500 + "]" * 500))),
+        None,
+        "nested too deeply",
+    ),
+    "inf-expression": (
+        _manifest("InfExpr", lambda r: r["variants"][0]["when"].append("1e999 > 0")),
+        None,
+        "not finite",
+    ),
     "test-json-list": (_manifest("TjList"), "[1]", "test.json"),
     "test-json-profile": (_manifest("TjProfile"), None, "unknown profile 'no-such-profile'"),
     "dup-a": (_manifest("Gelu"), None, "op id 'com.microsoft.Gelu'"),
@@ -42,16 +49,20 @@ def _bad_specs(tmp_path, make_specs):
         (specs / name / "manifest.json").write_text(manifest)
         if test_json is not None:
             (specs / name / "test.json").write_text(test_json)
-    stored = {"format": TEST_FORMAT, "package": "com.microsoft.TjProfile",
-              "cases": [{"id": "x", "profile": "no-such-profile", "inputs": {}, "expect": {}}]}
+    stored = {
+        "format": TEST_FORMAT,
+        "package": "com.microsoft.TjProfile",
+        "cases": [{"id": "x", "profile": "no-such-profile", "inputs": {}, "expect": {}}],
+    }
     (specs / "test-json-profile" / "test.json").write_text(json.dumps(stored))
     return specs
 
 
 def test_a_literal_1e999_is_refused_in_an_expression_and_a_template(tmp_path, make_specs):
     specs = make_specs(**{GELU: GELU})
-    (specs / GELU / "manifest.json").write_text(_manifest("Gelu", lambda r: r["variants"][0]["when"].append(
-        "1e999 > 0")))
+    (specs / GELU / "manifest.json").write_text(
+        _manifest("Gelu", lambda r: r["variants"][0]["when"].append("1e999 > 0"))
+    )
     with pytest.raises(ConformanceError, match=r"/variants/0/when/\d.*not finite"):
         load_kernel(specs / GELU).plan(profile=BASELINE, X=((8,), "float32"))
     (specs / GELU / "manifest.json").write_text(_manifest("Gelu"))
@@ -73,7 +84,7 @@ def test_pytest_python_m_cases_and_lint_run_the_good_package_and_fail_each_bad_o
     statuses = {c["id"]: c for c in data["cases"]}
     for name, (_, _, fragment) in BAD.items():
         case = statuses[f"{name}/manifest"]
-        assert case["status"] == "failed", case              # failed, never "not-run: the worker died"
+        assert case["status"] == "failed", case  # failed, never "not-run: the worker died"
         assert fragment in case["detail"], (name, case["detail"][:500])
     assert statuses[f"{GELU}/manifest"]["status"] == "failed"  # the other holder of the duplicated op id
     assert data["totals"]["failed"] >= len(BAD) + 1 and data["totals"].get("not-run", 0) == 0, data["totals"]

@@ -3,6 +3,7 @@
 A symlink or a special file (FIFO, /dev/zero) where a package file or an output is expected is refused with a
 message naming it, before any work, never followed, read or written through.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ def test_export_refuses_a_symlinked_output_before_any_work(tmp_path, make_specs,
     built = []
     monkeypatch.setattr(export, "build_test", lambda *a, **k: built.append(a) or {})
     assert main(["export", str(specs / GELU)]) == 2
-    assert not built                                    # refused before the cases were generated
+    assert not built  # refused before the cases were generated
     assert "symlink" in capsys.readouterr().err
     assert outside.read_text() == "precious\n"
     assert not (specs / GELU / ("bench.json" if name == "test.json" else "test.json")).exists()
@@ -48,7 +49,7 @@ def test_python_m_cases_refuses_a_symlinked_golden_file_before_writing_any(tmp_p
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "symlink" in proc.stderr and "Traceback" not in proc.stderr
     assert outside.read_text() == "precious\n"
-    assert not (out / "com.microsoft.FastGelu.yaml").exists()   # nothing written: the check came first
+    assert not (out / "com.microsoft.FastGelu.yaml").exists()  # nothing written: the check came first
 
 
 @pytest.mark.parametrize("kind", ["directory", "under-a-file", "symlink"])
@@ -64,6 +65,6 @@ def test_conformance_report_to_a_bad_path_fails_at_configure_time(tmp_path, make
         target.symlink_to(victim(tmp_path))
     proc = run_conformance(specs, f"--conformance-report={target}", timeout=120)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 4, out[-2000:]                 # a usage error, before collection
+    assert proc.returncode == 4, out[-2000:]  # a usage error, before collection
     assert "--conformance-report" in out and "Traceback" not in out, out[-2000:]
     assert " passed" not in out and "collected" not in out

@@ -5,6 +5,7 @@ built-in record without a word; now every command refuses it, naming both. And a
 the gate's diff like a changed manifest: the gate fails until the golden files are regenerated with it, and the
 diff then still shows the record's change to the reviewer.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -51,14 +52,20 @@ def refuses_replacing_gelu(proc) -> None:
 def pr_replacing_gelu(tmp_path):
     pr = tmp_path / "pr"
     shutil.copytree(REPO_SPECS / GELU, pr / "kernels" / GELU)
-    shutil.copytree(ROOT / "cases", pr / "kernel-cases", ignore=lambda d, names: [
-        n for n in names if not n.startswith(f"{GELU}.")])
+    shutil.copytree(
+        ROOT / "cases", pr / "kernel-cases", ignore=lambda d, names: [n for n in names if not n.startswith(f"{GELU}.")]
+    )
     site = distribution(tmp_path / "site", "pr_records", ZEROS)
     return pr, site
 
 
-@pytest.mark.parametrize("command", [["-m", "cases", "--check", "--specs", "kernels", "--out", "kernel-cases"],
-                                     ["-m", "conformance", "lint", "kernels"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["-m", "cases", "--check", "--specs", "kernels", "--out", "kernel-cases"],
+        ["-m", "conformance", "lint", "kernels"],
+    ],
+)
 def test_an_outside_record_never_replaces_a_built_in_one(pr_replacing_gelu, command):
     pr, site = pr_replacing_gelu
     refuses_replacing_gelu(run_cli("-P", *command, cwd=pr, env={"PYTHONPATH": f"{ROOT}:{site}"}))
@@ -73,10 +80,28 @@ def test_certify_refuses_it_too(pr_replacing_gelu, tmp_path):
     (packages,) = venv.glob("lib/python*/site-packages")
     for item in site.iterdir():
         shutil.move(str(item), packages / item.name)
-    (packages / "suite.pth").write_text(f"{ROOT}\n")      # the suite under test, as `pip install -e` would
-    proc = subprocess.run([str(venv / "bin" / "python"), "-P", "-m", "conformance", "certify", "--specs", "kernels",
-                           "--golden", "kernel-cases", "--device", "vulkan", "--report", "out/report.json"],
-                          cwd=pr, capture_output=True, text=True, timeout=400)
+    (packages / "suite.pth").write_text(f"{ROOT}\n")  # the suite under test, as `pip install -e` would
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-P",
+            "-m",
+            "conformance",
+            "certify",
+            "--specs",
+            "kernels",
+            "--golden",
+            "kernel-cases",
+            "--device",
+            "vulkan",
+            "--report",
+            "out/report.json",
+        ],
+        cwd=pr,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     refuses_replacing_gelu(proc)
 
 
@@ -86,8 +111,7 @@ def test_two_outside_records_of_one_op_are_refused_naming_both(tmp_path):
     module = (skeleton / "records" / "com_example_silu_record.py").read_text()
     site = distribution(tmp_path / "site", "silu_a", module)
     distribution(site, "silu_b", module)
-    proc = run_cli("-P", "-m", "conformance", "lint", "kernels", cwd=skeleton,
-                   env={"PYTHONPATH": f"{ROOT}:{site}"})
+    proc = run_cli("-P", "-m", "conformance", "lint", "kernels", cwd=skeleton, env={"PYTHONPATH": f"{ROOT}:{site}"})
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "both register an op record for com.example.Silu" in out, out[-3000:]
     assert "distribution silu-a 0.1" in out and "distribution silu-b 0.1" in out and "Traceback" not in out
@@ -99,30 +123,50 @@ def git(repo, *args):
 
 def test_a_changed_record_shows_in_the_gate_like_a_changed_manifest(tmp_path):
     repo = tmp_path / "repo"
-    assert run_cli("-P", "-m", "conformance", "new", "com.example.Silu", "--kind", "elementwise", "--dir", str(repo)).returncode == 0
+    assert (
+        run_cli(
+            "-P", "-m", "conformance", "new", "com.example.Silu", "--kind", "elementwise", "--dir", str(repo)
+        ).returncode
+        == 0
+    )
     records = repo / "records" / "com_example_silu_record.py"
     site = distribution(tmp_path / "site", "silu_records", "from com_example_silu_record import RECORD\n")
     env = {"PYTHONPATH": f"{ROOT}:{site}:{repo / 'records'}"}
     regenerate = ("-P", "-m", "cases", "--specs", "kernels", "--out", "kernel-cases")
-    assert run_cli(*regenerate, cwd=repo, env=env).returncode == 0        # written with the installed record
+    assert run_cli(*regenerate, cwd=repo, env=env).returncode == 0  # written with the installed record
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-    gate = ("-P", "-m", "conformance", "diff", "HEAD", "--gate", "--specs-path", "kernels",
-            "--golden-path", "kernel-cases")
+    gate = (
+        "-P",
+        "-m",
+        "conformance",
+        "diff",
+        "HEAD",
+        "--gate",
+        "--specs-path",
+        "kernels",
+        "--golden-path",
+        "kernel-cases",
+    )
     proc = run_cli(*gate, cwd=repo, env=env)
     assert proc.returncode == 0 and "op record" not in proc.stdout, proc.stdout + proc.stderr
 
     head = "def compute(inputs, attributes=None):\n"
     text = records.read_text()
     assert head in text
-    records.write_text(text.replace(head, head + "    return {'Y': np.zeros(np.shape(inputs['X']))}\n\n\n"
-                                    "def compute_was(inputs, attributes=None):\n", 1))   # a reference of zeros
+    records.write_text(
+        text.replace(
+            head,
+            head + "    return {'Y': np.zeros(np.shape(inputs['X']))}\n\n\ndef compute_was(inputs, attributes=None):\n",
+            1,
+        )
+    )  # a reference of zeros
     proc = run_cli(*gate, cwd=repo, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]
     assert "unacknowledged: com.example.Silu: its op record changed" in out and "op record was:" in out, out[-3000:]
-    assert run_cli(*regenerate, cwd=repo, env=env).returncode == 0        # the golden files, with the new record
+    assert run_cli(*regenerate, cwd=repo, env=env).returncode == 0  # the golden files, with the new record
     proc = run_cli(*gate, cwd=repo, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "op record was:" in out and "op record now:" in out, out[-3000:]

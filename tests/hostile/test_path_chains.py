@@ -2,6 +2,7 @@
 suite writes or reads is refused, not only as the last component; writes replace a file instead of writing
 through its inode (a hard link keeps its content); a golden file linked to a file outside is never read or
 printed."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,19 @@ def test_cases_refuses_a_symlinked_output_folder(tmp_path, make_specs):
 def test_a_report_under_a_symlinked_folder_is_refused_before_any_case_runs(tmp_path, make_specs):
     specs = make_specs(**{GELU: GELU})
     repo, outside = _linked_folder(tmp_path, "out")
-    proc = run_cli("-m", "pytest", str(ROOT / "conformance"), f"--specs={specs}", "-p", "no:cacheprovider",
-                   *UNUSED_PLUGINS, "--conformance-report=out/report.json", "-k", "X[5]", cwd=repo)
+    proc = run_cli(
+        "-m",
+        "pytest",
+        str(ROOT / "conformance"),
+        f"--specs={specs}",
+        "-p",
+        "no:cacheprovider",
+        *UNUSED_PLUGINS,
+        "--conformance-report=out/report.json",
+        "-k",
+        "X[5]",
+        cwd=repo,
+    )
     assert proc.returncode != 0 and "symlink" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     assert list(outside.iterdir()) == []
 

@@ -3,6 +3,7 @@
 A symlink or a special file (FIFO, /dev/zero) where a package file or an output is expected is refused with a
 message naming it, before any work, never followed, read or written through.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,7 @@ def test_package_copies_for_mutate_and_proposals_refuse_special_and_outside_file
     else:
         extra.symlink_to(victim(tmp_path))
     with pytest.raises(ConformanceError, match="not a regular file" if kind == "fifo" else "outside the package"):
-        copy_package(specs / GELU, tmp_path / "copy")          # what mutate and bench --proposal copy with
+        copy_package(specs / GELU, tmp_path / "copy")  # what mutate and bench --proposal copy with
     with pytest.raises(ConformanceError):
         vec4_per_thread(specs / GELU, 2, tmp_path / "proposal")
 

@@ -4,6 +4,7 @@ Anyone with the URL can say hello and get a column of their own. Such a client m
 fill the server's memory, forge lines in its terminal, crash a request handler, or make the server hand out a
 pull request's files; a column whose report is refused still finishes with its verdict.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,16 @@ def get(url: str) -> tuple[int, bytes]:
 
 
 def poll(url: str, hello: dict, seq=None, answer=None) -> dict:
-    status, body = post(url + "poll", {"client": hello["client"], "key": hello["key"],
-                                       "generation": hello["generation"], "seq": seq, "answer": answer})
+    status, body = post(
+        url + "poll",
+        {
+            "client": hello["client"],
+            "key": hello["key"],
+            "generation": hello["generation"],
+            "seq": seq,
+            "answer": answer,
+        },
+    )
     assert status == 200, body
     return json.loads(body)
 
@@ -59,12 +68,27 @@ def served(tmp_path):
     shutil.copytree(REPO_SPECS / GELU, specs / GELU)
     reports = tmp_path / "reports"
     reports.mkdir()
-    ort = tmp_path / "ortpkg" / "dist"          # an onnxruntime-web whose wasm file is a link out of it
+    ort = tmp_path / "ortpkg" / "dist"  # an onnxruntime-web whose wasm file is a link out of it
     ort.mkdir(parents=True)
     (ort / "ort.webgpu.min.mjs").write_text("// the package's own\n")
     (ort / "ort-wasm-simd-threaded.jsep.wasm").symlink_to(victim(tmp_path))
-    args = [sys.executable, "-P", "-m", "conformance", "serve", "--specs", str(specs), "--columns", "1",
-            "--report", str(reports), "--reconnect-timeout", "120", "--timeout", "120"]
+    args = [
+        sys.executable,
+        "-P",
+        "-m",
+        "conformance",
+        "serve",
+        "--specs",
+        str(specs),
+        "--columns",
+        "1",
+        "--report",
+        str(reports),
+        "--reconnect-timeout",
+        "120",
+        "--timeout",
+        "120",
+    ]
     for case in CASES:
         args += ["--cases", case]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CONFORMANCE_ORT_WEB": str(ort.parent)}
@@ -125,7 +149,7 @@ def test_one_client_ends_neither_another_column_nor_the_server(served):
     busy = json.loads(body)
     first_poll = threading.Thread(target=poll, args=(url, busy))
     first_poll.start()
-    assert read_until(proc, paths["head"], "page2: connected"), "".join(paths["head"])   # its column is made
+    assert read_until(proc, paths["head"], "page2: connected"), "".join(paths["head"])  # its column is made
     poll(url, forged, seq=batch["seq"], answer="not an answer")
     assert "does-not-conform" in finished(url, forged)["progress"]["verdict"]
     # --columns 1 has finished, and the busy column still runs: the server keeps serving it
@@ -140,13 +164,13 @@ def test_one_client_ends_neither_another_column_nor_the_server(served):
     assert status == 404 and b"precious" not in body, body
     # now the busy page answers (badly): its column ends, and with it the server
     first_poll.join(60)
-    batch = next_batch(url, busy)              # its column was not cut off
+    batch = next_batch(url, busy)  # its column was not cut off
     poll(url, busy, seq=batch["seq"], answer="not an answer either")
 
     out = "".join(paths["head"]) + proc.communicate(timeout=300)[0]
     assert "Traceback" not in out, out[-4000:]
     assert "2 column(s) finished: browser-page1, firefox-page2" in out, out[-3000:]
-    assert proc.returncode == 1, out[-3000:]             # neither column conforms
+    assert proc.returncode == 1, out[-3000:]  # neither column conforms
     assert paths["victim"].read_text() == "precious\n"
     assert re.search(r"browser-page1: .*\n  report not written: .*refusing to write through a symlink", out), out
     assert (paths["reports"] / "firefox-page2.json").is_file()
@@ -167,11 +191,11 @@ def test_the_servers_unclaimed_blobs_and_pages_are_capped_as_a_whole():
         status, body = post(server.url + "hello", {"userAgent": "x"})
         assert status == 503 and b"3 pages, its limit" in body, body
         again = {"client": hellos[0]["client"], "key": hellos[0]["key"], "userAgent": "x"}
-        assert post(server.url + "hello", again)[0] == 200          # a reload keeps its page
+        assert post(server.url + "hello", again)[0] == 200  # a reload keeps its page
         blob = b"\0" * (600 << 10)
         first, second = (f"{server.url}blob/{h['client']}/{h['key']}/b1" for h in hellos[:2])
         assert post(first, raw=blob)[0] == 204
-        status, body = post(second, raw=blob)                        # each page under its own cap; not together
+        status, body = post(second, raw=blob)  # each page under its own cap; not together
         assert status == 413 and b"of all pages" in body, body
         assert sum(len(b) for c in server.clients.values() for b in c.downloads.values()) == len(blob)
     finally:
@@ -198,6 +222,7 @@ def test_a_page_is_announced_once_its_hello_has_set_its_agent(capsys):
     from types import SimpleNamespace
 
     from conformance.cli.serve import _progress
+
     client = SimpleNamespace(id="page1", generation=0, user_agent="")
     run = SimpleNamespace(client=client, verdicts=[], total=2, device=None, failed=0, slug="firefox-page1")
     shown: dict = {}

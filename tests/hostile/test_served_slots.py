@@ -9,6 +9,7 @@ own, saying the page stopped polling, so work done is never dropped unsaid); and
 address). "Not heard from for a while" is read on an injected clock: nothing here depends on how fast the machine
 is.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 from conformance.gpu.backends import served
 from conformance.gpu.backends.served import PageServer
 
-BROWSER, HOLDER = "127.0.0.1", "127.0.0.2"     # two client addresses of the loopback network
+BROWSER, HOLDER = "127.0.0.1", "127.0.0.2"  # two client addresses of the loopback network
 
 
 def post(url: str, data: dict, source: str = BROWSER) -> tuple[int, bytes]:
@@ -39,8 +40,9 @@ def hello(server: PageServer, source: str = BROWSER, **more) -> tuple[int, dict 
 
 
 def poll(server: PageServer, page: dict, source: str = BROWSER) -> tuple[int, dict | bytes]:
-    status, body = post(server.url + "poll", {"client": page["client"], "key": page["key"],
-                                              "generation": page["generation"]}, source)
+    status, body = post(
+        server.url + "poll", {"client": page["client"], "key": page["key"], "generation": page["generation"]}, source
+    )
     return status, (json.loads(body) if status == 200 else body)
 
 
@@ -57,11 +59,11 @@ class Clock:
 def test_bare_hellos_from_one_address_do_not_lock_a_browser_out():
     """The reported lock-out, with the server's own limits: as many bare hellos as the server has places, from one
     address, then a browser opened elsewhere says hello. It was refused (503) for the life of the server."""
-    server = PageServer(poll_seconds=0.01)      # a poll with no batch for it answers at once
+    server = PageServer(poll_seconds=0.01)  # a poll with no batch for it answers at once
     try:
         held = [hello(server, HOLDER)[0] for _ in range(server.max_pages)]
         status, page = hello(server, BROWSER)
-        assert status == 200, page                               # the browser gets its page
+        assert status == 200, page  # the browser gets its page
         assert poll(server, page)[0] == 200
         assert held.count(200) == served.MAX_PAGES_PER_ADDRESS < server.max_pages, held
         status, body = hello(server, HOLDER)
@@ -78,15 +80,15 @@ def test_a_page_that_never_polls_gives_its_place_back_after_the_idle_limit():
     try:
         first, second = hello(server)[1], hello(server)[1]
         status, body = hello(server)
-        assert status == 503 and b"2 pages, its limit" in body and b"30 s" in body, body   # says when a place frees
+        assert status == 503 and b"2 pages, its limit" in body and b"30 s" in body, body  # says when a place frees
         clock.now += 29
-        assert hello(server)[0] == 503                           # not yet idle for the limit
+        assert hello(server)[0] == 503  # not yet idle for the limit
         assert poll(server, second)[0] == 200 and [c.id for c in columns] == [second["client"]]
         clock.now += 30
         status, third = hello(server)
-        assert status == 200, third                              # the bare hello's place was freed ...
-        assert poll(server, first)[0] == 404                     # ... and its key speaks for nothing now
-        assert hello(server)[0] == 503                           # the polled page, whose column runs, kept its place
+        assert status == 200, third  # the bare hello's place was freed ...
+        assert poll(server, first)[0] == 404  # ... and its key speaks for nothing now
+        assert hello(server)[0] == 503  # the polled page, whose column runs, kept its place
         assert [c.id for c in columns] == [second["client"]] and server.freed == 1
     finally:
         server.close()
@@ -104,16 +106,16 @@ def test_a_running_column_keeps_its_place_and_a_finished_one_holds_none():
         assert poll(server, page)[0] == 200 and len(columns) == 1
         clock.now += 10_000
         status, body = hello(server)
-        assert status == 503, body                               # a running column is never taken away
+        assert status == 503, body  # a running column is never taken away
         columns[0].show({"done": 0, "total": 0, "failed": 0, "verdict": "does-not-conform"})
         status, reply = poll(server, page)
-        assert status == 200 and reply["progress"]["verdict"] == "does-not-conform"   # its page is told
+        assert status == 200 and reply["progress"]["verdict"] == "does-not-conform"  # its page is told
         status, other = hello(server)
-        assert status == 200, other                              # a finished column holds no place, polled or not
+        assert status == 200, other  # a finished column holds no place, polled or not
         assert poll(server, other)[0] == 200 and len(columns) == 2
         clock.now += 31
-        assert hello(server)[0] == 503                           # the other column runs, and holds the one place
-        assert poll(server, page)[0] == 404 and server.freed == 1   # the finished page, silent, was freed
+        assert hello(server)[0] == 503  # the other column runs, and holds the one place
+        assert poll(server, page)[0] == 404 and server.freed == 1  # the finished page, silent, was freed
     finally:
         server.close()
 
@@ -142,7 +144,6 @@ def test_addresses_are_grouped_as_one_client_holds_them():
     assert served.holder_of("::1") == "::1"
 
 
-
 def test_a_column_whose_page_is_gone_waits_for_it_once(monkeypatch):
     """A page that did work and vanished keeps its place while its column runs, so the column must end: it waits
     ``--reconnect-timeout`` for the page once, then the cases left are not run, and the column's result says the
@@ -162,18 +163,23 @@ def test_a_column_whose_page_is_gone_waits_for_it_once(monkeypatch):
     real_wait = client.wait_alive
     monkeypatch.setattr(client, "wait_alive", lambda timeout: waits.append(timeout) or real_wait(timeout))
 
-    def judge(checker, case, package):               # the first case runs, then the page is gone for good
+    def judge(checker, case, package):  # the first case runs, then the page is gone for good
         clock.now += 10_000
         return {**verdict_for(case).as_dict(), "status": "passed"}
+
     device = SimpleNamespace(name="a page")
-    monkeypatch.setattr(tool, "ManifestImplementation", lambda **_: SimpleNamespace(device=device,
-                                                                                     describe=lambda: "a page"))
+    monkeypatch.setattr(
+        tool, "ManifestImplementation", lambda **_: SimpleNamespace(device=device, describe=lambda: "a page")
+    )
     monkeypatch.setattr(tool, "Checker", lambda impl: None)
     monkeypatch.setattr(tool, "probe_compute", lambda device: None)
     monkeypatch.setattr(tool, "judge", judge)
     monkeypatch.setattr(tool, "report_flags", lambda package, cases: [])
-    monkeypatch.setattr(tool, "report", SimpleNamespace(
-        device_line=str, build=lambda verdicts, **_: {"result": "does-not-conform", "conforms": False}))
+    monkeypatch.setattr(
+        tool,
+        "report",
+        SimpleNamespace(device_line=str, build=lambda verdicts, **_: {"result": "does-not-conform", "conforms": False}),
+    )
     packages = tool.load_packages(REPO_SPECS / "com.microsoft.Gelu", keep=lambda i: i.startswith("Gelu/f32/X["))
     assert sum(len(p[1]) for p in packages) >= 4
     run = tool.ColumnRun(client, packages, None, reconnect_timeout=0.01)
@@ -183,4 +189,4 @@ def test_a_column_whose_page_is_gone_waits_for_it_once(monkeypatch):
     assert statuses[0] == "passed" and set(statuses[1:]) == {"not-run"} and len(statuses) == run.total
     why = "the page stopped polling (not back within 0.01 s)"
     assert all(v["detail"] == why for v in run.verdicts[1:]) and data["error"] == why
-    assert client.finished                           # its place is free once the page is silent
+    assert client.finished  # its place is free once the page is silent

@@ -1,6 +1,7 @@
 """``serve --columns N`` exits only once each page was sent its column's verdict (or is closed): the server could
 otherwise close between a column's end and the page's next poll, and the page would never learn its verdict. A
 column that stops on an error tells its page too."""
+
 from __future__ import annotations
 
 import threading
@@ -13,7 +14,7 @@ from conformance.tools.serve import ColumnRun
 def test_a_verdict_counts_as_told_only_once_a_reply_carried_it():
     client = PageClient("c1")
     run = ColumnRun(client, [], None)
-    client._reply({"idle": True})                    # a reply before the verdict does not count
+    client._reply({"idle": True})  # a reply before the verdict does not count
     run._show("conforms (0 passed)")
     assert not run.told
     reply = client._reply({"idle": True})
@@ -34,6 +35,7 @@ def test_a_column_that_stops_tells_its_page_why():
 
     def broken():
         raise RuntimeError("boom")
+
     run._run = broken
     data = run.run()
     assert data["result"] == "does-not-conform" and run.done.is_set()
@@ -49,7 +51,7 @@ def test_a_verdict_ends_the_poll_waiting_for_a_batch():
     replies = []
     poller = threading.Thread(target=lambda: replies.append(client.poll(hello["generation"], None, None)))
     poller.start()
-    for _ in range(6000):                           # until the poll waits for a batch
+    for _ in range(6000):  # until the poll waits for a batch
         if client.polls:
             break
         time.sleep(0.01)

@@ -7,6 +7,7 @@ the device it runs on and a share of the available host memory (``KernelRuntimeE
 ``device-limit`` / ``host-memory``).  Huge inputs are ``np.broadcast_to`` views: their ``nbytes`` is the
 full size, but they hold one element.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ from conformance.gpu.kernel import Kernel
 from conformance.gpu.runtime import Runtime
 
 FASTGELU = REPO_SPECS / "com.microsoft.FastGelu"
-HUGE_PROFILE = DeviceProfile("huge", {k: (v if k in ALIGNMENT_LIMITS else 1 << 50) for k, v in DEFAULT_LIMITS.items()},
-                             BASELINE.features)
+HUGE_PROFILE = DeviceProfile(
+    "huge", {k: (v if k in ALIGNMENT_LIMITS else 1 << 50) for k, v in DEFAULT_LIMITS.items()}, BASELINE.features
+)
 
 
 class NoAllocation:
@@ -59,6 +61,7 @@ def test_the_manifest_rejects_what_its_profile_cannot_hold_with_the_numbers():
 def test_the_planner_rejects_a_binding_past_the_device_limit_even_when_the_manifest_forgets_to():
     def forget(raw):
         raw["derive"]["baseOk"] = raw["derive"]["baseOk"].replace(" and buffersFit", "")
+
     with pytest.raises(ContractError) as info:
         _kernel(forget).plan(profile=BASELINE, X=((2**28,), "float32"))
     err = info.value
@@ -68,8 +71,8 @@ def test_the_planner_rejects_a_binding_past_the_device_limit_even_when_the_manif
 
 def test_the_runtime_refuses_a_buffer_past_the_device_limit_before_allocating():
     kernel = _kernel()
-    plan = kernel.plan(profile=HUGE_PROFILE, X=((2**29,), "float32"))      # 2 GiB: fits the plan's profile
-    runtime = Runtime(_device(BASELINE), kernel.package)                    # not the device's
+    plan = kernel.plan(profile=HUGE_PROFILE, X=((2**29,), "float32"))  # 2 GiB: fits the plan's profile
+    runtime = Runtime(_device(BASELINE), kernel.package)  # not the device's
     with pytest.raises(KernelRuntimeError) as info:
         runtime.run(plan, {"X": _huge(2**29), "bias": None}, verify=True)
     err = info.value
@@ -103,6 +106,7 @@ def test_the_host_memory_share_is_configurable(monkeypatch):
 
 def test_the_dispatch_time_limit_is_validated(monkeypatch):
     from conformance.gpu.runtime import dispatch_timeout
+
     monkeypatch.setenv("CONFORMANCE_DISPATCH_TIMEOUT", "0")
     with pytest.raises(KernelRuntimeError, match="CONFORMANCE_DISPATCH_TIMEOUT='0' must be a positive number"):
         dispatch_timeout()
@@ -114,6 +118,7 @@ def test_the_dispatch_time_limit_is_validated(monkeypatch):
 
 def test_a_real_device_run_of_ordinary_size_is_untouched_by_the_guards():
     from conformance.gpu.device import get_device
+
     device = get_device("vulkan")
     kernel = Kernel(Package(FASTGELU, _kernel().manifest), device)
     x = np.linspace(-3, 3, 1000, dtype=np.float32)

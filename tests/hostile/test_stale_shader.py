@@ -1,5 +1,6 @@
 """An edited template is compiled anew in a long-lived process (issue 11, item 5): the pipeline cache is keyed
 by the rendered WGSL, and a cached render is used only while every template it came from is unchanged."""
+
 from __future__ import annotations
 
 from conformance import BASELINE
@@ -34,11 +35,11 @@ def test_an_edited_template_and_include_are_recompiled_not_served_from_the_cache
     assert device.compilations == compiled
 
 
-
 def test_an_edit_that_keeps_size_and_timestamps_is_still_seen(make_specs, device):
     """Two writes of the same size within one timestamp tick leave the file's status as it was: a template
     changed that recently is read again on every ask, not trusted to its status."""
     import os
+
     specs = make_specs(**{GELU: GELU})
     package = load_package(specs / GELU)
     runtime = Runtime(device, package)
@@ -49,5 +50,5 @@ def test_an_edit_that_keeps_size_and_timestamps_is_still_seen(make_specs, device
     st = os.stat(template)
     assert "// one" in runtime.pipeline(plan, plan.passes[0])[2]
     template.write_text("// two\n" + text)
-    os.utime(template, ns=(st.st_atime_ns, st.st_mtime_ns))   # the same size and modification time
+    os.utime(template, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same size and modification time
     assert "// two" in runtime.pipeline(plan, plan.passes[0])[2]

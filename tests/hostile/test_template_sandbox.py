@@ -9,6 +9,7 @@ Payloads that could run away (work or memory bombs) are rendered in a child proc
 limit and a generous wall-clock backstop (BACKSTOP_S), so an open gap fails its test instead of stalling the suite;
 whether a bomb is refused in time is decided by the work it was charged, never by the seconds it took.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from conformance.engine.package import REPO_SPECS
 from conformance.shader.render import MAX_VALUE, RENDER_WORK_LIMIT, render
 from tests.hostile.conftest import ROOT, TEMPLATE
 
-BACKSTOP_S = 120      # only against a hang: an open gap fails instead of stalling the suite
+BACKSTOP_S = 120  # only against a hang: an open gap fails instead of stalling the suite
 MAX_MEMORY = 64 << 20
 SECRET = "TOPSECRET-7f3a"
 
@@ -104,6 +105,7 @@ BOMBS = [
 def render_is_bounded() -> bool:
     """Whether render.py bounds operators, filters, output and work (the patch in issue 10's report)."""
     from conformance.shader import render as module
+
     return hasattr(module, "RENDER_WORK_LIMIT")
 
 
@@ -121,6 +123,7 @@ def hostile_package(tmp_path):
     def make(text: str):
         (pkg / TEMPLATE).write_text(text)
         return pkg
+
     return make
 
 
@@ -150,8 +153,9 @@ def test_template_payload_is_refused(hostile_package, text, tmp_path):
         assert TEMPLATE in message, message[:300]
     assert SECRET not in message and "root:" not in message, message[:300]
     assert peak < MAX_MEMORY, f"peak {peak >> 20} MiB"
-    outside = [p for p in _opened if p.startswith(str(tmp_path)) and not p.startswith(str(pkg))
-               or p.startswith("/etc/")]
+    outside = [
+        p for p in _opened if p.startswith(str(tmp_path)) and not p.startswith(str(pkg)) or p.startswith("/etc/")
+    ]
     assert not outside, f"opened outside the package: {outside}"
     for link in ("link.wgsl.jinja", "linkdir"):  # the symlinks were resolved, not followed and read
         assert not any(p.endswith("secret.wgsl.jinja") and "outside" in os.path.realpath(p) for p in _opened)
@@ -182,9 +186,17 @@ RUN_WHILE_OPEN: set[str] = set()
 
 
 def _bomb_param(bomb_id, text):
-    marks = [] if render_is_bounded() else [pytest.mark.xfail(
-        strict=True, run=bomb_id in RUN_WHILE_OPEN,
-        reason="render.py does not bound operators, filters and time yet (patch in issue 10's report)")]
+    marks = (
+        []
+        if render_is_bounded()
+        else [
+            pytest.mark.xfail(
+                strict=True,
+                run=bomb_id in RUN_WHILE_OPEN,
+                reason="render.py does not bound operators, filters and time yet (patch in issue 10's report)",
+            )
+        ]
+    )
     return pytest.param(text, id=bomb_id, marks=marks)
 
 
@@ -194,8 +206,14 @@ def test_template_bomb_is_refused_quickly(hostile_package, text):
     MemoryError."""
     pkg = hostile_package(text)
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(pkg)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=BACKSTOP_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(pkg)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=BACKSTOP_S,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"rendering did not finish within the {BACKSTOP_S} s backstop (the child was killed)")
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]

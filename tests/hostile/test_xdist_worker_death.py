@@ -1,5 +1,6 @@
 """Under ``pytest -n 2``, a worker killed mid-run (SIGKILL, from a plugin at one chosen case) loses no results
 of the other worker, and the report lists every case that did not run as ``not-run`` (issue 10)."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,18 @@ def test_killing_one_worker_loses_no_other_results_and_reports_what_did_not_run(
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "kill_worker.py").write_text(KILLER)
     report = tmp_path / "report.json"
-    proc = run_conformance(specs, "-n", "2", "--max-worker-restart=0", "-k", "f32 and not nonfinite and not special", "-p", "kill_worker",
-                           f"--conformance-report={report}",
-                           env={"KILL_AT": VICTIM, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"})
+    proc = run_conformance(
+        specs,
+        "-n",
+        "2",
+        "--max-worker-restart=0",
+        "-k",
+        "f32 and not nonfinite and not special",
+        "-p",
+        "kill_worker",
+        f"--conformance-report={report}",
+        env={"KILL_AT": VICTIM, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-2000:]
     assert report.exists(), out[-3000:]
@@ -48,7 +58,7 @@ def test_killing_one_worker_loses_no_other_results_and_reports_what_did_not_run(
 
 
 FASTGELU = "com.microsoft.FastGelu"
-MATRIX_VICTIM = "FastGelu/f32/X[2,0,4]+bias[4]/scalar_bias"     # a case id with a "+" of its own
+MATRIX_VICTIM = "FastGelu/f32/X[2,0,4]+bias[4]/scalar_bias"  # a case id with a "+" of its own
 
 
 def test_a_crashed_case_of_a_matrix_run_is_reported_under_its_column_once(tmp_path, make_specs):
@@ -57,13 +67,28 @@ def test_a_crashed_case_of_a_matrix_run_is_reported_under_its_column_once(tmp_pa
     worker is not replaced (xdist 3.8's loadgroup can hang for ever once it replaces one)."""
     specs = make_specs(**{FASTGELU: FASTGELU})
     (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins" / "kill_worker.py").write_text(KILLER.replace(
-        'item.nodeid.endswith("[" + os.environ["KILL_AT"] + "]")', '"[" + os.environ["KILL_AT"] + "]" in item.nodeid'))
+    (tmp_path / "plugins" / "kill_worker.py").write_text(
+        KILLER.replace(
+            'item.nodeid.endswith("[" + os.environ["KILL_AT"] + "]")',
+            '"[" + os.environ["KILL_AT"] + "]" in item.nodeid',
+        )
+    )
     report = tmp_path / "report.json"
     victim = f"{MATRIX_VICTIM}+wgpu-gl-llvmpipe"
-    proc = run_conformance(specs, "--device=all", "-n", "2", "--dist", "loadgroup", "-k", "f32 and X[2,0,4]",
-                           "-p", "kill_worker", f"--conformance-report={report}",
-                           env={"KILL_AT": victim, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"})
+    proc = run_conformance(
+        specs,
+        "--device=all",
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "-k",
+        "f32 and X[2,0,4]",
+        "-p",
+        "kill_worker",
+        f"--conformance-report={report}",
+        env={"KILL_AT": victim, "PYTHONPATH": f"{ROOT}:{tmp_path / 'plugins'}"},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-2000:]
     data = json.loads(report.read_text())
@@ -71,7 +96,7 @@ def test_a_crashed_case_of_a_matrix_run_is_reported_under_its_column_once(tmp_pa
     assert sorted(columns) == ["wgpu-gl-llvmpipe", "wgpu-vulkan-llvmpipe"], sorted(columns)
     assert not data["conforms"] and columns["wgpu-gl-llvmpipe"]["result"] == "does-not-conform"
     ids = {slug: [c["id"] for c in col["cases"]] for slug, col in columns.items()}
-    assert all(len(set(v)) == len(v) for v in ids.values()), ids                  # never doubled
+    assert all(len(set(v)) == len(v) for v in ids.values()), ids  # never doubled
     assert sorted(ids["wgpu-gl-llvmpipe"]) == sorted(ids["wgpu-vulkan-llvmpipe"])  # never dropped
     lost = next(c for c in columns["wgpu-gl-llvmpipe"]["cases"] if c["id"] == MATRIX_VICTIM)
     assert lost["status"] == "not-run" and "worker" in lost["detail"], lost

@@ -30,8 +30,9 @@ runpy.run_module("conformance", run_name="__main__", alter_sys=True)
 
 def without(blocked: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", BLOCKER, blocked, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER, blocked, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS, "plot"])
@@ -44,12 +45,15 @@ def test_a_command_without_its_gpu_package_says_what_to_install_in_one_line():
     proc = without("wgpu", "lint", "specs", "--device", "vulkan")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
-        "error: lint needs the Python package 'wgpu', which is not installed: pip install 'wgpu==0.32.0'"]
+        "error: lint needs the Python package 'wgpu', which is not installed: pip install 'wgpu==0.32.0'"
+    ]
 
 
 def test_without_dawn_the_dawn_device_says_what_to_install():
     """Opening a device names the missing implementation itself (lint reports it as its device finding)."""
     proc = without("pydawn", "lint", "specs/com.microsoft.Gelu", "--device", "vulkan", "--webgpu", "dawn")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert proc.stdout.startswith("<device>:/: --webgpu=dawn is not installed here") and \
-        "; pip install dawn-python" in proc.stdout, proc.stdout
+    assert (
+        proc.stdout.startswith("<device>:/: --webgpu=dawn is not installed here")
+        and "; pip install dawn-python" in proc.stdout
+    ), proc.stdout

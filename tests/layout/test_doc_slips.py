@@ -1,4 +1,5 @@
 """Issue 41, item 11: what the documentation said that was not so, checked against what the code does."""
+
 from __future__ import annotations
 
 import re
@@ -27,13 +28,32 @@ def test_the_served_columns_reports_are_named_as_written(tmp_path):
 
 
 def test_a_copy_of_a_shipped_package_runs_its_golden_file_as_written(tmp_path):
-    """"Without --golden the cases of other packages are generated" was not so for a copy of Gelu outside specs/:
+    """ "Without --golden the cases of other packages are generated" was not so for a copy of Gelu outside specs/:
     its digest matches the suite's golden file, which it runs (and the summary says so)."""
     shutil.copytree(ROOT / "specs" / "com.microsoft.Gelu", tmp_path / "kernels" / "com.microsoft.Gelu")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance/", f"--specs={tmp_path / 'kernels'}",
-                           "--device=vulkan", "-p", "no:cacheprovider", *UNUSED_PLUGINS, "-q", "-k", "f64"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/",
+            f"--specs={tmp_path / 'kernels'}",
+            "--device=vulkan",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            "-q",
+            "-k",
+            "f64",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "cases of com.microsoft.Gelu: cases/com.microsoft.Gelu.yaml (" in proc.stdout, proc.stdout[-2000:]
     assert "digest matches)" in proc.stdout
-    assert "a copy of a shipped package, such as Gelu copied outside `specs/`, runs `cases/com.microsoft.Gelu.yaml`" \
+    assert (
+        "a copy of a shipped package, such as Gelu copied outside `specs/`, runs `cases/com.microsoft.Gelu.yaml`"
         in " ".join(manual().split()).replace("\n", " ")
+    )

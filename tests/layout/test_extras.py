@@ -20,8 +20,11 @@ def test_the_dev_extra_installs_tox_and_pre_commit():
 
 
 def test_each_tool_the_readme_runs_is_in_an_extra():
-    used = {tool for tool in ("tox", "pre-commit", "matplotlib", "playwright")
-            if re.search(rf"(^|`|\s){re.escape(tool)}[ `]", README, re.M)}
+    used = {
+        tool
+        for tool in ("tox", "pre-commit", "matplotlib", "playwright")
+        if re.search(rf"(^|`|\s){re.escape(tool)}[ `]", README, re.M)
+    }
     provided = set().union(*(requirement_names(extra) for extra in EXTRAS))
     assert used and used <= provided, used - provided
 

@@ -22,17 +22,22 @@ PACKAGES = ("conformance", "cases", "reference")
 
 #: (layer rank, group). Same rank, other group: not allowed (plugin and tools are peers that do not import each other).
 LAYERS = [
-    ("conformance.errors", 0, "foundation"), ("conformance.config", 0, "foundation"), ("conformance.files", 0, "foundation"),
+    ("conformance.errors", 0, "foundation"),
+    ("conformance.config", 0, "foundation"),
+    ("conformance.files", 0, "foundation"),
     ("conformance.progress", 0, "foundation"),
     ("conformance.engine", 1, "engine"),
-    ("conformance.ops", 1.5, "ops"),   # op records: reference + foundation only; read by cases, certify, tools
+    ("conformance.ops", 1.5, "ops"),  # op records: reference + foundation only; read by cases, certify, tools
     ("cases", 2, "cases"),
-    ("conformance.shader", 2.5, "shader"),   # WGSL text work, no device: engine + foundation; read by gpu and up
+    ("conformance.shader", 2.5, "shader"),  # WGSL text work, no device: engine + foundation; read by gpu and up
     ("conformance.gpu", 3, "gpu"),
     ("conformance.certify", 4, "certify"),
-    ("conformance.impls", 4.5, "impls"),   # ONNX Runtime, ORT Web, the JS loader: certify's interface, gpu's pages
-    ("conformance.plugin", 5, "plugin"), ("conformance.tools", 5, "tools"),
-    ("conformance.cli", 6, "cli"), ("conformance.__main__", 6, "cli"), ("cases.__main__", 6, "cli"),
+    ("conformance.impls", 4.5, "impls"),  # ONNX Runtime, ORT Web, the JS loader: certify's interface, gpu's pages
+    ("conformance.plugin", 5, "plugin"),
+    ("conformance.tools", 5, "tools"),
+    ("conformance.cli", 6, "cli"),
+    ("conformance.__main__", 6, "cli"),
+    ("cases.__main__", 6, "cli"),
     ("conformance.test_kernels", 6, "cli"),
 ]
 #: Imports allowed inside functions: heavy optional dependencies, and scipy (0.5 s of import), loaded on use only.
@@ -73,7 +78,7 @@ def imports(name: str, path: pathlib.Path):
                 base = child.module or ""
                 if child.level:
                     parts = package.split(".")
-                    base = ".".join(parts[:len(parts) - child.level + 1] + ([base] if base else []))
+                    base = ".".join(parts[: len(parts) - child.level + 1] + ([base] if base else []))
                 for alias in child.names:
                     candidate = f"{base}.{alias.name}"
                     found.append((candidate if candidate in ALL else base, child.lineno, in_function))
@@ -90,8 +95,13 @@ def imports(name: str, path: pathlib.Path):
 def lazy_target(node) -> str | None:
     """``on_use("pkg.mod")`` or ``on_use("pkg.mod", "name")`` (conformance.cli.lazy): an import made on first use,
     counted here as the module-level import it stands for."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "on_use" and node.args
-            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "on_use"
+        and node.args
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+    ):
         return ".".join(a.value for a in node.args)
     return None
 
@@ -108,15 +118,23 @@ def project_imports():
 
 
 def test_reference_imports_nothing_of_the_suite():
-    bad = [f"{p.relative_to(ROOT)}:{line}: {t}" for n, p, t, line, _ in project_imports()
-           if n.startswith("reference") and not t.startswith("reference")]
+    bad = [
+        f"{p.relative_to(ROOT)}:{line}: {t}"
+        for n, p, t, line, _ in project_imports()
+        if n.startswith("reference") and not t.startswith("reference")
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_dependencies_point_one_way():
     bad = []
     for name, path, target, line, _ in project_imports():
-        if name == "conformance" or target == "conformance" or name.startswith("reference") or target.startswith("reference"):
+        if (
+            name == "conformance"
+            or target == "conformance"
+            or name.startswith("reference")
+            or target.startswith("reference")
+        ):
             continue  # the public facade re-exports lazily; reference/ is checked above
         mine, theirs = layer(name), layer(target)
         assert mine and theirs, f"{name} or {target} has no layer: add it to LAYERS"
@@ -136,7 +154,7 @@ def test_no_import_cycles_between_modules():
         state[node] = "open"
         for nxt in sorted(graph[node]):
             if state.get(nxt) == "open":
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 walk(nxt, stack + [nxt])
         state[node] = "done"
@@ -150,10 +168,15 @@ def test_no_import_cycles_between_modules():
 def test_imports_made_on_first_use_count_as_imports(tmp_path):
     """A command's ``on_use`` names are imports to the layering, so a lazy one cannot point up unseen."""
     source = tmp_path / "mod.py"
-    source.write_text('find = on_use("conformance.engine.package", "find_package_dirs")\nnp = on_use("numpy")\n'
-                      'def f():\n    x = on_use("cases")\n')
-    assert imports("conformance.gpu.mod", source) == [("conformance.engine.package", 1, False), ("numpy", 2, False),
-                                                      ("cases", 4, True)]   # inside a function: hidden, refused
+    source.write_text(
+        'find = on_use("conformance.engine.package", "find_package_dirs")\nnp = on_use("numpy")\n'
+        'def f():\n    x = on_use("cases")\n'
+    )
+    assert imports("conformance.gpu.mod", source) == [
+        ("conformance.engine.package", 1, False),
+        ("numpy", 2, False),
+        ("cases", 4, True),
+    ]  # inside a function: hidden, refused
     assert "conformance.gpu.device" in {t for t, _, _ in imports("conformance.cli.bench", ALL["conformance.cli.bench"])}
 
 
@@ -174,8 +197,12 @@ def test_imports_sit_at_module_level():
 
 #: Work on WGSL text that needs no device, and what reaches it without one: the shader stage, lint's checks (what
 #: ``lint --no-compile`` runs), mutate's mutants and the template check (issue 52, item 5).
-DEVICE_FREE = ("conformance.shader", "conformance.tools.lint", "conformance.tools.mutate.mutants",
-               "conformance.certify.report.templates")
+DEVICE_FREE = (
+    "conformance.shader",
+    "conformance.tools.lint",
+    "conformance.tools.mutate.mutants",
+    "conformance.certify.report.templates",
+)
 
 
 def reached(start: str) -> dict[str, str]:
@@ -200,36 +227,53 @@ def test_the_device_free_work_reaches_nothing_of_the_gpu_stage():
     the tools that only read WGSL reach them without loading the device stage."""
     starts = sorted(m for m in OURS if any(m == s or m.startswith(s + ".") for s in DEVICE_FREE))
     assert set(DEVICE_FREE) <= set(starts), f"moved? {sorted(set(DEVICE_FREE) - set(starts))}"
-    bad = [f"{start}: {via} imports {module}" for start in starts
-           for module, via in reached(start).items() if module.startswith("conformance.gpu")]
+    bad = [
+        f"{start}: {via} imports {module}"
+        for start in starts
+        for module, via in reached(start).items()
+        if module.startswith("conformance.gpu")
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_lint_without_compiling_loads_no_gpu():
     """``python -m conformance lint --no-compile`` renders and checks every pass with neither ``conformance.gpu``
     nor a WebGPU implementation loaded (the command imports what it runs when it runs it)."""
-    code = ("import sys; from conformance.__main__ import main; "
-            f"main(['lint', {str(ROOT / 'specs' / 'com.microsoft.Gelu')!r}, '--no-compile', '--no-js']); "
-            "print([m for m in sys.modules if m.startswith(('conformance.gpu', 'wgpu', 'dawn'))], "
-            "'conformance.shader.render' in sys.modules)")
+    code = (
+        "import sys; from conformance.__main__ import main; "
+        f"main(['lint', {str(ROOT / 'specs' / 'com.microsoft.Gelu')!r}, '--no-compile', '--no-js']); "
+        "print([m for m in sys.modules if m.startswith(('conformance.gpu', 'wgpu', 'dawn'))], "
+        "'conformance.shader.render' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[] True", out.stdout + out.stderr
 
 
 def test_the_plugin_costs_nothing_until_it_runs():
     """Installed, the plugin loads in every pytest run of the environment: it must not pull in the suite."""
-    code = ("import conformance.plugin, sys; "
-            "print([m for m in ('numpy', 'wgpu', 'jinja2', 'jsonschema', 'cases', 'conformance.engine') "
-            "if m in sys.modules])")
+    code = (
+        "import conformance.plugin, sys; "
+        "print([m for m in ('numpy', 'wgpu', 'jinja2', 'jsonschema', 'cases', 'conformance.engine') "
+        "if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_the_plugin_runs_without_xdist(pytester):
     """xdist's hooks are optional: a run without xdist collects and reports normally."""
-    result = pytester.runpytest_subprocess(str(ROOT / "conformance" / "test_kernels.py"), "-p", "no:xdist",
-                                           "-p", "no:cacheprovider", "--device=vulkan", "-q", "-k", "Gelu/f32/X[5]",
-                                           f"--specs={ROOT / 'specs' / 'com.microsoft.Gelu'}")  # one package: enough
+    result = pytester.runpytest_subprocess(
+        str(ROOT / "conformance" / "test_kernels.py"),
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+        "--device=vulkan",
+        "-q",
+        "-k",
+        "Gelu/f32/X[5]",
+        f"--specs={ROOT / 'specs' / 'com.microsoft.Gelu'}",
+    )  # one package: enough
     result.assert_outcomes(passed=result.parseoutcomes().get("passed", 0))
     assert result.parseoutcomes().get("passed", 0) >= 1 and result.ret == 0
     assert "INTERNALERROR" not in result.stdout.str()

@@ -1,5 +1,6 @@
 """Issue 41, item 12: a short README (what it is, the two set-up commands, a first run, the map of stages, where to
 go next) and the manual in docs/manual/, one chapter a file with a table of contents; every link resolves."""
+
 from __future__ import annotations
 
 import re

@@ -9,18 +9,19 @@ from tests.layout.test_imports import ROOT
 spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "scripts" / "readme_numbers.py")
 numbers = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(numbers)
-README = manual()   # the case table lives in docs/manual/packages.md
+README = manual()  # the case table lives in docs/manual/packages.md
 
 
 def test_the_readme_case_table_is_what_the_golden_files_hold():
     table = numbers.case_table(numbers.case_counts())
-    assert table in README, f"README.md's case table is out of date; paste what scripts/readme_numbers.py " \
-                            f"prints:\n{table}"
+    assert table in README, (
+        f"README.md's case table is out of date; paste what scripts/readme_numbers.py prints:\n{table}"
+    )
 
 
 def test_every_case_total_the_readme_states_is_the_golden_files_total():
     total = sum(n for n, _ in numbers.case_counts().values())
-    stated = re.findall(r"\b(\d[\d,]*) cases in\b", README)   # "1,956 cases in 12 s..."
+    stated = re.findall(r"\b(\d[\d,]*) cases in\b", README)  # "1,956 cases in 12 s..."
     assert stated and all(int(s.replace(",", "")) == total for s in stated), (stated, total)
 
 

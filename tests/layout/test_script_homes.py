@@ -1,6 +1,7 @@
 """Issue 52, item 9: ``scripts/`` holds the README's commands and the CI helpers, the research scripts live in
 ``research/`` (each listed in its README), and every path to a script that the docs, the tests and the scripts
 themselves name exists."""
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,15 @@ def test_the_research_readme_lists_every_research_script():
 
 
 def test_every_script_path_named_exists():
-    sources = [README_PATH, *(ROOT / "docs").rglob("*.md"), *(ROOT / "research").iterdir(),
-               *(ROOT / "scripts").iterdir(), *(ROOT / "tests").rglob("*.py"), ROOT / ".ci" / "run", ROOT / "tox.ini"]
+    sources = [
+        README_PATH,
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "research").iterdir(),
+        *(ROOT / "scripts").iterdir(),
+        *(ROOT / "tests").rglob("*.py"),
+        ROOT / ".ci" / "run",
+        ROOT / "tox.ini",
+    ]
     missing = []
     for source in sources:
         if not source.is_file():

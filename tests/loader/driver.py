@@ -23,8 +23,9 @@ HERE = Path(__file__).resolve().parent
 HEAP_MB = 256
 
 
-def call_loader(tmp_path: Path, packages: dict[str, Package], calls: dict[str, dict], timeout: float = 120,
-                index: Path = INDEX) -> dict:
+def call_loader(
+    tmp_path: Path, packages: dict[str, Package], calls: dict[str, dict], timeout: float = 120, index: Path = INDEX
+) -> dict:
     """Each call ``{"package": name, "method": "plan" | "render", "inputs": {role: {"shape", "dtype"}},
     "options": {...}}`` made through the loader in one Node process; label -> ``{"ok": True, "value": ...}`` (the
     variant planned, or each pass's rendered length) or the error's ``{name, reason, argument, message, file}``;
@@ -32,12 +33,25 @@ def call_loader(tmp_path: Path, packages: dict[str, Package], calls: dict[str, d
     node = shutil.which("node")
     if node is None:
         pytest.fail("the loader tests need Node")
-    request = {"limits": dict(BASELINE.limits), "features": sorted(BASELINE.features), "calls": calls,
-               "packages": {name: {str(v): {n: base64.b64encode(data).decode() for n, data in files.items()}
-                                   for v, files in published_files(p).items()} for name, p in packages.items()}}
+    request = {
+        "limits": dict(BASELINE.limits),
+        "features": sorted(BASELINE.features),
+        "calls": calls,
+        "packages": {
+            name: {
+                str(v): {n: base64.b64encode(data).decode() for n, data in files.items()}
+                for v, files in published_files(p).items()
+            }
+            for name, p in packages.items()
+        },
+    }
     path = tmp_path / "loader-request.json"
     path.write_text(json.dumps(request))
-    done = subprocess.run([node, f"--max-old-space-size={HEAP_MB}", str(HERE / "driver.mjs"),
-                           index.resolve().as_uri(), str(path)], capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [node, f"--max-old-space-size={HEAP_MB}", str(HERE / "driver.mjs"), index.resolve().as_uri(), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, f"Node exited {done.returncode}: {done.stderr[-3000:]}"
     return json.loads(done.stdout)

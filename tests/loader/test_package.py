@@ -35,6 +35,8 @@ def test_the_loader_tests_baseline_limits_are_webgpus_defaults():
 
 def test_the_readme_shows_the_cards_lines_as_the_manual_does():
     """One page, two places: loader/README.md's and docs/manual/js-loader.md's (which a browser test runs)."""
+
     def card(path):
         return re.search(r"```html\n(.*?)```", path.read_text(), re.S).group(1)
+
     assert card(REPO_LOADER / "README.md") == card(ROOT / "docs" / "manual" / "js-loader.md")

@@ -24,9 +24,18 @@ def test_the_cards_lines_load_what_export_writes(tmp_path):
         export_package(tmp_path / name)
     limits = tmp_path / "limits.json"
     limits.write_text(json.dumps(dict(BASELINE.limits)))
-    done = subprocess.run([shutil.which("node"), str(HERE / "url_source.mjs"), loader_entry(".").as_uri(),
-                           (tmp_path / "com.microsoft.Gelu").as_uri(), str(limits)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            shutil.which("node"),
+            str(HERE / "url_source.mjs"),
+            loader_entry(".").as_uri(),
+            (tmp_path / "com.microsoft.Gelu").as_uri(),
+            str(limits),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["1"] == {"version": 1, "variant": "scalar"}

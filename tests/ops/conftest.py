@@ -1,5 +1,6 @@
 """Shared fixtures for the row and broadcast ops (LayerNormalization, Softmax, Add): kernels on lavapipe,
 the references, row data with a chosen |mean| / sigma, and a one-call check against the reference."""
+
 from __future__ import annotations
 
 import pathlib
@@ -72,8 +73,6 @@ def rows_with_ratio(rng, rows: int, n: int, ratio: float, dtype="float32") -> np
     return (mean + sigma * z).astype(dtype)
 
 
-
-
 @pytest.fixture(scope="session")
 def one_pass(tmp_path_factory, device):
     """The shipped template with the variance computed as E[x^2] - mean^2 (a modified copy in a temp dir)."""
@@ -81,10 +80,14 @@ def one_pass(tmp_path_factory, device):
     shutil.copytree(REPO_SPECS / LAYERNORM, dst)
     path = dst / "layer-norm.wgsl.jinja"
     text = path.read_text()
-    changed = (text.replace('pairwise("d# * d#", ks)', 'pairwise("v# * v#", ks)')
-               .replace('"square(load(base + j) - " ~ V ~ "(mean))"', '"square(load(base + j))"')
-               .replace("let rstd = inverseSqrt(partial[0] * params.invCols + params.epsilon);",
-                        "let rstd = inverseSqrt(max(partial[0] * params.invCols - mean * mean, 0.0) + params.epsilon);"))
+    changed = (
+        text.replace('pairwise("d# * d#", ks)', 'pairwise("v# * v#", ks)')
+        .replace('"square(load(base + j) - " ~ V ~ "(mean))"', '"square(load(base + j))"')
+        .replace(
+            "let rstd = inverseSqrt(partial[0] * params.invCols + params.epsilon);",
+            "let rstd = inverseSqrt(max(partial[0] * params.invCols - mean * mean, 0.0) + params.epsilon);",
+        )
+    )
     assert changed.count("mean * mean") == 2 and "v0 * v0" not in text and 'pairwise("v# * v#", ks)' in changed
     path.write_text(changed)
     return load_kernel(dst, device=device)

@@ -1,4 +1,5 @@
 """The manifest extension for op attributes: schema, engine checks, per-call values, expressions, uniforms."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ def test_seeds_have_no_attributes_and_are_unchanged_in_git(seed):
     assert "attributes" not in raw(seed)
     m = Manifest(raw(seed), file="m.json")
     assert m.attributes == {}
-    status = subprocess.run(["git", "status", "--porcelain", "--", f"specs/{seed}"], cwd=ROOT, capture_output=True,
-                            text=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", f"specs/{seed}"], cwd=ROOT, capture_output=True, text=True
+    )
     assert status.returncode != 0 or status.stdout == ""
 
 
@@ -53,16 +55,19 @@ def test_a_call_without_attributes_sees_an_empty_namespace():
 
 
 # -- declaration: schema and engine ------------------------------------------------------------------------
-@pytest.mark.parametrize("spec, message", [
-    ({"type": "double"}, "schema:"),
-    ({"type": "float", "default": "1e-5"}, "schema:"),
-    ({"type": "int", "default": 0.5}, "schema:"),
-    ({"type": "bool", "default": 1}, "schema:"),
-    ({"type": "float", "default": True}, "schema:"),
-    ({"type": "float", "min": 0}, "schema:"),
-    ({"type": "int", "default": 2**70}, "outside the int64 range"),
-    ({"type": "float", "default": 10**400}, "not finite"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"type": "double"}, "schema:"),
+        ({"type": "float", "default": "1e-5"}, "schema:"),
+        ({"type": "int", "default": 0.5}, "schema:"),
+        ({"type": "bool", "default": 1}, "schema:"),
+        ({"type": "float", "default": True}, "schema:"),
+        ({"type": "float", "min": 0}, "schema:"),
+        ({"type": "int", "default": 2**70}, "outside the int64 range"),
+        ({"type": "float", "default": 10**400}, "not finite"),
+    ],
+)
 def test_declarations_are_checked(spec, message):
     m = raw(LAYERNORM)
     m["attributes"]["extra"] = spec
@@ -114,8 +119,17 @@ def test_an_attribute_reaches_the_uniform_as_f32(layernorm):
     assert other.passes[0].cache_key() == plan.passes[0].cache_key()
 
 
-@pytest.mark.parametrize("value, reason", [("1e-5", "attribute"), (True, "attribute"), (float("nan"), "attribute"),
-                                           (float("inf"), "attribute"), (10**400, "attribute"), (None, "attribute")])
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("1e-5", "attribute"),
+        (True, "attribute"),
+        (float("nan"), "attribute"),
+        (float("inf"), "attribute"),
+        (10**400, "attribute"),
+        (None, "attribute"),
+    ],
+)
 def test_values_of_the_wrong_type_are_contract_errors(layernorm, value, reason):
     with pytest.raises(ContractError) as info:
         layernorm.plan(BASELINE, **LN_CALL, epsilon=value)
@@ -143,7 +157,7 @@ def test_a_required_attribute_must_be_passed():
 
 
 def test_when_predicates_read_attributes(layernorm):
-    assert layernorm.plan(BASELINE, **LN_CALL, axis=1).variant == "vec4"       # rank - 1 is the last axis too
+    assert layernorm.plan(BASELINE, **LN_CALL, axis=1).variant == "vec4"  # rank - 1 is the last axis too
     with pytest.raises(NoVariantError) as info:
         layernorm.plan(BASELINE, **LN_CALL, axis=0)
     assert "axisOk is false" in info.value.failures["vec4"] and "attributes.axis = 0" in info.value.failures["vec4"]

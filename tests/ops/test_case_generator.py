@@ -1,5 +1,6 @@
 """The case generator on the new packages: the Ctx crash fixed for two non-primary inputs, and the record's row
 data (|mean| / sigma up to 1e4) that tells a one-pass LayerNorm from a two-pass one."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """com.microsoft.LayerNormalization on lavapipe: every variant, split dispatches, any workgroup size, attributes,
 f16, empty tensors, and the two-pass / one-pass separation the tolerance is built for."""
+
 from __future__ import annotations
 
 import zlib
@@ -14,16 +15,30 @@ from .conftest import rows_with_ratio, run_and_compare
 SMALL_DISPATCH = BASELINE.restricted("small-dispatch", limits={"maxComputeWorkgroupsPerDimension": 4})
 
 SHAPES = [  # (X shape, variant without bias)
-    ((1, 1), "scalar"), ((3, 17), "scalar"), ((3, 2, 31), "scalar"), ((4, 8), "vec4"), ((3, 1000), "vec4"),
-    ((5, 4096), "vec4"), ((2, 4100), "vec4_looped"), ((2, 1025), "scalar"), ((2, 2049), "looped"), ((2, 5003), "looped"),
-    ((2, 20000), "vec4_looped"), ((7,), "scalar"), ((0, 8), "vec4"), ((3, 0), "vec4"), ((0,), "vec4"),
+    ((1, 1), "scalar"),
+    ((3, 17), "scalar"),
+    ((3, 2, 31), "scalar"),
+    ((4, 8), "vec4"),
+    ((3, 1000), "vec4"),
+    ((5, 4096), "vec4"),
+    ((2, 4100), "vec4_looped"),
+    ((2, 1025), "scalar"),
+    ((2, 2049), "looped"),
+    ((2, 5003), "looped"),
+    ((2, 20000), "vec4_looped"),
+    ((7,), "scalar"),
+    ((0, 8), "vec4"),
+    ((3, 0), "vec4"),
+    ((0,), "vec4"),
 ]
 
 
 def inputs(rng, shape, dtype, bias, mean=3.0, sd=2.0):
     n = shape[-1]
     x = rng.normal(mean, sd, shape).astype(dtype)
-    return dict(X=x, scale=rng.normal(1, 0.5, n).astype(dtype), bias=rng.normal(0, 1, n).astype(dtype) if bias else None)
+    return dict(
+        X=x, scale=rng.normal(1, 0.5, n).astype(dtype), bias=rng.normal(0, 1, n).astype(dtype) if bias else None
+    )
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
@@ -44,15 +59,16 @@ def test_rows_past_the_dispatch_limit_split_over_y_and_z(layernorm, rows, counts
         plan, run, results = run_and_compare(layernorm, profile=SMALL_DISPATCH, **inputs(rng, shape, "float32", True))
         assert plan.passes[0].dispatch.counts == counts
         assert results["Y"].passed, (shape, results["Y"].message())
-    with pytest.raises(NoVariantError, match="dispatchFits is false"):       # 4 x 4 x 4 workgroups at most
+    with pytest.raises(NoVariantError, match="dispatchFits is false"):  # 4 x 4 x 4 workgroups at most
         layernorm.plan(SMALL_DISPATCH, X=((65, 8), "float32"), scale=((8,), "float32"))
 
 
 def test_more_rows_than_max_compute_workgroups_per_dimension(layernorm, device):
     limit = device.profile.limits["maxComputeWorkgroupsPerDimension"]
     rng = np.random.default_rng(3)
-    plan, run, results = run_and_compare(layernorm, tunables={"WORKGROUP_SIZE": 1},
-                                         **inputs(rng, (limit + 77, 3), "float32", True))
+    plan, run, results = run_and_compare(
+        layernorm, tunables={"WORKGROUP_SIZE": 1}, **inputs(rng, (limit + 77, 3), "float32", True)
+    )
     assert plan.passes[0].dispatch.counts[1] > 1
     assert results["Y"].passed, results["Y"].message()
 
@@ -61,9 +77,10 @@ def test_more_rows_than_max_compute_workgroups_per_dimension(layernorm, device):
 def test_any_workgroup_size(layernorm, size):
     rng = np.random.default_rng(size)
     for n in (1000, 777, 5):
-        plan, run, results = run_and_compare(layernorm, tunables={"WORKGROUP_SIZE": size},
-                                             **inputs(rng, (3, n), "float32", True))
-        items, per = (n // 4, 4) if n % 4 == 0 else (n, 8)   # perThread vec4 or scalarPerThread scalars each
+        plan, run, results = run_and_compare(
+            layernorm, tunables={"WORKGROUP_SIZE": size}, **inputs(rng, (3, n), "float32", True)
+        )
+        items, per = (n // 4, 4) if n % 4 == 0 else (n, 8)  # perThread vec4 or scalarPerThread scalars each
         assert plan.passes[0].dispatch.workgroup_size == min(size, 32 * -(-max(1, items) // (32 * per)))
         assert results["Y"].passed, (size, n, plan.variant, results["Y"].message())
 
@@ -92,11 +109,11 @@ def test_constant_rows_give_the_bias(layernorm):
     g, b = np.full(40, 2.0, np.float32), np.linspace(-1, 1, 40).astype(np.float32)
     plan, run, results = run_and_compare(layernorm, X=x, scale=g, bias=b)
     assert results["Y"].passed, results["Y"].message()
-    np.testing.assert_allclose(run.outputs["Y"], np.tile(b, (3, 1)), atol=0.2)   # |d| <= a few ulp(1000) / sqrt(eps)
+    np.testing.assert_allclose(run.outputs["Y"], np.tile(b, (3, 1)), atol=0.2)  # |d| <= a few ulp(1000) / sqrt(eps)
 
 
 # -- the separation the tolerance is built for ------------------------------------------------------------------
-LENGTHS = (16, 255, 1024, 5003, 20000)   # vec4, scalar, vec4, looped, vec4_looped
+LENGTHS = (16, 255, 1024, 5003, 20000)  # vec4, scalar, vec4, looped, vec4_looped
 
 
 def ratio_rows(n, ratio, dtype="float32"):
@@ -115,7 +132,7 @@ def test_two_pass_kernel_is_accepted_up_to_a_mean_of_1e4_sigma(layernorm, n, dty
 
 @pytest.mark.parametrize("n", LENGTHS)
 def test_one_pass_kernel_is_rejected_from_a_mean_of_100_sigma(one_pass, n):
-    assert run_and_compare(one_pass, **ratio_rows(n, 1))[2]["Y"].passed     # the data, not the tolerance, decides
+    assert run_and_compare(one_pass, **ratio_rows(n, 1))[2]["Y"].passed  # the data, not the tolerance, decides
     for ratio in (100, 1e3, 1e4):
         result = run_and_compare(one_pass, **ratio_rows(n, ratio))[2]["Y"]
         assert not result.passed and result.worst_ratio > 2, (n, ratio, result.worst_ratio)

@@ -35,8 +35,11 @@ def test_the_tolerance_sees_the_plan_of_the_call(package):
         return builtin.tolerance(dtype, inputs, attributes)
 
     register(dataclasses.replace(builtin, op=OP, tolerance=tolerance))
-    case = next(c for c in cases.generate(package) if c.accepted and c.expect["variant"] == "vec4"
-                and c.tunables and not c.heavy and c.inputs["X"][1] == "float32")
+    case = next(
+        c
+        for c in cases.generate(package)
+        if c.accepted and c.expect["variant"] == "vec4" and c.tunables and not c.heavy and c.inputs["X"][1] == "float32"
+    )
     Checker(ManifestImplementation(device="vulkan")).check(case, package, verdict_for(case))
     assert seen and isinstance(seen[0], PlanContext)
     assert seen[0].variant == "vec4" and seen[0].tunables == {**package.manifest.tunables, **case.tunables}
@@ -45,8 +48,12 @@ def test_the_tolerance_sees_the_plan_of_the_call(package):
 
 def test_a_model_without_plan_is_called_as_before():
     calls = []
-    record = dataclasses.replace(record_for(GELU), tolerance=lambda dtype, inputs=None, attributes=None:
-                                 calls.append(dtype) or record_for(GELU).tolerance(dtype, inputs, attributes))
+    record = dataclasses.replace(
+        record_for(GELU),
+        tolerance=lambda dtype, inputs=None, attributes=None: (
+            calls.append(dtype) or record_for(GELU).tolerance(dtype, inputs, attributes)
+        ),
+    )
     assert not takes_plan(record.tolerance) and takes_plan(lambda d, i, a, **kw: None)
     record.tolerance_for("float32", None, None, PlanContext("vec4"))
     assert calls == ["float32"]

@@ -59,15 +59,16 @@ def test_a_missing_or_changed_record_fails_the_check_naming_it(kernels, capsys):
     assert cases_cli(kernels, "--check") == 0
     capsys.readouterr()
 
-    unregister(OP)   # the hook's environment without the author's distribution
+    unregister(OP)  # the hook's environment without the author's distribution
     assert cases_cli(kernels, "--check") == 1
     err = capsys.readouterr().err
     assert f"written with another op record ({OP} structure=elementwise" in err and f"now none for {OP}" in err
     assert load_matching_golden(kernels / "kernel-cases", package)[0] is None
 
-    wide = DataRecipe("exgelu-wide", lambda rng, shape, dtype, scale: rng.normal(0, scale, shape),
-                      (10.0,), ("X",), "wide inputs")
-    register(outside_record(data=(wide,)))   # the author's record gained a data recipe
+    wide = DataRecipe(
+        "exgelu-wide", lambda rng, shape, dtype, scale: rng.normal(0, scale, shape), (10.0,), ("X",), "wide inputs"
+    )
+    register(outside_record(data=(wide,)))  # the author's record gained a data recipe
     assert cases_cli(kernels, "--check") == 1
     err = capsys.readouterr().err
     assert "data=exgelu-wide" in err and "written with another op record" in err
@@ -82,6 +83,7 @@ def silu_repo(tmp_path, monkeypatch):
     golden files written with the record registered at run time, the record now found through its entry point."""
     from conformance.ops import registry
     from conformance.tools.skeleton import names, write_skeleton
+
     write_skeleton(SILU, "elementwise", tmp_path)
     n = names(SILU)
     info = tmp_path / "records" / f"{n['module']}-0.1.dist-info"
@@ -123,6 +125,7 @@ def test_without_the_record_the_hint_says_install_it_and_nothing_is_written(silu
     """Issue 41, item 6: in a Python without the record the check says to install it (not to rewrite the golden
     files), and ``cases`` refuses to write golden files that would say ``record: none``."""
     from conformance.ops import registry
+
     golden_file = silu_repo / "kernel-cases" / f"{SILU}.yaml"
     before = golden_file.read_text(), digest_path(silu_repo / "kernel-cases", SILU).read_text()
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(silu_repo / "records")])  # not installed

@@ -1,4 +1,5 @@
 """The float64 references of the row and broadcast ops: the math, input checks, the non-finite policy."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,11 @@ from reference import add, layer_normalization, reference_for, softmax
 
 from .conftest import ROOT
 
-LN, SM, ADD = (reference_for("com.microsoft", "LayerNormalization"), reference_for("com.microsoft", "Softmax"),
-               reference_for("ai.onnx", "Add"))
+LN, SM, ADD = (
+    reference_for("com.microsoft", "LayerNormalization"),
+    reference_for("com.microsoft", "Softmax"),
+    reference_for("ai.onnx", "Add"),
+)
 
 
 def test_registered_and_exported():
@@ -23,8 +27,10 @@ def test_registered_and_exported():
 
 
 def test_reference_imports_nothing_of_the_suite():
-    code = ("import sys, reference; bad = sorted(m for m in sys.modules if m.split('.')[0] in ('conformance', 'cases'));"
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, reference; bad = sorted(m for m in sys.modules if m.split('.')[0] in ('conformance', 'cases'));"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -34,9 +40,10 @@ def test_layer_norm_is_the_textbook_formula_over_the_last_axis():
     rng = np.random.default_rng(0)
     x = rng.normal(3, 2, (2, 3, 7))
     g, b = rng.normal(size=7), rng.normal(size=7)
-    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)   # population variance
-    np.testing.assert_allclose(layer_normalization(x, g, b, 1e-3), (x - mean) / np.sqrt(var + 1e-3) * g + b,
-                               rtol=1e-13, atol=1e-13)
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)  # population variance
+    np.testing.assert_allclose(
+        layer_normalization(x, g, b, 1e-3), (x - mean) / np.sqrt(var + 1e-3) * g + b, rtol=1e-13, atol=1e-13
+    )
     y = layer_normalization(x, np.ones(7), None, 0.0 + 1e-300)
     np.testing.assert_allclose(y.mean(-1), 0, atol=1e-14)
     np.testing.assert_allclose(y.var(-1), 1, rtol=1e-13)
@@ -52,7 +59,7 @@ def test_layer_norm_keeps_its_accuracy_at_a_huge_mean():
 
 def test_layer_norm_constant_rows_and_epsilon():
     y = layer_normalization(np.full((2, 5), 7.0), np.ones(5), np.arange(5.0), 1e-5)
-    np.testing.assert_array_equal(y, np.tile(np.arange(5.0), (2, 1)))       # zero deviations: y = bias
+    np.testing.assert_array_equal(y, np.tile(np.arange(5.0), (2, 1)))  # zero deviations: y = bias
     x = np.array([[0.0, 2.0]])
     np.testing.assert_allclose(layer_normalization(x, np.ones(2), None, 3.0), [[-0.5, 0.5]])  # 1 / sqrt(1 + 3)
 
@@ -65,18 +72,28 @@ def test_layer_norm_reference_uses_the_dtype_rounded_inputs_and_attributes():
     assert LN.compute({"X": x, "scale": g})["Y"].dtype == np.float64
 
 
-@pytest.mark.parametrize("inputs, attributes, message", [
-    ({"X": np.zeros((2, 4), np.float32)}, {}, "required"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(3, np.float32)}, {}, "scale must be float32 of shape (4,)"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float16)}, {}, "scale must be float32"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32), "bias": np.zeros((1, 4), np.float32)},
-     {}, "bias must be"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32)}, {"axis": 0}, "only the last axis"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32)}, {"epsilon": 0.0}, "positive"),
-    ({"X": np.zeros((), np.float32), "scale": np.zeros(4, np.float32)}, {}, "rank >= 1"),
-    ({"X": np.zeros((2, 4), np.int32), "scale": np.zeros(4, np.int32)}, {}, "floating-point"),
-    ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32), "B": np.zeros(4)}, {}, "unexpected"),
-])
+@pytest.mark.parametrize(
+    "inputs, attributes, message",
+    [
+        ({"X": np.zeros((2, 4), np.float32)}, {}, "required"),
+        (
+            {"X": np.zeros((2, 4), np.float32), "scale": np.zeros(3, np.float32)},
+            {},
+            "scale must be float32 of shape (4,)",
+        ),
+        ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float16)}, {}, "scale must be float32"),
+        (
+            {"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32), "bias": np.zeros((1, 4), np.float32)},
+            {},
+            "bias must be",
+        ),
+        ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32)}, {"axis": 0}, "only the last axis"),
+        ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32)}, {"epsilon": 0.0}, "positive"),
+        ({"X": np.zeros((), np.float32), "scale": np.zeros(4, np.float32)}, {}, "rank >= 1"),
+        ({"X": np.zeros((2, 4), np.int32), "scale": np.zeros(4, np.int32)}, {}, "floating-point"),
+        ({"X": np.zeros((2, 4), np.float32), "scale": np.zeros(4, np.float32), "B": np.zeros(4)}, {}, "unexpected"),
+    ],
+)
 def test_layer_norm_input_checks(inputs, attributes, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         LN.compute(inputs, attributes)
@@ -86,7 +103,7 @@ def test_layer_norm_non_finite_policy_is_per_row_and_per_column():
     x = np.random.default_rng(2).normal(size=(5, 6)).astype(np.float32)
     x[1, 2] = np.nan
     x[2, 0] = np.inf
-    x[3, :] = 3e38                     # the f32 sum of the row overflows: unconstrained
+    x[3, :] = 3e38  # the f32 sum of the row overflows: unconstrained
     g = np.ones(6, np.float32)
     b = np.zeros(6, np.float32)
     b[4] = np.inf
@@ -100,7 +117,7 @@ def test_layer_norm_f16_outputs_beyond_the_f16_range_are_unconstrained():
     y = LN.compute({"X": x, "scale": np.array([40000, 1], np.float16), "bias": np.array([40000, 0], np.float16)})["Y"]
     assert y[0, 0] == pytest.approx(0.8, rel=1e-3) and y[0, 1] == pytest.approx(1.0, rel=1e-4)  # -39999.2 + 40000
     y = LN.compute({"X": x, "scale": np.array([1, 40000], np.float16), "bias": np.array([0, 40000], np.float16)})["Y"]
-    assert np.isnan(y[0, 1])                                                      # ~80000 does not
+    assert np.isnan(y[0, 1])  # ~80000 does not
 
 
 def test_layer_norm_empty_tensors():
@@ -114,7 +131,7 @@ def test_softmax_rows_sum_to_one_and_ignore_shifts():
     x = np.random.default_rng(3).normal(0, 5, (3, 4, 9))
     y = softmax(x)
     np.testing.assert_allclose(y.sum(-1), 1, rtol=1e-14)
-    np.testing.assert_allclose(softmax(x + 1000.0), y, rtol=1e-12)     # no overflow: the max is subtracted
+    np.testing.assert_allclose(softmax(x + 1000.0), y, rtol=1e-12)  # no overflow: the max is subtracted
     np.testing.assert_allclose(softmax(np.array([[0.0, np.log(3.0)]])), [[0.25, 0.75]], rtol=1e-15)
 
 
@@ -122,7 +139,7 @@ def test_softmax_non_finite_and_out_of_range_rows_are_unconstrained():
     x = np.array([[1, 2, 3], [1, np.nan, 3], [-np.inf, 0, 1], [-3e38, 0, 3e38], [-3e38, -2e38, -1e38]], np.float32)
     y = SM.compute({"X": x})["Y"]
     assert np.isfinite(y[[0, 4]]).all() and np.isnan(y[1:4]).all()
-    np.testing.assert_allclose(y[4], [0, 0, 1])        # spreads beyond exp's range but within f32 are fine
+    np.testing.assert_allclose(y[4], [0, 0, 1])  # spreads beyond exp's range but within f32 are fine
 
 
 def test_softmax_input_checks():
@@ -136,8 +153,13 @@ def test_softmax_input_checks():
 # -- Add ---------------------------------------------------------------------------------------------------------
 def test_add_broadcasts_like_numpy():
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    for b in (np.ones((2, 3, 4), np.float32), np.arange(4, dtype=np.float32), np.ones((3, 4), np.float32),
-              np.float32(2.5) * np.ones((), np.float32), np.ones((1, 1), np.float32)):
+    for b in (
+        np.ones((2, 3, 4), np.float32),
+        np.arange(4, dtype=np.float32),
+        np.ones((3, 4), np.float32),
+        np.float32(2.5) * np.ones((), np.float32),
+        np.ones((1, 1), np.float32),
+    ):
         np.testing.assert_array_equal(ADD.compute({"A": a, "B": b})["C"], add(a, b))
         np.testing.assert_array_equal(add(a, b), a.astype(np.float64) + b)
 

@@ -1,6 +1,7 @@
 """A package of another author with three inputs lints, generates and certifies with no change to the suite; a
 five-input one keeps the candidate pool and generation small; a missing record is a clear error for value cases
 only."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -81,9 +82,9 @@ def test_without_a_record_values_fail_clearly_and_rejections_still_run(muladd, t
     checker = Checker(ManifestImplementation(device.backend, device.adapter_filter, device.webgpu))
     generated = cases.generate(package)
     rejected = next(c for c in generated if not c.accepted and c.expect["reason"] == "dtype")
-    checker.check(rejected, package, verdict_for(rejected))          # no record needed
+    checker.check(rejected, package, verdict_for(rejected))  # no record needed
     empty = next(c for c in generated if c.accepted and 0 in c.inputs["A"][0])
-    checker.check(empty, package, verdict_for(empty))                # nothing to compare: no record needed
+    checker.check(empty, package, verdict_for(empty))  # nothing to compare: no record needed
     with_data = next(c for c in generated if c.accepted and c.inputs["A"][0] == (8,))
     with pytest.raises(RecordNotFound, match="entry point in the group 'conformance.ops'"):
         checker.check(with_data, package, verdict_for(with_data))

@@ -6,6 +6,7 @@ correctly rounded operation round either way, so errors add up instead of cancel
 pairwise tree, inverseSqrt pushed by its 2 ULP, exp by its 3 + 2|x| ULP. A two-pass LayerNorm must
 pass everywhere up to |mean|/sigma = 1e4; a one-pass E[x^2] - mean^2 one must fail from 100 on.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,11 @@ from reference.rowwise import depth
 from .conftest import rows_with_ratio
 
 F = np.float32
-LN, SM, ADD = (reference_for("com.microsoft", "LayerNormalization"), reference_for("com.microsoft", "Softmax"),
-               reference_for("ai.onnx", "Add"))
+LN, SM, ADD = (
+    reference_for("com.microsoft", "LayerNormalization"),
+    reference_for("com.microsoft", "Softmax"),
+    reference_for("ai.onnx", "Add"),
+)
 
 
 def rounded(v, direction: int) -> np.ndarray:
@@ -113,10 +117,10 @@ def test_layer_norm_allowance_grows_with_the_mean_over_sigma_and_the_row_length(
         inputs = {"X": x, "scale": np.ones(n, F)}
         t = LN.tolerance("float32", inputs)
         z = (x64 - x64.mean()) / x64.std()
-        return float(t.element_atol.ravel()[np.argmin(np.abs(z))])   # the element nearest the mean: shift only
+        return float(t.element_atol.ravel()[np.argmin(np.abs(z))])  # the element nearest the mean: shift only
 
     a = [allowed_at_zero(r, 1024) for r in (1e2, 1e3, 1e4)]
-    assert 9 < a[1] / a[0] < 11 and 9 < a[2] / a[1] < 11                 # linear in |mean| / sigma
+    assert 9 < a[1] / a[0] < 11 and 9 < a[2] / a[1] < 11  # linear in |mean| / sigma
     short, long = allowed_at_zero(1e3, 16), allowed_at_zero(1e3, 4096)
     assert long / short == pytest.approx((depth(4096) + 3) / (depth(16) + 3), rel=0.05)
 
@@ -171,4 +175,4 @@ def test_softmax_simulation_passes_and_a_wrong_sum_fails(direction):
         assert worst(SM, sim_softmax(x, direction), {"X": x}) < 1.0, (n, scale)
     x = rng.normal(0, 1, (4, 100)).astype(F)
     y = sim_softmax(x, direction)
-    assert worst(SM, (y * F(1 + 1e-5)).astype(F), {"X": x}) > 1.0    # a sum off by 1e-5 relative is caught
+    assert worst(SM, (y * F(1 + 1e-5)).astype(F), {"X": x}) > 1.0  # a sum off by 1e-5 relative is caught

@@ -1,6 +1,7 @@
 """Another author's package: an elementwise ``Y = A * B + C (+ D + ...)`` op of n same-shape inputs, written to a
 temp dir with its op record in a module registered through the ``conformance.ops`` entry point of a temp
 dist-info. Nothing of the suite's code knows it."""
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,13 @@ from conformance.tools.skeleton import TEMPLATE as SKELETON_TEMPLATE
 
 ROLES = "ABCDEFGH"
 
-TEMPLATE = SKELETON_TEMPLATE.replace("BODY", """\
+TEMPLATE = SKELETON_TEMPLATE.replace(
+    "BODY",
+    """\
 {% set V = "vec4<f32>" if vec4 else "f32" %}
   y[i] = {{ out }}(EXPR);
-""")
+""",
+)
 
 RECORD_MODULE = '''
 """The op record of com.example.{name}: Y = A * B + (the other inputs), in float64, and its tolerance."""
@@ -76,35 +80,61 @@ def manifest(name: str, n: int) -> dict:
     expr = " + ".join(["V(a[i]) * V(b[i])"] + [f"V({r.lower()}[i])" for r in roles[2:]])
 
     def bindings(etype):
-        out = [{"name": r.lower(), "arg": r, "semantic": r, "buffer": {"type": "read-only-storage"},
-                "elementType": etype} for r in roles]
+        out = [
+            {"name": r.lower(), "arg": r, "semantic": r, "buffer": {"type": "read-only-storage"}, "elementType": etype}
+            for r in roles
+        ]
         out.append({"name": "y", "arg": "Y", "semantic": "Y", "buffer": {"type": "storage"}, "elementType": etype})
         return out
 
     def variant(vid, priority, when, vec4):
         threads = "numel(shapes.A) / 4" if vec4 else "numel(shapes.A)"
-        return {"id": vid, "priority": priority, "when": when,
-                "constants": {"vec4": vec4, "out": "\"vec4<\" ~ dtypes.T ~ \">\"" if vec4 else "dtypes.T"},
-                "passes": [{"id": "main", "name": f"{name}.{vid}", "shader": "muladd.wgsl.jinja",
-                            "bindings": bindings("$out") + [{
-                                "name": "params", "semantic": "kernel.params", "buffer": {"type": "uniform"},
-                                "struct": {"name": "Params",
-                                           "fields": [{"name": "count", "type": "u32", "value": threads}]}}],
-                            "dispatch": {"threads": threads, "workgroupSize": "tunables.WORKGROUP_SIZE"}}]}
+        return {
+            "id": vid,
+            "priority": priority,
+            "when": when,
+            "constants": {"vec4": vec4, "out": '"vec4<" ~ dtypes.T ~ ">"' if vec4 else "dtypes.T"},
+            "passes": [
+                {
+                    "id": "main",
+                    "name": f"{name}.{vid}",
+                    "shader": "muladd.wgsl.jinja",
+                    "bindings": bindings("$out")
+                    + [
+                        {
+                            "name": "params",
+                            "semantic": "kernel.params",
+                            "buffer": {"type": "uniform"},
+                            "struct": {
+                                "name": "Params",
+                                "fields": [{"name": "count", "type": "u32", "value": threads}],
+                            },
+                        }
+                    ],
+                    "dispatch": {"threads": threads, "workgroupSize": "tunables.WORKGROUP_SIZE"},
+                }
+            ],
+        }
 
     base = ["f16Ok(dtypes.T)"] + same
     return {
-        "domain": "com.example", "name": name, "sinceVersion": 1,
+        "domain": "com.example",
+        "name": name,
+        "sinceVersion": 1,
         "description": f"Y = A * B + the other inputs, elementwise, {n} inputs of one shape (a test package).",
         "inputs": [{"role": r, "dtype": "T", "description": f"operand {r}"} for r in roles],
         "outputs": [{"role": "Y", "dtype": "T", "rank": "ranks.A", "shape": "shapes.A", "description": "result"}],
         "typeConstraints": {"T": ["float32", "float16"]},
-        "args": {**{r: {"kind": "tensor", "semantic": r, "role": "input"} for r in roles},
-                 "Y": {"kind": "tensor", "semantic": "Y", "role": "output"}},
+        "args": {
+            **{r: {"kind": "tensor", "semantic": r, "role": "input"} for r in roles},
+            "Y": {"kind": "tensor", "semantic": "Y", "role": "output"},
+        },
         "tunables": {"WORKGROUP_SIZE": 64},
-        "constants": {"usesF16": "dtypes.T == \"f16\""},
-        "variants": [variant("vec4", 20, base + ["numel(shapes.A) > 0", "numel(shapes.A) % 4 == 0"], True),
-                     variant("scalar", 0, base, False)],
+        "constants": {"usesF16": 'dtypes.T == "f16"'},
+        "variants": [
+            variant("vec4", 20, base + ["numel(shapes.A) > 0", "numel(shapes.A) % 4 == 0"], True),
+            variant("scalar", 0, base, False),
+        ],
     }, expr
 
 

@@ -12,10 +12,27 @@ from tests.gate.conftest import ROOT
 
 def test_a_bad_impl_is_one_error_at_the_start():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--specs", "specs/com.microsoft.Gelu",
-                           "--impl", "no_such_module:Factory", "-q", "-p", "no:cacheprovider", *UNUSED_PLUGINS],
-                          cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/",
+            "--specs",
+            "specs/com.microsoft.Gelu",
+            "--impl",
+            "no_such_module:Factory",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "1 error during collection" in out and " failed" not in out.splitlines()[-1], out[-2000:]

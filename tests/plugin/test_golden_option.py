@@ -27,8 +27,14 @@ def repo(tmp_path):
     golden = tmp_path / "kernel-cases"
     golden.mkdir()
     data = yaml.safe_load((ROOT / "cases" / f"{FASTGELU}.yaml").read_text())
-    light = [c for c in data["cases"] if c["expect"]["outcome"] == "accepted" and not c["heavy"]
-             and c["profile"]["name"] == "baseline" and "f16" not in c["markers"]]
+    light = [
+        c
+        for c in data["cases"]
+        if c["expect"]["outcome"] == "accepted"
+        and not c["heavy"]
+        and c["profile"]["name"] == "baseline"
+        and "f16" not in c["markers"]
+    ]
     data["cases"], data["count"] = light[:KEEP], KEEP
     (golden / f"{FASTGELU}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     package = load_package(tmp_path / "kernels" / FASTGELU)
@@ -38,10 +44,26 @@ def repo(tmp_path):
 
 def conformance(cwd, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "--device=vulkan", "-q",
-                           "-p", "no:cacheprovider", *UNUSED_PLUGINS, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True,
-                          timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance",
+            "--device=vulkan",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_golden_runs_the_repositorys_files_and_says_so(repo):

@@ -26,6 +26,7 @@ def specs(tmp_path):
         for name in names:
             shutil.copytree(REPO_SPECS / name, root / name)
         return root
+
     return copy
 
 
@@ -37,8 +38,9 @@ def edit(path, old, new):
 
 def run(pytester, specs_dir, *args):
     conformance_tests = REPO_SPECS.parent / "conformance" / "test_kernels.py"
-    return pytester.runpytest_inprocess(str(conformance_tests), f"--specs={specs_dir}", "--device=vulkan",
-                                        "-p", "no:cacheprovider", "-q", *args)
+    return pytester.runpytest_inprocess(
+        str(conformance_tests), f"--specs={specs_dir}", "--device=vulkan", "-p", "no:cacheprovider", "-q", *args
+    )
 
 
 def test_unbroken_package_passes(pytester, specs):
@@ -66,17 +68,25 @@ def test_skipped_bias_fails_exactly_the_bias_cases(pytester, specs):
     result = run(pytester, root, "-k", "bias and not reject and not X[0")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) > 10
-    result.stdout.fnmatch_lines(["*output Y differs from the reference*", "*worst elements*",
-                                 "*rerun: *python* -m pytest *--specs=* --device=vulkan -p no:cacheprovider -q "
-                                 "'*/conformance/test_kernels.py::test_case[[]FastGelu/*]'"])
+    result.stdout.fnmatch_lines(
+        [
+            "*output Y differs from the reference*",
+            "*worst elements*",
+            "*rerun: *python* -m pytest *--specs=* --device=vulkan -p no:cacheprovider -q "
+            "'*/conformance/test_kernels.py::test_case[[]FastGelu/*]'",
+        ]
+    )
     clean = run(pytester, root, "-k", "no_bias")
     assert "failed" not in clean.parseoutcomes()
 
 
 def test_dropped_tail_element_fails_the_tail_cases(pytester, specs):
     root = specs("com.microsoft.FastGelu")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
-         "for (var e = i; e + 1u < params.count; e += stride)")
+    edit(
+        root / "com.microsoft.FastGelu" / TEMPLATE,
+        "for (var e = i; e < params.count; e += stride)",
+        "for (var e = i; e + 1u < params.count; e += stride)",
+    )
     junit = pytester.path / "junit.xml"
     result = run(pytester, root, "-k", "vec4_tail_no_bias and f32", f"--junitxml={junit}")
     outcomes = result.parseoutcomes()
@@ -122,14 +132,25 @@ def test_malformed_manifest_is_a_clear_error_not_a_traceback(pytester, specs):
 
 def test_expectations_turn_known_failures_into_strict_xfails(pytester, specs, tmp_path):
     root = specs("com.microsoft.FastGelu")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
-         "for (var e = i; e + 1u < params.count; e += stride)")
+    edit(
+        root / "com.microsoft.FastGelu" / TEMPLATE,
+        "for (var e = i; e < params.count; e += stride)",
+        "for (var e = i; e + 1u < params.count; e += stride)",
+    )
     expectations = tmp_path / "known.yaml"
-    expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n"
-                            "- id: 'FastGelu/f32/X[4]/vec4_no_bias'\n  reason: 'wrongly listed, it passes'\n")
+    expectations.write_text(
+        "- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n"
+        "- id: 'FastGelu/f32/X[4]/vec4_no_bias'\n  reason: 'wrongly listed, it passes'\n"
+    )
     report = tmp_path / "r.json"
-    result = run(pytester, root, "-k", "X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias",
-                 f"--expectations={expectations}", f"--conformance-report={report}")
+    result = run(
+        pytester,
+        root,
+        "-k",
+        "X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias",
+        f"--expectations={expectations}",
+        f"--conformance-report={report}",
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("xfailed", 0) >= 1
     assert outcomes.get("failed", 0) >= 1  # the strict xfail that passed is reported as a failure
@@ -137,28 +158,48 @@ def test_expectations_turn_known_failures_into_strict_xfails(pytester, specs, tm
     data = json.loads(report.read_text())
     assert data["result"] == "does-not-conform" and not data["conforms"]
     too_wide = [c for c in data["cases"] if c["status"] == "xpassed"]
-    assert too_wide and all("'FastGelu/f32/X[4]/vec4_no_bias'" in c["detail"] and "too wide" in c["detail"]
-                            for c in too_wide)
+    assert too_wide and all(
+        "'FastGelu/f32/X[4]/vec4_no_bias'" in c["detail"] and "too wide" in c["detail"] for c in too_wide
+    )
     waived = data["waivers"]
     assert waived and {w["pattern"] for w in waived} == {"FastGelu/f32/X[5]/vec4_tail_no_bias*"}
-    assert all(w["reason"] == "drops the last element" and "differs from the reference" in w["waived"]
-               and w["id"].startswith("FastGelu/f32/X[5]/vec4_tail_no_bias") for w in waived)
+    assert all(
+        w["reason"] == "drops the last element"
+        and "differs from the reference" in w["waived"]
+        and w["id"].startswith("FastGelu/f32/X[5]/vec4_tail_no_bias")
+        for w in waived
+    )
     md = report.with_suffix(".md").read_text()
     assert "**does not conform**" in md and "## Waivers" in md and "worst elements" in md.split("## Waivers")[1]
     # only the right entry: every variant still has a case that passed its value check, so the run passes, and
     # the report says the conformance is waived, not plain
     expectations.write_text("- id: 'FastGelu/f32/X[5]/vec4_tail_no_bias*'\n  reason: drops the last element\n")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e + 1u < params.count; e += stride)",
-         "for (var e = i; e + select(0u, 1u, params.count == 5u) < params.count; e += stride)")  # X[5] only
-    result = run(pytester, root, "-k", "f32 and (vec4_tail_no_bias or X[4]/vec4_no_bias) and not X[0",
-                 f"--expectations={expectations}", f"--conformance-report={report}")
+    edit(
+        root / "com.microsoft.FastGelu" / TEMPLATE,
+        "for (var e = i; e + 1u < params.count; e += stride)",
+        "for (var e = i; e + select(0u, 1u, params.count == 5u) < params.count; e += stride)",
+    )  # X[5] only
+    result = run(
+        pytester,
+        root,
+        "-k",
+        "f32 and (vec4_tail_no_bias or X[4]/vec4_no_bias) and not X[0",
+        f"--expectations={expectations}",
+        f"--conformance-report={report}",
+    )
     assert result.ret == 0
     data = json.loads(report.read_text())
     assert data["result"] == "conforms-with-waivers" and len(data["waivers"]) == result.parseoutcomes()["xfailed"]
     assert "**conforms with waivers**" in report.with_suffix(".md").read_text()
     # the same waiver, with the variant's only value-checked cases the waived ones: nothing certifies it
-    result = run(pytester, root, "-k", "f32 and (X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias)",
-                 f"--expectations={expectations}", f"--conformance-report={report}")
+    result = run(
+        pytester,
+        root,
+        "-k",
+        "f32 and (X[5]/vec4_tail_no_bias or X[4]/vec4_no_bias)",
+        f"--expectations={expectations}",
+        f"--conformance-report={report}",
+    )
     data = json.loads(report.read_text())
     assert result.ret == 1 and data["result"] == "does-not-conform"
     assert [(u["variant"], u["dtype"]) for u in data["unchecked"]] == [("vec4_tail_no_bias", "float32")]
@@ -180,24 +221,69 @@ def test_report_names_every_package_and_counts(pytester, specs, tmp_path):
 
 def test_rerun_keeps_the_runs_options_and_drops_what_selects(pytester):
     config = pytester.parseconfig()
-    args = ["conformance/", "-n", "2", "-kfoo", "-xq", "--specs", "kernels", "-p", "no:cacheprovider",
-            "--junitxml=r.xml", "-m", "f16", "--impl=numpy", "--conformance-report", "out/r.json", "--pyargs"]
-    assert rerun_options(args, option_actions(config)) == ["-q", "--specs", "kernels", "-p", "no:cacheprovider",
-                                                             "--impl=numpy", "--pyargs"]
+    args = [
+        "conformance/",
+        "-n",
+        "2",
+        "-kfoo",
+        "-xq",
+        "--specs",
+        "kernels",
+        "-p",
+        "no:cacheprovider",
+        "--junitxml=r.xml",
+        "-m",
+        "f16",
+        "--impl=numpy",
+        "--conformance-report",
+        "out/r.json",
+        "--pyargs",
+    ]
+    assert rerun_options(args, option_actions(config)) == [
+        "-q",
+        "--specs",
+        "kernels",
+        "-p",
+        "no:cacheprovider",
+        "--impl=numpy",
+        "--pyargs",
+    ]
 
 
 def test_rerun_line_under_pyargs_reruns_exactly_that_case(specs, tmp_path):
     """The line printed by a --pyargs run from an empty directory, typed there, runs that one case again."""
     root = specs("com.microsoft.FastGelu")
-    edit(root / "com.microsoft.FastGelu" / TEMPLATE, "for (var e = i; e < params.count; e += stride)",
-         "for (var e = i; e + 1u < params.count; e += stride)")
+    edit(
+        root / "com.microsoft.FastGelu" / TEMPLATE,
+        "for (var e = i; e < params.count; e += stride)",
+        "for (var e = i; e + 1u < params.count; e += stride)",
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO_SPECS.parent)}
-    first = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
-                            *UNUSED_PLUGINS, "--device=vulkan", "--specs", str(root), "-k",
-                            "f32 and X[5]/vec4_tail_no_bias", "-x"],
-                           cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            "--device=vulkan",
+            "--specs",
+            str(root),
+            "-k",
+            "f32 and X[5]/vec4_tail_no_bias",
+            "-x",
+        ],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert first.returncode == 1, first.stdout[-3000:]
     lines = re.findall(r"^E?\s*rerun: (.*)$", first.stdout, re.M)
     assert lines, first.stdout[-3000:]

@@ -1,6 +1,7 @@
 """Progress of long work: done / total, failures, the last item and the time left; plain lines (one per tenth)
 when the output is not a terminal, one line rewritten in place on a terminal. A stepping clock makes the estimate
 exact, so nothing here depends on the machine's speed."""
+
 from __future__ import annotations
 
 import io
@@ -54,26 +55,61 @@ def test_counting_only_prints_nothing():
 
 
 def test_the_column_of_a_case_is_after_its_last_plus():
-    assert column_of("conformance/test_kernels.py::test_case[Gelu/f32/X[8]/vec4+dawn-vulkan-llvmpipe]") == \
-        "dawn-vulkan-llvmpipe"
+    assert (
+        column_of("conformance/test_kernels.py::test_case[Gelu/f32/X[8]/vec4+dawn-vulkan-llvmpipe]")
+        == "dawn-vulkan-llvmpipe"
+    )
     assert column_of("conformance/test_kernels.py::test_case[Gelu/f32/X[8]/vec4]") == ""
     assert column_of("conformance/test_kernels.py::test_case[LayerNormalization/f32/X[2,4]/epsilon=1e+38]") == ""
-    assert column_of("conformance/test_kernels.py::test_case[LayerNormalization/f32/X[2,4]/epsilon=1e+38+wgpu-gl]") \
+    assert (
+        column_of("conformance/test_kernels.py::test_case[LayerNormalization/f32/X[2,4]/epsilon=1e+38+wgpu-gl]")
         == "wgpu-gl"
+    )
 
 
 def test_a_conformance_run_prints_progress_lines_in_a_log(tmp_path):
     # one package (Gelu) under --specs: the run loads and flags one package, not every package of specs/
     select = ["--specs", str(REPO_SPECS / "com.microsoft.Gelu"), "-k", "Gelu/f32 and X["]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--device=vulkan", "-q", "-p",
-                           "no:cacheprovider", *UNUSED_PLUGINS, *select, "--conformance-progress=on"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/",
+            "--device=vulkan",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            *select,
+            "--conformance-progress=on",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     passed = int(re.search(r"(\d+) passed", proc.stdout.splitlines()[-1]).group(1))
-    assert passed >= 20, proc.stdout[-2000:]       # enough cases for ten tenths
+    assert passed >= 20, proc.stdout[-2000:]  # enough cases for ten tenths
     lines = [line for line in proc.stdout.splitlines() if line.startswith("progress wgpu: ")]
     assert len(lines) == 10 and lines[-1].startswith(f"progress wgpu: {passed}/{passed} (100%)"), proc.stdout[-3000:]
-    quiet = subprocess.run([sys.executable, "-m", "pytest", "conformance/", "--device=vulkan", "-q", "-p",
-                            "no:cacheprovider", *UNUSED_PLUGINS, *select], cwd=ROOT, capture_output=True, text=True,
-                           timeout=600)
-    assert quiet.returncode == 0 and "progress wgpu" not in quiet.stdout   # auto: off for a short native run
+    quiet = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance/",
+            "--device=vulkan",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *UNUSED_PLUGINS,
+            *select,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert quiet.returncode == 0 and "progress wgpu" not in quiet.stdout  # auto: off for a short native run

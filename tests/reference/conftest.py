@@ -6,6 +6,7 @@ argument clamps so no intermediate overflows. `perturb` pushes every exp result
 by +-(3 + 2|arg|) ULP and every division by +-2 ULP (WGSL's allowed error,
 rounded to whole ULPs): +1/-1 for all elements, or "random" per element.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -21,8 +22,17 @@ except ImportError:  # pytest run without the repo root on sys.path
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 F = np.float32
-NR_ERFC = (1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-           -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+NR_ERFC = (
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
 PRINTED = (0.797885, 0.035677)
 EXACT = (np.sqrt(2 / np.pi), np.sqrt(2 / np.pi) * 0.044715)
 
@@ -86,9 +96,11 @@ def gelu_tanh_f32(x, consts=PRINTED, perturb=0, form="tanh"):
 
 def as_f16_kernel(kernel):
     """An f16 kernel: upcast, compute in f32, round once to f16."""
+
     def run(x, *args, **kw):
         with np.errstate(over="ignore"):
             return kernel(np.asarray(x).astype(F), *args, **kw).astype(np.float16)
+
     return run
 
 
@@ -110,8 +122,13 @@ def range_values(dtype) -> np.ndarray:
 @pytest.fixture(scope="session")
 def sim():
     return types.SimpleNamespace(
-        gelu_erf_f32=gelu_erf_f32, gelu_tanh_f32=gelu_tanh_f32, as_f16_kernel=as_f16_kernel,
-        flush_subnormals=flush_subnormals, range_values=range_values, PRINTED=PRINTED, EXACT=EXACT,
+        gelu_erf_f32=gelu_erf_f32,
+        gelu_tanh_f32=gelu_tanh_f32,
+        as_f16_kernel=as_f16_kernel,
+        flush_subnormals=flush_subnormals,
+        range_values=range_values,
+        PRINTED=PRINTED,
+        EXACT=EXACT,
     )
 
 

@@ -1,4 +1,5 @@
 """compare(): structured result, edge cases and the failure message."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Accuracy of the float64 references against closed forms and identities."""
+
 from __future__ import annotations
 
 import math

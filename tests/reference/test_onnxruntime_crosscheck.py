@@ -5,6 +5,7 @@ spanning the finite f32 range plus normal data.
 Every element where ORT's output is finite is checked; see README.md for what
 ORT does elsewhere.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,9 @@ def _session(name: str, with_bias: bool, shape: tuple[int, ...]) -> ort.Inferenc
     if with_bias:
         inputs.append(helper.make_tensor_value_info("bias", TensorProto.FLOAT, [shape[-1]]))
     node = helper.make_node(name, [i.name for i in inputs], ["Y"], domain="com.microsoft")
-    graph = helper.make_graph([node], name, inputs, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, list(shape))])
+    graph = helper.make_graph(
+        [node], name, inputs, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, list(shape))]
+    )
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=9
     )

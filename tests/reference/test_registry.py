@@ -1,4 +1,5 @@
 """Registry lookup, input validation and the non-finite policy."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -12,8 +12,8 @@ from reference.rows import SHORT_ROW, row_all, row_max, row_mean, row_sum
 
 def _hostile(shape, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape) * np.exp2(rng.integers(-60, 60, shape))   # sums that round differently by order
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -2.0**-1022, 1e308, -1e308])
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-60, 60, shape))  # sums that round differently by order
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -(2.0**-1022), 1e308, -1e308])
     pick = rng.random(shape) < 0.05
     x[pick] = rng.choice(specials, int(pick.sum()))
     return x
@@ -49,6 +49,7 @@ def test_the_shipped_references_keep_their_bits_on_short_rows():
     from importlib import import_module
 
     from reference import rows
+
     layernorm, softmax = import_module("reference.layernorm"), import_module("reference.softmax")
 
     x = _hostile((4096, 3), seed=7)

@@ -1,4 +1,5 @@
 """The tolerance accepts correct simulated kernels and rejects wrong ones."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,6 +57,7 @@ def test_kernel_with_bias_passes(sim, case_f32):
 
 # --- discrimination on the standard f32 case -------------------------------------------------
 
+
 def test_rejects_tanh_gelu_where_erf_is_specified(sim, case_f32):
     x = case_f32[0]
     result = compare(sim.gelu_tanh_f32(x), GELU.compute({"X": x})["Y"], GELU.tolerance("float32"))
@@ -93,6 +95,7 @@ def test_printed_constants_difference_is_within_budget():
 
 
 # --- structure --------------------------------------------------------------------------------
+
 
 def test_derived_numbers():
     eps = 2.0**-23

@@ -19,8 +19,6 @@ def gelu(device):
     return load_kernel("com.microsoft.Gelu", device=device, version=1)
 
 
-
-
 class SteppingClock:
     """A clock that moves ``step`` seconds at every reading: what a timer decides from it is the same on a fast,
     slow or busy machine."""

@@ -1,5 +1,6 @@
 """cffi parses wgpu-py's type strings against only the typedef names they contain (conformance.gpu.backends.
 cffi_types): every type comes out as the full parse makes it."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,22 +11,33 @@ from conformance.gpu.backends.cffi_types import install
 ffi = pytest.importorskip("wgpu.backends.wgpu_native._ffi").ffi
 
 # strings of the shapes wgpu-py passes to ffi.new and ffi.cast: pointers to structs, arrays, enums, callbacks
-STRINGS = ["WGPUBufferDescriptor *", "WGPUBindGroupEntry[]", "WGPUFeatureName *", "uint32_t[]", "char *",
-           "WGPUChainedStruct *", "WGPUBufferMapCallback", "WGPUPassTimestampWrites *",
-           "struct WGPUShaderSourceWGSL *", "void(*)(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
-           "WGPULimits *", "WGPUTextureFormat[4]"]
+STRINGS = [
+    "WGPUBufferDescriptor *",
+    "WGPUBindGroupEntry[]",
+    "WGPUFeatureName *",
+    "uint32_t[]",
+    "char *",
+    "WGPUChainedStruct *",
+    "WGPUBufferMapCallback",
+    "WGPUPassTimestampWrites *",
+    "struct WGPUShaderSourceWGSL *",
+    "void(*)(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
+    "WGPULimits *",
+    "WGPUTextureFormat[4]",
+]
 
 
 def test_the_narrowed_parse_is_installed():
     from cffi import cparser
-    assert install() and cparser.Parser._parse.full_parse    # cffi as pinned has the shape it expects
+
+    assert install() and cparser.Parser._parse.full_parse  # cffi as pinned has the shape it expects
 
 
 @pytest.mark.parametrize("cdecl", STRINGS)
 def test_a_type_string_parses_as_with_every_typedef_declared(cdecl):
     parser = ffi._parser
     narrowed = parser.parse_type(cdecl)
-    full = type(parser)._parse.full_parse      # cffi's own _parse, every typedef declared
+    full = type(parser)._parse.full_parse  # cffi's own _parse, every typedef declared
     ast = full(parser, "void __dummy(\n%s\n);" % cdecl)[0]
     assert narrowed == parser._get_type_and_quals(ast.ext[-1].type.args.params[0].type)[0]
 

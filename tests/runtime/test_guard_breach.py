@@ -27,15 +27,19 @@ def test_the_first_write_past_the_end_is_located(tmp_path, monkeypatch, sentinel
     package = tmp_path / FASTGELU
     shutil.copytree(ROOT / "specs" / FASTGELU, package)
     # the scalar tail also writes 3 elements past the end of y
-    edit(package / TEMPLATE, "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n",
-         "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n      y[params.count + 2u] = {{ scalar }}(12345.0);\n")
+    edit(
+        package / TEMPLATE,
+        "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n",
+        "      y[e] = {{ scalar }}(gelu1(f32(x[e])));\n      y[params.count + 2u] = {{ scalar }}(12345.0);\n",
+    )
     kernel = load_kernel(str(package), device=get_device("vulkan"))
     x = np.linspace(-1, 1, 7, dtype=np.float32)
     plan, run = kernel.run(verify=True, X=x)
     assert plan.variant == "vec4_tail_no_bias" and run.guards_intact == {"Y": False}
-    assert run.guard_breach == {"Y": 8}   # element 9 = 7 + 2: bytes 8..11 after the end
+    assert run.guard_breach == {"Y": 8}  # element 9 = 7 + 2: bytes 8..11 after the end
     message = _breach(ImplResult(run.outputs, extra={"guard_breach": run.guard_breach}), "Y", ((7,), "float32"))
-    assert message == ": first at element 9 (flat index; the output has 7 elements, so 3 past its last one; " \
-                      "byte 8 after its end)"
+    assert (
+        message == ": first at element 9 (flat index; the output has 7 elements, so 3 past its last one; "
+        "byte 8 after its end)"
+    )
     assert _breach(ImplResult(run.outputs), "Y", ((7,), "float32")) == " (guard overwritten)"
-

@@ -2,6 +2,7 @@
 here; ``--webgpu=deno``: Deno with wgpu, lavapipe with shader-f16): the planted loader bugs and misbehaving loaders
 of the browser tests fail there too, on the same evidence (the host runs page_loader.mjs's commands and watches the
 device it hands the loader)."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,10 @@ from tests.browsers.test_js_loader_evidence import PLANTS as WORK_PLANTS
 from tests.browsers.test_js_loader_evidence import planted
 from tests.loader.planted import planted_loader
 
-RUNTIMES = [pytest.param(r, marks=pytest.mark.skipif(bool(unavailable(r)), reason=str(unavailable(r))))
-            for r in ("node", "deno")]
+RUNTIMES = [
+    pytest.param(r, marks=pytest.mark.skipif(bool(unavailable(r)), reason=str(unavailable(r))))
+    for r in ("node", "deno")
+]
 
 
 def _module(tmp_path, name, text, runtime):
@@ -35,7 +38,7 @@ def test_planted_plan_bugs_fail_their_case_naming_the_field(tmp_path, runtime):
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_misbehaving_loaders_fail_only_the_case_they_ran(tmp_path, runtime):
-    for behaviour in sorted(set(MISBEHAVING) - {"hangs"}):   # (20 s each)
+    for behaviour in sorted(set(MISBEHAVING) - {"hangs"}):  # (20 s each)
         body, words = MISBEHAVING[behaviour]
         impl = _module(tmp_path / behaviour, "bad.mjs", WRAPPER.format(body=body), runtime)
         err = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")
@@ -48,9 +51,13 @@ def test_a_loader_that_computes_on_the_cpu_fails(tmp_path, runtime):
     impl = _module(tmp_path, "cpu.mjs", ON_THE_CPU, runtime)
     err = check(impl, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")
     assert isinstance(err, CaseFailed) and NOTHING in str(err), err
-    own = _module(tmp_path / "own", "own.mjs", GETKERNEL.format(own="{ ...options, device: undefined }",
-                                                                 body="return k(inputs, opts);"), runtime)
-    err = check(own, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")   # the reference loader on a device of its own
+    own = _module(
+        tmp_path / "own",
+        "own.mjs",
+        GETKERNEL.format(own="{ ...options, device: undefined }", body="return k(inputs, opts);"),
+        runtime,
+    )
+    err = check(own, "com.microsoft.Gelu", "Gelu/f32/X[4,3]/vec4")  # the reference loader on a device of its own
     # (Node's default adapter request finds none on llvmpipe here: it fails on that instead of on the evidence)
     assert isinstance(err, CaseFailed) and (NOTHING in str(err) or "gave no adapter" in str(err)), err
 

@@ -19,14 +19,18 @@ from conformance.impls.js_loader.published import published_files
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
-from conformance.impls.js_loader.runtime import (RUNTIMES, JsRuntime, RuntimeTimeout, RuntimeUnavailable,
-                                                 unavailable)
+from conformance.impls.js_loader.runtime import RUNTIMES, JsRuntime, RuntimeTimeout, RuntimeUnavailable, unavailable
 from conformance.ops.registry import find
 from reference import compare
 from tests.conftest import golden_cases
 
-PACKAGES = ["com.microsoft.Gelu", "com.microsoft.FastGelu@2", "com.microsoft.LayerNormalization@2",
-            "com.microsoft.Softmax", "ai.onnx.Add"]
+PACKAGES = [
+    "com.microsoft.Gelu",
+    "com.microsoft.FastGelu@2",
+    "com.microsoft.LayerNormalization@2",
+    "com.microsoft.Softmax",
+    "ai.onnx.Add",
+]
 #: The most input elements of a golden case run here (each variant's smallest non-empty case is far below it).
 MAX_ELEMENTS = 4096
 
@@ -94,10 +98,16 @@ def test_golden_cases_agree_with_the_reference(runtime, name):
     assert len(cases) >= 3, cases
     ran = 0
     for case in cases:
-        case, _ = plan_for_device(case, planner, device)   # an f16 call on a device without shader-f16: refused
+        case, _ = plan_for_device(case, planner, device)  # an f16 call on a device without shader-f16: refused
         inputs = make_inputs(case)
-        got = runtime.run(name, inputs, attributes=dict(case.attributes), tunables=dict(case.tunables),
-                          limits=dict(case.profile.limits), features=sorted(case.profile.features))
+        got = runtime.run(
+            name,
+            inputs,
+            attributes=dict(case.attributes),
+            tunables=dict(case.tunables),
+            limits=dict(case.profile.limits),
+            features=sorted(case.profile.features),
+        )
         assert got.error is None, f"{case.id}: {got.error}"
         if case.expect["outcome"] == "rejected":
             assert got.rejected is not None and got.rejected["name"] == "ContractError", (case.id, got.raw)
@@ -163,14 +173,14 @@ def test_a_hanging_loader_costs_its_case_the_deadline_and_the_next_case_gets_a_f
         rt.kernel("short", {1: {}}, 1, module=tmp_path / "short.mjs")
         with pytest.raises(RuntimeTimeout, match=r"no answer to a case of hang within 3 s; the host was stopped"):
             rt.run("hang", {"X": x})
-        got = rt.run("short", {"X": x})   # a fresh host, the kernel loaded again
+        got = rt.run("short", {"X": x})  # a fresh host, the kernel loaded again
         assert rt.starts == 2
         assert got.error["message"] == "output Y: data has 3 elements, its shape [4] has 4", got.raw
 
 
 @pytest.mark.parametrize("which", RUNTIMES)
 def test_a_missing_runtime_is_one_line_that_says_to_run_npm_ci(tmp_path, monkeypatch, which):
-    monkeypatch.setenv("CONFORMANCE_NODE_MODULES", str(tmp_path))   # an empty node_modules
+    monkeypatch.setenv("CONFORMANCE_NODE_MODULES", str(tmp_path))  # an empty node_modules
     monkeypatch.delenv("CONFORMANCE_DENO", raising=False)
     monkeypatch.delenv("CONFORMANCE_WEBGPU_JS", raising=False)
     why = unavailable(which)

@@ -1,5 +1,6 @@
 """A kernel that uses its outputs only in plain stores is run once, guarded; any other is run twice and compared
 (conformance.shader.kernel_view). The lexical check answers False for everything it does not recognise."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,51 +9,63 @@ import pytest
 from conformance import BASELINE, load_kernel
 from conformance.shader.kernel_view import comment_spans, comments_masked, stores_only
 
-HEAD = ("struct Params { count: u32, }\n"
-        "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
-        "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
-        "@group(0) @binding(2) var<uniform> params: Params;\n")
+HEAD = (
+    "struct Params { count: u32, }\n"
+    "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
+    "@group(0) @binding(2) var<uniform> params: Params;\n"
+)
 
 
 def body(*lines: str) -> str:
-    return HEAD + ("@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
-                   "  let i = gid.x;\n  if (i >= params.count) { return; }\n" + "".join(f"  {s}\n" for s in lines)
-                   + "}\n")
+    return HEAD + (
+        "@compute @workgroup_size(64)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>) {\n"
+        "  let i = gid.x;\n  if (i >= params.count) { return; }\n" + "".join(f"  {s}\n" for s in lines) + "}\n"
+    )
 
 
-@pytest.mark.parametrize("lines", [
-    ("y[i] = x[i];",),
-    ("y[i] = x[i]; // y[i] += 1.0; arrayLength(&y)",),
-    ("/* y[0] = y[1]; /* nested */ */ y[i] = 2.0 * x[i];",),
-    ("let v = vec4<f32>(x[i]); y [ i ] = v.y;",),                  # a swizzle named like the output
-    ("if (x[i] > 0.0) { y[i] = x[i]; } else { y[i] = 0.0; }",),
-    ("for (var k = 0u; k < 2u; k++) { y[i * 2u + k] = x[k]; }",),
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("y[i] = x[i];",),
+        ("y[i] = x[i]; // y[i] += 1.0; arrayLength(&y)",),
+        ("/* y[0] = y[1]; /* nested */ */ y[i] = 2.0 * x[i];",),
+        ("let v = vec4<f32>(x[i]); y [ i ] = v.y;",),  # a swizzle named like the output
+        ("if (x[i] > 0.0) { y[i] = x[i]; } else { y[i] = 0.0; }",),
+        ("for (var k = 0u; k < 2u; k++) { y[i * 2u + k] = x[k]; }",),
+    ],
+)
 def test_plain_stores_only(lines):
     assert stores_only(body(*lines), frozenset({1}))
 
 
-@pytest.mark.parametrize("lines", [
-    ("y[i] = x[i];", "y[i] = y[i] * 2.0;"),                       # a load of an earlier store
-    ("y[i] += x[i];",),                                          # compound
-    ("y[i]++;",),
-    ("if (arrayLength(&y) > params.count) { return; }", "y[i] = x[i];"),
-    ("let p = &y; (*p)[i] = x[i];",),
-    ("y[u32(y[0])] = x[i];",),                                   # the index reads the output
-    ("_ = y[0]; y[i] = x[i];",),
-    ("let y = 1.0;",),                                           # a shadowing name: not told apart
-    ("y[i] = x[i]; /* unterminated",),
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("y[i] = x[i];", "y[i] = y[i] * 2.0;"),  # a load of an earlier store
+        ("y[i] += x[i];",),  # compound
+        ("y[i]++;",),
+        ("if (arrayLength(&y) > params.count) { return; }", "y[i] = x[i];"),
+        ("let p = &y; (*p)[i] = x[i];",),
+        ("y[u32(y[0])] = x[i];",),  # the index reads the output
+        ("_ = y[0]; y[i] = x[i];",),
+        ("let y = 1.0;",),  # a shadowing name: not told apart
+        ("y[i] = x[i]; /* unterminated",),
+    ],
+)
 def test_anything_else_is_not(lines):
     assert not stores_only(body(*lines), frozenset({1}))
 
 
-@pytest.mark.parametrize("wgsl", [
-    HEAD.replace("@binding(1) var", "@binding(1 + 0) var") + "fn main() { y[0] = 1.0; }",   # not a literal
-    HEAD + "@group(0) @binding(1) var<storage, read_write> z: array<f32>;\nfn main() { y[0] = 1.0; z[0] = 1.0; }",
-    HEAD.replace("@binding(1)", "@binding(5)") + "fn main() { y[0] = 1.0; }",                # not declared
-    HEAD.replace("@binding(1) var", "@binding(01) var") + "fn main() { y[0] = 1.0; }",       # no WGSL literal
-])
+@pytest.mark.parametrize(
+    "wgsl",
+    [
+        HEAD.replace("@binding(1) var", "@binding(1 + 0) var") + "fn main() { y[0] = 1.0; }",  # not a literal
+        HEAD + "@group(0) @binding(1) var<storage, read_write> z: array<f32>;\nfn main() { y[0] = 1.0; z[0] = 1.0; }",
+        HEAD.replace("@binding(1)", "@binding(5)") + "fn main() { y[0] = 1.0; }",  # not declared
+        HEAD.replace("@binding(1) var", "@binding(01) var") + "fn main() { y[0] = 1.0; }",  # no WGSL literal
+    ],
+)
 def test_declarations_it_cannot_read_are_not(wgsl):
     assert not stores_only(wgsl, frozenset({1}))
 
@@ -117,6 +130,7 @@ def test_finding_the_comments_reads_the_text_a_bounded_number_of_times(monkeypat
     holds (each search from the end of the last comment; the former reader searched for ``/*`` from every code
     segment to the end of the text)."""
     import conformance.shader.kernel_view as view
+
     scanned = [0]
 
     class Counting:

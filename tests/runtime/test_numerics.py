@@ -124,6 +124,7 @@ def test_several_vec4_per_invocation_proposal_is_correct(device, tmp_path, op, p
     """The bench's proposed manifest change (vecPerThread) keeps every element right, including a partial last group."""
     from conformance.engine.package import REPO_SPECS
     from conformance.tools import proposal
+
     kernel = load_kernel(proposal.vec4_per_thread(REPO_SPECS / op, per_thread, tmp_path), device=device)
     for shape in [(4, 1024), (3, 4 * 256 * per_thread + 8)]:
         x = RNG.normal(0, 2, shape).astype(np.float32)

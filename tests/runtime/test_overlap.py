@@ -32,7 +32,7 @@ def test_a_verified_run_waits_once_where_both_runs_fit(monkeypatch, device, fast
 
 
 def test_a_run_too_large_to_overlap_is_run_twice(device, fast_gelu):
-    big = np.zeros(runtime.OVERLAP_BYTES // 8, dtype=np.float32)   # with its output and read-back: over half
+    big = np.zeros(runtime.OVERLAP_BYTES // 8, dtype=np.float32)  # with its output and read-back: over half
     before = device.submissions
     _, run = fast_gelu.run(verify=True, X=big)
     assert device.submissions - before == 2 and run.identical == {"Y": True}

@@ -23,23 +23,34 @@ TEST_KERNELS = REPO_SPECS.parent / "conformance" / "test_kernels.py"
 PLANTS = {
     # one row per workgroup (the looped variants, short rows at WORKGROUP_SIZE 32): the early return dropped
     "LayerNormalization@2 without its early return": (
-        "com.microsoft.LayerNormalization@2", "layer-norm-multirow.wgsl.jinja",
-        "  let row = group;\n  if (row >= params.rows) { return; }\n", "  let row = group;\n"),
+        "com.microsoft.LayerNormalization@2",
+        "layer-norm-multirow.wgsl.jinja",
+        "  let row = group;\n  if (row >= params.rows) { return; }\n",
+        "  let row = group;\n",
+    ),
     "Softmax@2 without its early return": (
-        "com.microsoft.Softmax@2", "softmax-multirow.wgsl.jinja",
-        "  let row = group;\n  if (row >= params.rows) { return; }\n", "  let row = group;\n"),
+        "com.microsoft.Softmax@2",
+        "softmax-multirow.wgsl.jinja",
+        "  let row = group;\n  if (row >= params.rows) { return; }\n",
+        "  let row = group;\n",
+    ),
     # the tail guard off by one in the workgroups of a second dispatch row only
     "Add's tail guard off by one past a 2-D split": (
-        "ai.onnx.Add", "elementwise-add.wgsl.jinja", "  if (i >= params.count) { return; }\n",
-        "  if (i >= params.count + select(0u, 1u, wid.y > 0u)) { return; }\n"),
+        "ai.onnx.Add",
+        "elementwise-add.wgsl.jinja",
+        "  if (i >= params.count) { return; }\n",
+        "  if (i >= params.count + select(0u, 1u, wid.y > 0u)) { return; }\n",
+    ),
 }
 
 
 def overshoots(plan) -> bool:
-    return any(p.dispatch.counts[1] > 1 and
-               p.dispatch.counts[0] * p.dispatch.counts[1] * p.dispatch.counts[2] > -(-p.dispatch.threads //
-                                                                                      p.dispatch.workgroup_size)
-               for p in plan.passes)
+    return any(
+        p.dispatch.counts[1] > 1
+        and p.dispatch.counts[0] * p.dispatch.counts[1] * p.dispatch.counts[2]
+        > -(-p.dispatch.threads // p.dispatch.workgroup_size)
+        for p in plan.passes
+    )
 
 
 def test_every_variant_that_splits_has_a_light_overshoot_case():
@@ -60,7 +71,7 @@ def test_every_variant_that_splits_has_a_light_overshoot_case():
                 assert not case.heavy and case.profile == profile_named(OVERSHOOT_PROFILE), case.id
                 assert overshoots(plan), case.id
                 per_dimension = case.profile.limits["maxComputeWorkgroupsPerDimension"]
-                assert per_dimension <= 4, case.id   # a few workgroups: cheap on every column, a CPU device's too
+                assert per_dimension <= 4, case.id  # a few workgroups: cheap on every column, a CPU device's too
                 light.add(plan.variant)
         assert splitting <= light, (package.name, sorted(splitting - light))
 
@@ -75,8 +86,16 @@ def test_a_planted_bug_past_the_end_fails_the_default_run(pytester, tmp_path, pl
     path.write_text(path.read_text().replace(text, planted))
     # the default run's cases of the family (the golden file matches the copy's manifest): a subset of the default
     # run that fails fails the default run
-    result = pytester.runpytest_inprocess(str(TEST_KERNELS), f"--specs={copy}", "--device=vulkan", "-p",
-                                          "no:cacheprovider", "-q", "-m", f"{MARKER} and not heavy")
+    result = pytester.runpytest_inprocess(
+        str(TEST_KERNELS),
+        f"--specs={copy}",
+        "--device=vulkan",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-m",
+        f"{MARKER} and not heavy",
+    )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, outcomes
     assert "the kernel wrote past the end of the output" in result.stdout.str()

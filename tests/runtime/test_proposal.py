@@ -29,15 +29,15 @@ def packed(packed_specs, device):
 
 CHOICES = [  # (package, X shape, bias?, dtype) -> variant, as a reader derives it from manifest + proposal
     ("FastGelu", (4, 16), True, "float16", "vec8_f16_bias"),
-    ("FastGelu", (4, 12), True, "float16", "vec4_bias"),          # hidden % 8 != 0
+    ("FastGelu", (4, 12), True, "float16", "vec4_bias"),  # hidden % 8 != 0
     ("FastGelu", (3, 16), False, "float16", "vec8_f16_no_bias"),
-    ("FastGelu", (12,), False, "float16", "vec4_no_bias"),         # numel % 8 != 0
-    ("FastGelu", (8, 12), False, "float16", "vec8_f16_no_bias"),   # without a bias the row length is free
-    ("FastGelu", (4, 16), True, "float32", "vec4_bias"),          # packing is for f16 only
+    ("FastGelu", (12,), False, "float16", "vec4_no_bias"),  # numel % 8 != 0
+    ("FastGelu", (8, 12), False, "float16", "vec8_f16_no_bias"),  # without a bias the row length is free
+    ("FastGelu", (4, 16), True, "float32", "vec4_bias"),  # packing is for f16 only
     ("Gelu", (2, 8), False, "float16", "vec8_f16"),
     ("Gelu", (12,), False, "float16", "vec4"),
     ("Gelu", (16,), False, "float32", "vec4"),
-    ("Gelu", (0,), False, "float16", "scalar"),                    # empty: nothing to pack
+    ("Gelu", (0,), False, "float16", "scalar"),  # empty: nothing to pack
 ]
 
 
@@ -79,8 +79,9 @@ def test_packed_variants_are_right_at_large_magnitudes_and_in_the_tails(packed, 
 def generated_case_outcomes(pytester, specs, selection: str) -> dict:
     """pytest's outcome counts for the generated conformance cases of the packages in ``specs`` matching ``-k``."""
     conformance_tests = REPO_SPECS.parent / "conformance" / "test_kernels.py"
-    result = pytester.runpytest_inprocess(str(conformance_tests), f"--specs={specs}", "--device=vulkan",
-                                          "-p", "no:cacheprovider", "-q", "-k", selection)
+    result = pytester.runpytest_inprocess(
+        str(conformance_tests), f"--specs={specs}", "--device=vulkan", "-p", "no:cacheprovider", "-q", "-k", selection
+    )
     return result.parseoutcomes()
 
 
@@ -108,13 +109,16 @@ def test_a_proposal_that_redefines_a_derive_rule_is_refused(tmp_path):
         proposal.apply(REPO_SPECS / "com.microsoft.FastGelu", path, tmp_path)
 
 
-@pytest.mark.parametrize("doc,pointer", [
-    ({"packages": []}, "/packages"),
-    ({"packages": {"com.microsoft.Gelu": {"constants": {}}}}, "/packages/com.microsoft.Gelu/constants"),
-    ({"packages": {"com.microsoft.Gelu": {"variants": {}}}}, "/packages/com.microsoft.Gelu/variants"),
-    ({"packages": {"com.microsoft.Gelu": {"variants": [7]}}}, "/packages/com.microsoft.Gelu/variants/0"),
-    ({"packages": {"com.microsoft.Gelu": []}}, "/packages/com.microsoft.Gelu"),
-])
+@pytest.mark.parametrize(
+    "doc,pointer",
+    [
+        ({"packages": []}, "/packages"),
+        ({"packages": {"com.microsoft.Gelu": {"constants": {}}}}, "/packages/com.microsoft.Gelu/constants"),
+        ({"packages": {"com.microsoft.Gelu": {"variants": {}}}}, "/packages/com.microsoft.Gelu/variants"),
+        ({"packages": {"com.microsoft.Gelu": {"variants": [7]}}}, "/packages/com.microsoft.Gelu/variants/0"),
+        ({"packages": {"com.microsoft.Gelu": []}}, "/packages/com.microsoft.Gelu"),
+    ],
+)
 def test_a_malformed_proposal_names_the_file_and_pointer(tmp_path, doc, pointer):
     path = _write(tmp_path, doc)
     with pytest.raises(ManifestError) as err:
@@ -128,14 +132,19 @@ def test_a_package_the_proposal_does_not_name_is_copied_unchanged(tmp_path):
     assert (dst / "manifest.json").read_bytes() == (REPO_SPECS / "com.microsoft.Gelu" / "manifest.json").read_bytes()
 
 
-@pytest.mark.parametrize("element_type,dtype,message", [
-    ("vec4<f32>", "float16", "packing 2x16float needs u32, vec2<u32> or vec4<u32>, not vec4<f32>"),
-    ("vec3<u32>", "float16", "packing 2x16float needs u32, vec2<u32> or vec4<u32>, not vec3<u32>"),
-    ("vec4<u32>", "float32", "element type vec4<u32> (packing 2x16float holds f16) does not hold argument 'X'"),
-])
-def test_packing_is_checked_against_the_element_type_and_the_argument(packed_specs, tmp_path, element_type, dtype,
-                                                                     message):
+@pytest.mark.parametrize(
+    "element_type,dtype,message",
+    [
+        ("vec4<f32>", "float16", "packing 2x16float needs u32, vec2<u32> or vec4<u32>, not vec4<f32>"),
+        ("vec3<u32>", "float16", "packing 2x16float needs u32, vec2<u32> or vec4<u32>, not vec3<u32>"),
+        ("vec4<u32>", "float32", "element type vec4<u32> (packing 2x16float holds f16) does not hold argument 'X'"),
+    ],
+)
+def test_packing_is_checked_against_the_element_type_and_the_argument(
+    packed_specs, tmp_path, element_type, dtype, message
+):
     import shutil
+
     pkg = tmp_path / "g"
     shutil.copytree(packed_specs / "com.microsoft.Gelu.packed-f16", pkg)
     raw = json.loads((pkg / "manifest.json").read_text())
@@ -158,6 +167,20 @@ def test_a_proposal_naming_no_package_is_refused_before_anything_is_measured(tmp
 def test_bench_refuses_to_write_tuning_for_a_proposal(tmp_path):
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, "-m", "conformance", "bench", "--proposal", str(PACKED_F16),
-                          "--write-tuning", "--max-elements", "4096"], capture_output=True, text=True)
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "bench",
+            "--proposal",
+            str(PACKED_F16),
+            "--write-tuning",
+            "--max-elements",
+            "4096",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode != 0 and "--write-tuning would store tuning for variants that do not ship" in out.stderr

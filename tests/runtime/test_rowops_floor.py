@@ -33,10 +33,11 @@ def _barriers(kernel: Kernel, **args) -> int:
     return _wgsl(kernel, **args).count("workgroupBarrier()")
 
 
-@pytest.mark.parametrize("name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2),
-                                           ("finish", 6)])
+@pytest.mark.parametrize(
+    "name,barriers", [("v2", 4), ("floor", 0), ("floor_sync1", 1), ("floor_sync2", 2), ("finish", 6)]
+)
 def test_each_row_op_configuration_keeps_only_its_barriers(device, tmp_path, name, barriers):
-    for index, _ in enumerate(ROW_OPS):   # LayerNormalization, Softmax: two reductions (finish: three barriers each)
+    for index, _ in enumerate(ROW_OPS):  # LayerNormalization, Softmax: two reductions (finish: three barriers each)
         kernel = _kernel(device, tmp_path / str(index), name, ROW_OPS, index)
         args = {"X": ((4, 64), "float32")}
         if kernel.manifest.name == "LayerNormalization":
@@ -46,8 +47,14 @@ def test_each_row_op_configuration_keeps_only_its_barriers(device, tmp_path, nam
 
 #: cached rows of one vec4 a lane (5 x 768), of scalars (3 x 1023), of several rows a workgroup (64 x 64), of four
 #: vec4 a lane (7 x 4096), looped rows (2 x 8192), and f16 rows of odd length, where LEN_CONFIGS keep the uniform
-SHAPES = [((5, 768), "float32"), ((3, 1023), "float32"), ((64, 64), "float32"), ((7, 4096), "float32"),
-          ((2, 8192), "float32"), ((3, 1023), "float16")]
+SHAPES = [
+    ((5, 768), "float32"),
+    ((3, 1023), "float32"),
+    ((64, 64), "float32"),
+    ((7, 4096), "float32"),
+    ((2, 8192), "float32"),
+    ((3, 1023), "float16"),
+]
 
 
 @pytest.mark.parametrize("shape,dtype", SHAPES)
@@ -56,7 +63,7 @@ def test_shape_constant_and_finish_configurations_compute_the_shipped_bits(devic
     x, scale = rng.normal(size=shape).astype(dtype), rng.normal(size=shape[-1]).astype(dtype)
     shipped = [_kernel(device, tmp_path / "v2", "v2", ROW_OPS, i) for i in (0, 1)]
     expected = [shipped[0](X=x, scale=scale)["Y"], shipped[1](X=x)["Y"]]
-    uniform_kept = dtype == "float16"   # a scalar f16 row of odd length: arrayLength would count its padding
+    uniform_kept = dtype == "float16"  # a scalar f16 row of odd length: arrayLength would count its padding
     for name, ops in (("const", ROW_OPS), ("len", ROW_OPS[:1]), ("finish", ROW_OPS)):
         for index, op in enumerate(ops):
             kernel = _kernel(device, tmp_path / name / op, name, ops, index)
@@ -90,10 +97,15 @@ def test_a_tunables_configuration_sizes_the_plan_whatever_the_devices_tuning_tab
     assert wide.manifest.tunables["WORKGROUP_SIZE"] == 1024
     # a table entry for the shipped package (the H200's has 256 for every row op variant) does not apply
     monkeypatch.setattr(tuning, "lookup", lambda *args: {"WORKGROUP_SIZE": 256})
-    assert Kernel(wide.package, device).plan(X=((2, 4096), "float32"), scale=((4096,), "float32")) \
-        .passes[0].dispatch.workgroup_size == 256
-    plan = wide.plan(X=((2, 4096), "float32"), scale=((4096,), "float32"))   # the device's limits: 1024 lanes
-    assert plan.passes[0].dispatch.workgroup_size == 1024    # 1024 vec4 a row, one each
+    assert (
+        Kernel(wide.package, device)
+        .plan(X=((2, 4096), "float32"), scale=((4096,), "float32"))
+        .passes[0]
+        .dispatch.workgroup_size
+        == 256
+    )
+    plan = wide.plan(X=((2, 4096), "float32"), scale=((4096,), "float32"))  # the device's limits: 1024 lanes
+    assert plan.passes[0].dispatch.workgroup_size == 1024  # 1024 vec4 a row, one each
 
 
 def test_the_shift_configuration_takes_both_statistics_from_one_tree(device, tmp_path):
@@ -106,7 +118,7 @@ def test_the_shift_configuration_takes_both_statistics_from_one_tree(device, tmp
     scale = rng.normal(size=768).astype(np.float32)
     x64 = x.astype(np.float64)
     centred = x64 - x64.mean(axis=-1, keepdims=True)
-    expected = centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + 1e-5) * scale
+    expected = centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + 1e-5) * scale
     np.testing.assert_allclose(kernel(X=x, scale=scale)["Y"], expected, atol=1e-4)
 
 
@@ -117,6 +129,7 @@ def test_a_sizing_floor_plans_as_its_sizing_with_no_barrier(device, tmp_path, fl
         for shape in ((128, 768), (64, 64), (4, 4096)):
             args = {"X": (shape, "float32")} | ({"scale": ((shape[-1],), "float32")} if index == 0 else {})
             plans = [kernel.plan(**args) for kernel in kernels]
-            assert [(p.constants, p.dispatch) for p in plans[0].passes] == \
-                [(p.constants, p.dispatch) for p in plans[1].passes], (floor, shape)
+            assert [(p.constants, p.dispatch) for p in plans[0].passes] == [
+                (p.constants, p.dispatch) for p in plans[1].passes
+            ], (floor, shape)
         assert _barriers(kernels[0], **args) == 0

@@ -27,8 +27,11 @@ ROW_OPS = ("com.microsoft.LayerNormalization@2", "com.microsoft.Softmax@2")
 
 
 def test_wgpu_native_names_are_read_as_webgpu_feature_names():
-    assert webgpu_features({"subgroup", "shader-f16", "timestamp-query"}) == {"subgroups", "shader-f16",
-                                                                                "timestamp-query"}
+    assert webgpu_features({"subgroup", "shader-f16", "timestamp-query"}) == {
+        "subgroups",
+        "shader-f16",
+        "timestamp-query",
+    }
 
 
 def test_device_profile_has_subgroups_where_the_adapter_offers_them(device):
@@ -49,8 +52,9 @@ def check_rows(kernel, profile, tunables=None, **arrays):
     """Run on the device, verified (guards, inputs intact), and compare with the row reference's own tolerance."""
     plan, run = kernel.run(profile, tunables, verify=True, **arrays)
     ref = reference_for(kernel.manifest.domain, kernel.manifest.name)
-    result = compare(run.outputs["Y"], ref.compute(arrays)["Y"], ref.tolerance(str(arrays["X"].dtype), arrays),
-                     inputs=arrays["X"])
+    result = compare(
+        run.outputs["Y"], ref.compute(arrays)["Y"], ref.tolerance(str(arrays["X"].dtype), arrays), inputs=arrays["X"]
+    )
     assert result.passed, result.message()
     assert all(run.guards_intact.values()) and all(run.inputs_intact.values())
     return plan
@@ -66,8 +70,10 @@ def sg_specs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def kernels(sg_specs, device):
-    return {op.split(".")[-1].split("@")[0]: load_kernel(sg_specs / f"{op}.row-ops-subgroups", device=device)
-            for op in ROW_OPS}
+    return {
+        op.split(".")[-1].split("@")[0]: load_kernel(sg_specs / f"{op}.row-ops-subgroups", device=device)
+        for op in ROW_OPS
+    }
 
 
 CHOICES = [  # (package, X shape, dtype) -> variant without the feature (with it: the same id + "_sg")
@@ -125,32 +131,43 @@ def test_partial_subgroups_take_the_stride_one_path(kernels):
 def test_the_shipped_templates_carry_no_subgroup_path(sg_specs):
     """The proposal brings its own templates (specs/proposals/row-ops-subgroups/): the shipped ones have none of it,
     and every `_sg` variant of the applied copy renders the proposal's template."""
-    for op, template in (("com.microsoft.Softmax@2", "softmax-multirow"),
-                         ("com.microsoft.LayerNormalization@2", "layer-norm-multirow")):
+    for op, template in (
+        ("com.microsoft.Softmax@2", "softmax-multirow"),
+        ("com.microsoft.LayerNormalization@2", "layer-norm-multirow"),
+    ):
         shipped = re.sub(r"\{#.*?#\}", "", (REPO_SPECS / op / f"{template}.wgsl.jinja").read_text(), flags=re.S)
-        assert not re.search(r"subgroup|reduce_sg|sg_", shipped), op    # comments aside
+        assert not re.search(r"subgroup|reduce_sg|sg_", shipped), op  # comments aside
         copy = load_package(sg_specs / f"{op}.row-ops-subgroups")
         shaders = {p.shader for v in copy.manifest.variants if v.id.endswith("_sg") for p in v.passes}
         assert shaders == {f"{template}-subgroups.wgsl.jinja"}
-        assert (copy.root / f"{template}-subgroups.wgsl.jinja").read_text() == \
-            (PROPOSAL.parent / "row-ops-subgroups" / f"{template}-subgroups.wgsl.jinja").read_text()
+        assert (copy.root / f"{template}-subgroups.wgsl.jinja").read_text() == (
+            PROPOSAL.parent / "row-ops-subgroups" / f"{template}-subgroups.wgsl.jinja"
+        ).read_text()
 
 
 def test_proposal_packages_pass_their_generated_subgroup_cases(pytester, sg_specs):
     # Softmax's package alone: the selection takes none of LayerNormalization's cases, so they are not generated
-    outcomes = generated_case_outcomes(pytester, sg_specs / "com.microsoft.Softmax@2.row-ops-subgroups",
-                                       "Softmax and subgroups")
+    outcomes = generated_case_outcomes(
+        pytester, sg_specs / "com.microsoft.Softmax@2.row-ops-subgroups", "Softmax and subgroups"
+    )
     assert outcomes["passed"] > 100 and "failed" not in outcomes and "error" not in outcomes
 
 
-@pytest.mark.parametrize("op,template", [("com.microsoft.Softmax@2", "softmax-multirow-subgroups.wgsl.jinja"),
-                                         ("com.microsoft.LayerNormalization@2",
-                                          "layer-norm-multirow-subgroups.wgsl.jinja")])
+@pytest.mark.parametrize(
+    "op,template",
+    [
+        ("com.microsoft.Softmax@2", "softmax-multirow-subgroups.wgsl.jinja"),
+        ("com.microsoft.LayerNormalization@2", "layer-norm-multirow-subgroups.wgsl.jinja"),
+    ],
+)
 def test_the_power_of_two_guard_mutant_is_argued_equivalent(op, template, sg_specs):
     """Both reductions of reduce_sg are correct, so its guard's `- 1u` made `+ 1u` changes only the speed."""
     pkg, short = load_package(sg_specs / f"{op}.row-ops-subgroups"), op.split(".")[-1].split("@")[0]
-    mutants = [m for m in template_mutants(short, pkg.name, template, (pkg.root / template).read_text())
-               if "sg_size - 1u" in m.description and m.id.endswith(":-->+")]
+    mutants = [
+        m
+        for m in template_mutants(short, pkg.name, template, (pkg.root / template).read_text())
+        if "sg_size - 1u" in m.description and m.id.endswith(":-->+")
+    ]
     assert len(mutants) == 1
     argue(short, mutants)
     assert mutants[0].status == "equivalent" and "speed, not the outputs" in mutants[0].equivalence

@@ -22,8 +22,14 @@ def test_identically_named_templates_are_byte_identical():
 
 
 CALLS = {  # one call per variant of each manifest
-    "com.microsoft.FastGelu": [dict(X=(2, 8), bias=(8,)), dict(X=(8,)), dict(X=(4, 3), bias=(3,)), dict(X=(5,)),
-                               dict(X=(0, 4), bias=(4,)), dict(X=(0, 4))],
+    "com.microsoft.FastGelu": [
+        dict(X=(2, 8), bias=(8,)),
+        dict(X=(8,)),
+        dict(X=(4, 3), bias=(3,)),
+        dict(X=(5,)),
+        dict(X=(0, 4), bias=(4,)),
+        dict(X=(0, 4)),
+    ],
     "com.microsoft.Gelu": [dict(X=(8,)), dict(X=(6,))],
 }
 
@@ -44,6 +50,7 @@ def test_every_variant_renders_compiles_and_enables_f16_only_when_used(device, o
 
 def kernel_runtime(kernel):
     from conformance.gpu.runtime import Runtime
+
     return Runtime(kernel.device, kernel.package)
 
 
@@ -59,6 +66,7 @@ def test_pipelines_are_compiled_once_per_distinct_shader(device):
 
 def test_template_error_names_the_file_and_line_and_keeps_its_type(device, package_copy):
     from conformance.errors import TemplateError
+
     root = package_copy("com.microsoft.Gelu")
     template = root / "elementwise-bias-gelu.wgsl.jinja"
     lines = template.read_text().splitlines()
@@ -74,8 +82,9 @@ def test_a_write_past_the_output_is_caught_by_the_guard(device, package_copy, dt
     f16 count leaves two padding bytes inside the binding, and they are guarded too."""
     root = package_copy("com.microsoft.Gelu")
     template = root / "elementwise-bias-gelu.wgsl.jinja"
-    template.write_text(template.read_text().replace("if (i >= params.count) { return; }",
-                                                     "if (i > params.count) { return; }"))
+    template.write_text(
+        template.read_text().replace("if (i >= params.count) { return; }", "if (i > params.count) { return; }")
+    )
     plan, run = load_kernel(root, device=device).run(verify=True, X=np.ones(n, dtype))
     assert plan.variant == "scalar" and run.guards_intact == {"Y": False}
     _, clean = load_kernel("com.microsoft.Gelu", device=device, version=1).run(verify=True, X=np.ones(n, dtype))
@@ -90,8 +99,9 @@ def test_a_write_past_a_ranged_tail_is_caught_by_the_guard(device, package_copy,
     template = root / "elementwise-bias-gelu.wgsl.jinja"
     text = template.read_text()
     assert "} else if (i - params.count < params.tail) {" in text
-    template.write_text(text.replace("} else if (i - params.count < params.tail) {",
-                                     "} else if (i - params.count <= params.tail) {"))
+    template.write_text(
+        text.replace("} else if (i - params.count < params.tail) {", "} else if (i - params.count <= params.tail) {")
+    )
     args = dict(verify=True, X=np.ones(n, dtype))
     plan, run = load_kernel(root, device=device).run(**args)
     assert plan.variant.startswith("split_") and run.guards_intact == {"Y": False}
@@ -104,14 +114,15 @@ def test_f16_phi_fit_in_the_template_is_the_scripts_and_within_its_bound():
     """The f16 erf path's coefficients come from research/fit_phi_f16.py; its error stays far below f16's half ULP."""
     import re
     import runpy
+
     fit = runpy.run_path(str(REPO_SPECS.parent / "research" / "fit_phi_f16.py"))
     text = (REPO_SPECS / "com.microsoft.Gelu" / "elementwise-bias-gelu.wgsl.jinja").read_text()
     start = text.index("let neg_log2_odds_per_x =")
-    polynomial = text[start:text.index(";", start)]
+    polynomial = text[start : text.index(";", start)]
     in_template = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", polynomial)]
     coefficients = fit["coefficients"]()
     assert in_template == coefficients
     xmax = repr(fit["XMAX"])
     for use in (f"clamp(x, {{{{ T }}}}(-{xmax}), {{{{ T }}}}({xmax}))", f"x < {{{{ T }}}}(-{xmax})"):
         assert use in text
-    assert fit["max_relative_error"](coefficients) < 6.5e-6 < 2.0 ** -11 / 10
+    assert fit["max_relative_error"](coefficients) < 6.5e-6 < 2.0**-11 / 10

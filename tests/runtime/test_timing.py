@@ -37,18 +37,20 @@ def test_timestamps_give_one_positive_sample_per_repetition_after_a_timed_warm_u
 def test_interleaved_passes_give_one_timing_each_in_the_order_given(device):
     """The bench times a kernel and its copy baseline interleaved; each record keeps its own samples."""
     from conformance.tools.bench import Baselines
+
     with bound_gelu(device, 1 << 16) as bound:
         timer = Timer(device, reps=4, warmup=1, warmup_seconds=0.0)
         baselines = Baselines(device, timer)
         small = baselines.shader_pass(bound.buffers["X"], bound.buffers["Y"], 16)  # one workgroup
         kernel_t, small_t, big_t = timer.time_passes([bound.record, small, bound.record])
     assert all(len(t.samples) == 4 for t in (kernel_t, small_t, big_t))
-    assert kernel_t.samples != small_t.samples and small_t.samples != big_t.samples   # each its own spans
+    assert kernel_t.samples != small_t.samples and small_t.samples != big_t.samples  # each its own spans
 
 
 def test_settling_waits_for_the_gpu_speed_to_stop_changing(device, monkeypatch):
     """Probe batches continue while the time per repetition still falls (clocks ramping), stop once it holds."""
     from conformance.gpu.timing import Timing
+
     speeds = iter([2.5e-3, 1.6e-3, 1.0e-3, 0.99e-3, 0.5e-3])  # ramping, then steady (0.99 within 3% of 1.0)
     probes = []
 
@@ -63,6 +65,7 @@ def test_settling_waits_for_the_gpu_speed_to_stop_changing(device, monkeypatch):
 
 def test_settling_gives_up_after_its_time_and_says_so(device, monkeypatch):
     from conformance.gpu.timing import Timing
+
     state = {"t": 1e-3}
 
     def never_steady(self, encode, reps, per_rep):  # alternates 1 ms / 2 ms: never two alike in a row
@@ -72,4 +75,4 @@ def test_settling_gives_up_after_its_time_and_says_so(device, monkeypatch):
     monkeypatch.setattr(Timer, "_timestamps", never_steady)
     clock = SteppingClock(0.05)
     assert Timer(device, settle_seconds=0.2, clock=clock)._settle(lambda *a: None, 2) is False
-    assert clock.reads == 5          # the start, then one reading after each of four probes: 0.2 s of clock
+    assert clock.reads == 5  # the start, then one reading after each of four probes: 0.2 s of clock

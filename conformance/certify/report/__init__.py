@@ -29,14 +29,17 @@ from conformance.files import check_output, write_output
 
 #: The statuses a report's Markdown lists under "## Failures".
 FAILURES = ("failed", "xpassed", "not-run")
-DIVERGENCE_TEXT = {"rejects-accepted": "rejects calls the manifest accepts",
-                   "accepts-rejected": "accepts calls the manifest rejects"}
+DIVERGENCE_TEXT = {
+    "rejects-accepted": "rejects calls the manifest accepts",
+    "accepts-rejected": "accepts calls the manifest rejects",
+}
 
 
 def summarize(verdicts: Iterable[dict]) -> dict:
     """Per package, variant and dtype: counts by status and the worst error as a fraction of the allowed."""
-    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(
-        lambda: {**{s: 0 for s in STATUSES}, "worst_ratio": None})))
+    table: dict = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: {**{s: 0 for s in STATUSES}, "worst_ratio": None}))
+    )
     for v in verdicts:
         cell = table[v["package"]][v["variant"]][v["dtype"]]
         cell[v["status"]] += 1
@@ -59,8 +62,9 @@ def divergences(verdicts) -> dict:
     out = defaultdict(list)
     for v in sorted(verdicts, key=lambda v: v["id"]):
         if v.get("divergence"):
-            out[v["divergence"]].append({"id": v["id"], "status": v["status"],
-                                         "detail": (v.get("detail") or "").strip()})
+            out[v["divergence"]].append(
+                {"id": v["id"], "status": v["status"], "detail": (v.get("detail") or "").strip()}
+            )
     return dict(out)
 
 
@@ -71,22 +75,36 @@ def replanned(verdicts) -> dict[str, int]:
 
 def _change_kind(text: str) -> str:
     """A change without its variant names, so that counts group ("f16 call rejected: device lacks ...")."""
-    return text.split(", was ")[0].split(": device lacks")[0] + ": " + text.rsplit(": ", 1)[-1] \
-        if ": device lacks" in text else text
+    return (
+        text.split(", was ")[0].split(": device lacks")[0] + ": " + text.rsplit(": ", 1)[-1]
+        if ": device lacks" in text
+        else text
+    )
 
 
 #: The certification states, most honest first: a waived failure is never reported as a plain pass, and a run
 #: that checked nothing is never reported as one that passed.
-RESULTS = {"conforms": "conforms", "conforms-with-waivers": "conforms with waivers",
-           "does-not-conform": "does not conform", "nothing-checked": "nothing checked"}
+RESULTS = {
+    "conforms": "conforms",
+    "conforms-with-waivers": "conforms with waivers",
+    "does-not-conform": "does not conform",
+    "nothing-checked": "nothing checked",
+}
 
 
 def waivers(verdicts) -> list[dict]:
     """The failures an ``--expectations`` entry (or ``--divergences=xfail``) waived: case, pattern, reason and
     the failure itself."""
-    return [{"id": v["id"], "pattern": (v.get("waiver") or {}).get("pattern"),
-             "reason": (v.get("waiver") or {}).get("reason"), "waived": (v.get("detail") or "").strip()}
-            for v in sorted(verdicts, key=lambda v: v["id"]) if v["status"] == "xfailed"]
+    return [
+        {
+            "id": v["id"],
+            "pattern": (v.get("waiver") or {}).get("pattern"),
+            "reason": (v.get("waiver") or {}).get("reason"),
+            "waived": (v.get("detail") or "").strip(),
+        }
+        for v in sorted(verdicts, key=lambda v: v["id"])
+        if v["status"] == "xfailed"
+    ]
 
 
 def result_of(totals: dict, evidence: dict) -> str:
@@ -106,9 +124,19 @@ def result_of(totals: dict, evidence: dict) -> str:
 PASSING = ("conforms", "conforms-with-waivers")
 
 
-def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, implementation: str,
-          skipped_reasons: dict[str, int], deselected_heavy: int, interrupted: bool = False,
-          weak: list[dict] = (), templates: list[dict] = (), left_out: list[dict] = ()) -> dict:
+def build(
+    verdicts: list[dict],
+    *,
+    identity: list[dict],
+    device: dict | None,
+    implementation: str,
+    skipped_reasons: dict[str, int],
+    deselected_heavy: int,
+    interrupted: bool = False,
+    weak: list[dict] = (),
+    templates: list[dict] = (),
+    left_out: list[dict] = (),
+) -> dict:
     """The report of one column; ``weak``: the case generator's weakness flags of the packages under test
     (``{package, kind, message}``, cases.weakness.of_package); ``templates``: their template branch coverage
     (conformance.certify.report.templates); ``left_out``: the heavy cases selected but not run
@@ -118,7 +146,7 @@ def build(verdicts: list[dict], *, identity: list[dict], device: dict | None, im
     result = "does-not-conform" if interrupted else result_of(totals, evidence)
     return {
         "implementation": implementation,
-        "interrupted": interrupted,     # a partial report: the run was stopped (Ctrl-C) before every case ran
+        "interrupted": interrupted,  # a partial report: the run was stopped (Ctrl-C) before every case ran
         "packages": identity,
         "device": device,
         "totals": totals,
@@ -153,7 +181,7 @@ def device_line(dev: dict | None) -> str:
     """What the cases ran on, from the fields the implementation reported (none shown as '?' or empty)."""
     if not dev:
         return "none reported (no case ran)"
-    if not dev.get("adapter"):   # an implementation outside the device model: it runs where it runs
+    if not dev.get("adapter"):  # an implementation outside the device model: it runs where it runs
         name = dev.get("implementation") or "the implementation"
         provider = f" (provider {dev['provider']})" if dev.get("provider") else ""
         unavailable = f"; unavailable here: {dev['available']}" if dev.get("available") else ""
@@ -167,12 +195,18 @@ def device_line(dev: dict | None) -> str:
 
 
 def markdown(report: dict) -> str:
-    lines = [f"# Conformance report: {cell(report['implementation'])}", "",
-             f"Device: {cell(device_line(report.get('device')))}", "",
-             f"Result: **{RESULTS[report['result']]}**" + (f" ({len(report['waivers'])} waived failure(s), "
-                                                           f"listed under Waivers)" if report["waivers"] else "")
-             + (" (interrupted: a partial report)" if report.get("interrupted") else "") + "  ",
-             "Totals: " + (", ".join(f"{k} {v}" for k, v in report["totals"].items() if v) or "no case ran"), ""]
+    lines = [
+        f"# Conformance report: {cell(report['implementation'])}",
+        "",
+        f"Device: {cell(device_line(report.get('device')))}",
+        "",
+        f"Result: **{RESULTS[report['result']]}**"
+        + (f" ({len(report['waivers'])} waived failure(s), listed under Waivers)" if report["waivers"] else "")
+        + (" (interrupted: a partial report)" if report.get("interrupted") else "")
+        + "  ",
+        "Totals: " + (", ".join(f"{k} {v}" for k, v in report["totals"].items() if v) or "no case ran"),
+        "",
+    ]
     if report.get("error"):
         lines += [f"**Error:** {cell(str(report['error']))}", ""]
     if report["deselected_heavy"]:
@@ -184,17 +218,25 @@ def markdown(report: dict) -> str:
         lines += [f"- {n} case(s): {cell(change)}" for change, n in report["replanned"].items()]
     lines += ["", "## Packages", ""]
     for pkg in report["packages"]:
-        files = ", ".join(f"{code_span(name)} sha256 {code_span((digest or 'missing')[:16])}"
-                          for name, digest in pkg["files"].items())
+        files = ", ".join(
+            f"{code_span(name)} sha256 {code_span((digest or 'missing')[:16])}" for name, digest in pkg["files"].items()
+        )
         lines.append(f"- **{cell(pkg['package'])}** ({cell(pkg['root'])}): {files}")
-    lines += ["", "## Results", "", "| package | variant | dtype | passed | failed | skipped | xfailed | "
-              "not applicable | worst error / allowed |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "## Results",
+        "",
+        "| package | variant | dtype | passed | failed | skipped | xfailed | not applicable | worst error / allowed |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for pkg, variants in report["summary"].items():
         for variant, dtypes in variants.items():
             for dtype, c in dtypes.items():
                 ratio = "" if c["worst_ratio"] is None else f"{c['worst_ratio']:.3g}"
-                lines.append(f"| {cell(pkg)} | {cell(variant)} | {cell(dtype)} | {c['passed']} | {c['failed']} | "
-                             f"{c['skipped']} | {c['xfailed']} | {c[NOT_APPLICABLE]} | {ratio} |")
+                lines.append(
+                    f"| {cell(pkg)} | {cell(variant)} | {cell(dtype)} | {c['passed']} | {c['failed']} | "
+                    f"{c['skipped']} | {c['xfailed']} | {c[NOT_APPLICABLE]} | {ratio} |"
+                )
     lines += _evidence_lines(report) + _weak_lines(report)
     lines += ["", "## Failures", *failure_lines(report)] if failing(report) else _waiver_lines(report)
     return "\n".join(lines) + "\n" + outside_sections(report)
@@ -223,21 +265,37 @@ def _waiver_lines(report: dict) -> list[str]:
     """The failures a waiver turned into xfailed, each with its pattern, reason and the failure as it was."""
     if not report["waivers"]:
         return []
-    lines = ["", "## Waivers", "", "Failures that `--expectations` (or `--divergences=xfail`) waived: "
-             "the case failed as shown.", ""]
+    lines = [
+        "",
+        "## Waivers",
+        "",
+        "Failures that `--expectations` (or `--divergences=xfail`) waived: the case failed as shown.",
+        "",
+    ]
     for w in report["waivers"]:
-        lines += [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})",
-                  ""] + code_block(w["waived"]) + [""]
+        lines += (
+            [f"- {code_span(w['id'])}: waived by {code_span(w['pattern'] or '')} ({cell(w['reason'])})", ""]
+            + code_block(w["waived"])
+            + [""]
+        )
     return lines
 
 
 def _evidence_lines(report: dict) -> list[str]:
     """What the result could not rest on: cells left unchecked (never "conforms"), and those the device cannot run."""
     lines = []
-    for key, title, note in (("unchecked", "Not checked", "no case of these was dispatched and value-checked, so "
-                              "the result cannot be *conforms*"),
-                             ("not_runnable", "Not runnable on this device", "every case was planned into a "
-                              "rejection for this device, skipped or not applicable")):
+    for key, title, note in (
+        (
+            "unchecked",
+            "Not checked",
+            "no case of these was dispatched and value-checked, so the result cannot be *conforms*",
+        ),
+        (
+            "not_runnable",
+            "Not runnable on this device",
+            "every case was planned into a rejection for this device, skipped or not applicable",
+        ),
+    ):
         entries = report.get(key) or []
         if entries:
             lines += ["", f"## {title}", "", f"{note.capitalize()}.", ""]
@@ -251,8 +309,13 @@ def _weak_lines(report: dict) -> list[str]:
     found = flag_lines(report.get("weak") or [], report.get("compared_nothing") or [])
     if not found:
         return []
-    return ["", f"## {WEAK_TITLE}", "", f"{WEAK_NOTE} (`python -m cases --coverage` shows the generator's flags "
-            f"too).", ""] + [f"- {cell(line)}" for line in found]
+    return [
+        "",
+        f"## {WEAK_TITLE}",
+        "",
+        f"{WEAK_NOTE} (`python -m cases --coverage` shows the generator's flags too).",
+        "",
+    ] + [f"- {cell(line)}" for line in found]
 
 
 def outside_sections(data: dict) -> str:
@@ -260,13 +323,22 @@ def outside_sections(data: dict) -> str:
     lines = []
     if data.get("totals", {}).get(NOT_APPLICABLE):
         lines += ["", "## Not applicable", ""]
-        lines += [f"- {n}: {cell(reason)}" for reason, n in sorted(data["not_applicable_reasons"].items(),
-                                                                key=lambda kv: -kv[1])]
+        lines += [
+            f"- {n}: {cell(reason)}"
+            for reason, n in sorted(data["not_applicable_reasons"].items(), key=lambda kv: -kv[1])
+        ]
     if data.get("checks"):
-        lines += ["", "## Assertions", "", "| assertion | passed | failed | not applicable |", "| --- | --- | --- | --- |"]
+        lines += [
+            "",
+            "## Assertions",
+            "",
+            "| assertion | passed | failed | not applicable |",
+            "| --- | --- | --- | --- |",
+        ]
         for check, counts in data["checks"].items():
-            lines.append(f"| {check} | {counts.get('passed', 0)} | {counts.get('failed', 0)} | "
-                         f"{counts.get(NOT_APPLICABLE, 0)} |")
+            lines.append(
+                f"| {check} | {counts.get('passed', 0)} | {counts.get('failed', 0)} | {counts.get(NOT_APPLICABLE, 0)} |"
+            )
     if data.get("divergences"):
         lines += ["", "## Divergences from the manifest's contract", ""]
         for kind, cases in data["divergences"].items():
@@ -315,5 +387,9 @@ def check_paths(path: Path) -> tuple[Path, Path, Path]:
 
 
 def write(report: dict, path: Path) -> tuple[Path, Path, Path]:
-    return write_files(path, report, markdown(report),
-                       report_html.page([report], title=f"Conformance report: {report['implementation']}"))
+    return write_files(
+        path,
+        report,
+        markdown(report),
+        report_html.page([report], title=f"Conformance report: {report['implementation']}"),
+    )

@@ -39,18 +39,44 @@ TEXT = (str, type(None))
 NUMBER = (int, float, type(None))
 
 #: Per case: field -> the types it may have (absent is always allowed, except for the first five).
-CASE_FIELDS = {"id": (str,), "status": (str,), "package": (str,), "variant": (str,), "dtype": (str,),
-               "expected_variant": TEXT, "evidence": TEXT, "empty": (bool, type(None)),
-               "worst_ratio": NUMBER, "detail": TEXT, "replanned": TEXT, "column": TEXT, "divergence": TEXT,
-               "rerun": TEXT, "repro": TEXT, "profile": (dict, type(None)), "checks": (dict, type(None))}
+CASE_FIELDS = {
+    "id": (str,),
+    "status": (str,),
+    "package": (str,),
+    "variant": (str,),
+    "dtype": (str,),
+    "expected_variant": TEXT,
+    "evidence": TEXT,
+    "empty": (bool, type(None)),
+    "worst_ratio": NUMBER,
+    "detail": TEXT,
+    "replanned": TEXT,
+    "column": TEXT,
+    "divergence": TEXT,
+    "rerun": TEXT,
+    "repro": TEXT,
+    "profile": (dict, type(None)),
+    "checks": (dict, type(None)),
+}
 REQUIRED_CASE = ("id", "status", "package", "variant", "dtype")
-DEVICE_TEXT = ("adapter", "backend", "driver", "webgpu", "type", "implementation", "provider", "available",
-               "browser", "onnxruntime-web", "user_agent")
+DEVICE_TEXT = (
+    "adapter",
+    "backend",
+    "driver",
+    "webgpu",
+    "type",
+    "implementation",
+    "provider",
+    "available",
+    "browser",
+    "onnxruntime-web",
+    "user_agent",
+)
 #: The fields of a weakness flag (cases.weakness), each formatted into its line.
 WEAK_FIELDS = ("package", "kind", "message")
 
 #: The most elements an output's shape may claim: the page divides their count by the profile's bars (a float).
-MAX_ELEMENTS = 2 ** 63
+MAX_ELEMENTS = 2**63
 
 
 class _Missing:
@@ -65,13 +91,21 @@ MISSING = _Missing()
 
 def _fail(where: str, pointer: str, expected: str, value) -> ConformanceError:
     shown = repr(value)
-    return ConformanceError(f"{where}: {pointer or '/'}: expected {expected}; got {shown[:80]}"
-                            + ("..." if len(shown) > 80 else ""))
+    return ConformanceError(
+        f"{where}: {pointer or '/'}: expected {expected}; got {shown[:80]}" + ("..." if len(shown) > 80 else "")
+    )
 
 
 def _type_name(types: tuple) -> str:
-    names = {str: "a string", int: "a finite number", float: "a finite number", bool: "true or false",
-             dict: "an object", list: "a list", type(None): "null"}
+    names = {
+        str: "a string",
+        int: "a finite number",
+        float: "a finite number",
+        bool: "true or false",
+        dict: "an object",
+        list: "a list",
+        type(None): "null",
+    }
     return " or ".join(dict.fromkeys(names[t] for t in types))
 
 
@@ -118,16 +152,21 @@ def _list_of_objects(data: dict, key: str, where: str, pointer: str) -> list:
     return value
 
 
-def _items(data: dict, key: str, ok, expected: str, where: str, pointer: str, *, required: bool = False,
-           empty: bool = True) -> list | None:
+def _items(
+    data: dict, key: str, ok, expected: str, where: str, pointer: str, *, required: bool = False, empty: bool = True
+) -> list | None:
     """``data[key]``: null or absent (None; an error where ``required``), else a list (non-empty unless
     ``empty``) each of whose items passes ``ok``, a wrong one located at its index."""
     value = data.get(key, MISSING)
     if (value is MISSING or value is None) and not required:
         return None
     if not isinstance(value, list) or (not empty and not value):
-        raise _fail(where, f"{pointer}/{key}", ("a list" if empty else "a non-empty list")
-                    + ("" if required else " or null"), value)
+        raise _fail(
+            where,
+            f"{pointer}/{key}",
+            ("a list" if empty else "a non-empty list") + ("" if required else " or null"),
+            value,
+        )
     for i, item in enumerate(value):
         if not ok(item):
             raise _fail(where, f"{pointer}/{key}/{i}", expected, item)
@@ -147,16 +186,22 @@ def _shares(data: dict, key: str, bars: list | None, of: str, where: str, pointe
     """The share out of tolerance under each bar: none, or one per bar (the page indexes them in step)."""
     shares = _items(data, key, _share, "a number from 0 to 1", where, pointer)
     if shares and bars is not None and len(shares) != len(bars):
-        raise _fail(where, f"{pointer}/{key}",
-                    f"a list of {len(bars)} numbers from 0 to 1 (one per {of}) or none", shares)
+        raise _fail(
+            where, f"{pointer}/{key}", f"a list of {len(bars)} numbers from 0 to 1 (one per {of}) or none", shares
+        )
 
 
-def _count(data: dict, key: str, where: str, pointer: str, *, high: int | None = None,
-           high_name: str = "") -> int | None:
+def _count(
+    data: dict, key: str, where: str, pointer: str, *, high: int | None = None, high_name: str = ""
+) -> int | None:
     value = data.get(key)
     if value is not None and not whole(value, high):
-        raise _fail(where, f"{pointer}/{key}", "a whole number >= 0" if high is None else
-                    f"a whole number from 0 to {high_name} ({high})", value)
+        raise _fail(
+            where,
+            f"{pointer}/{key}",
+            "a whole number >= 0" if high is None else f"a whole number from 0 to {high_name} ({high})",
+            value,
+        )
     return value
 
 
@@ -169,8 +214,7 @@ def check_error_profile(profile, where: str, pointer: str) -> None:
     if not isinstance(profile, dict):
         raise _fail(where, pointer, "an object or null", profile)
     _field(profile, "role", TEXT, where, pointer)
-    dims = _items(profile, "shape", lambda d: whole(d, MAX_ELEMENTS), "a whole number from 0 to 2**63", where,
-                  pointer)
+    dims = _items(profile, "shape", lambda d: whole(d, MAX_ELEMENTS), "a whole number from 0 to 2**63", where, pointer)
     if dims and math.prod(dims) > MAX_ELEMENTS:
         raise _fail(where, f"{pointer}/shape", "at most 2**63 elements (an output's shape)", dims)
     bars = _items(profile, "profile", _bar, "a finite number or null", where, pointer)
@@ -188,15 +232,21 @@ def _check_by_input(data, where: str, pointer: str) -> None:
     if not isinstance(data, dict):
         raise _fail(where, pointer, "an object or null", data)
     span = data.get("range", MISSING)
-    if not (isinstance(span, list) and len(span) == 2 and all(map(finite, span)) and span[0] < span[1]
-            and math.isfinite(float(span[1]) - float(span[0]))):
+    if not (
+        isinstance(span, list)
+        and len(span) == 2
+        and all(map(finite, span))
+        and span[0] < span[1]
+        and math.isfinite(float(span[1]) - float(span[0]))
+    ):
         raise _fail(where, f"{pointer}/range", "[low, high], two finite numbers with low < high", span)
     worst = _items(data, "worst", _bar, "a finite number or null", where, pointer, required=True, empty=False)
     _shares(data, "failing", worst, "bin of worst", where, pointer)
     counts = _items(data, "count", whole, "a whole number >= 0", where, pointer)
     if counts and len(counts) != len(worst):
-        raise _fail(where, f"{pointer}/count", f"a list of {len(worst)} whole numbers (one per bin of worst) or none",
-                    counts)
+        raise _fail(
+            where, f"{pointer}/count", f"a list of {len(worst)} whole numbers (one per bin of worst) or none", counts
+        )
 
 
 def check_case(case, where: str, pointer: str) -> None:
@@ -238,7 +288,7 @@ def check_column(data: dict, where: str, pointer: str = "") -> None:
     for key in ("implementation", "column", "error", "user_agent"):
         _field(data, key, TEXT, where, pointer)
     _field(data, "interrupted", (bool, type(None)), where, pointer)
-    if not isinstance(data.get("summary", MISSING), dict):   # the mark of a column's report (matrix.load)
+    if not isinstance(data.get("summary", MISSING), dict):  # the mark of a column's report (matrix.load)
         raise _fail(where, f"{pointer}/summary", "an object", data.get("summary", MISSING))
     _check_device(data.get("device"), where, f"{pointer}/device")
     if not isinstance(data.get("packages", MISSING), list):
@@ -256,7 +306,7 @@ def check_column(data: dict, where: str, pointer: str = "") -> None:
     for i, item in enumerate(_list_of_objects(data, "compared_nothing", where, pointer)):
         for name in ("package", "id", "why", "column"):
             _field(item, name, TEXT, where, f"{pointer}/compared_nothing/{i}")
-    for i, item in enumerate(_list_of_objects(data, "left_out", where, pointer)):   # heavy cases not run
+    for i, item in enumerate(_list_of_objects(data, "left_out", where, pointer)):  # heavy cases not run
         _required_text(item, ("id", "package", "dtype"), where, f"{pointer}/left_out/{i}")
         for name in ("expected_variant", "column"):
             _field(item, name, TEXT, where, f"{pointer}/left_out/{i}")

@@ -17,7 +17,7 @@ from html import escape
 #: Statuses the page lists as failures (waived ones too, marked so).
 LISTED = ("failed", "xpassed", "not-run", "xfailed")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?\d+(\.\d+)?([eE][-+]?\d+)?")
-STRIP = 8   # px: the share-out-of-tolerance strip under a plot's bars
+STRIP = 8  # px: the share-out-of-tolerance strip under a plot's bars
 
 
 def anchor(case_id: str, column: int) -> str:
@@ -31,7 +31,7 @@ def cause(case: dict) -> tuple[str, str]:
     first = (case.get("detail") or "").strip().splitlines()[:1]
     text = first[0] if first else ""
     if text.startswith(f"{case['id']}: "):
-        text = text[len(case["id"]) + 2:]
+        text = text[len(case["id"]) + 2 :]
     kind = case.get("divergence") or ("values" if case.get("error_profile") else "failure")
     return kind, " ".join(_NUMBER.sub("N", text).split())[:300]
 
@@ -47,9 +47,19 @@ def groups(columns: list[dict], column_name) -> list[dict]:
             kind, signature = cause(case)
             op = str(case.get("package") or "").split("@", 1)[0]
             key = (i, case["status"], op, kind, case.get("dtype"), signature)
-            found.setdefault(key, {"column": i, "name": column_name(report, i), "status": case["status"],
-                                   "kind": kind, "signature": signature, "dtype": case.get("dtype"), "op": op,
-                                   "cases": []})["cases"].append(case)
+            found.setdefault(
+                key,
+                {
+                    "column": i,
+                    "name": column_name(report, i),
+                    "status": case["status"],
+                    "kind": kind,
+                    "signature": signature,
+                    "dtype": case.get("dtype"),
+                    "op": op,
+                    "cases": [],
+                },
+            )["cases"].append(case)
     for group in found.values():
         group["cases"].sort(key=lambda c: (-_ratio(c), c["id"]))
     return sorted(found.values(), key=lambda g: (g["column"], -len(g["cases"]), g["op"], g["kind"], g["signature"]))
@@ -66,23 +76,29 @@ def section(columns: list[dict], column_name) -> list[str]:
     if not found:
         return ["<h2>Failures</h2><p>none</p>"]
     total = sum(len(g["cases"]) for g in found)
-    out = [f"<h2>Failures ({total} case(s) in {len(found)} group(s) of identical failures)</h2>",
-           "<p>A group: the same column, op, kind, dtype and message (numbers as N). Its worst case is shown in "
-           "full; each case's rerun command is listed.</p>"]
+    out = [
+        f"<h2>Failures ({total} case(s) in {len(found)} group(s) of identical failures)</h2>",
+        "<p>A group: the same column, op, kind, dtype and message (numbers as N). Its worst case is shown in "
+        "full; each case's rerun command is listed.</p>",
+    ]
     return out + [_group(g, len(columns)) for g in found]
 
 
 def _group(group: dict, n_columns: int) -> str:
     where = f" in ({group['column'] + 1}) {escape(group['name'])}" if n_columns > 1 else ""
     cases, worst = group["cases"], group["cases"][0]
-    head = (f'<div class="failure"><h3>{len(cases)} case(s) {escape(group["status"])}{where}: '
-            f"{escape(group['kind'])}, {escape(str(group['dtype']))}: <code>{escape(group['signature'])}</code></h3>")
+    head = (
+        f'<div class="failure"><h3>{len(cases)} case(s) {escape(group["status"])}{where}: '
+        f"{escape(group['kind'])}, {escape(str(group['dtype']))}: <code>{escape(group['signature'])}</code></h3>"
+    )
     rows = "".join(_member_row(c, group["column"]) for c in cases)
     table = f"<table><tr><th>case</th><th>worst err / allowed</th><th>rerun</th></tr>{rows}</table>"
     body = [head, table, f"<p>worst case, <code>{escape(worst['id'])}</code>:</p>", *_details(worst)]
     if len(cases) > 1:
-        folded = "".join(f"<details><summary><code>{escape(c['id'])}</code></summary>{''.join(_details(c))}"
-                         f"</details>" for c in cases[1:])
+        folded = "".join(
+            f"<details><summary><code>{escape(c['id'])}</code></summary>{''.join(_details(c))}</details>"
+            for c in cases[1:]
+        )
         body.append(f"<p>the other {len(cases) - 1} case(s):</p>{folded}")
     return "".join(body) + "</div>"
 
@@ -90,8 +106,10 @@ def _group(group: dict, n_columns: int) -> str:
 def _member_row(case: dict, column: int) -> str:
     ratio = _ratio(case)
     rerun = f"<code>{escape(case['rerun'])}</code>" if case.get("rerun") else ""
-    return (f'<tr id="{escape(anchor(case["id"], column))}"><td><code>{escape(case["id"])}</code></td>'
-            f"<td>{f'{ratio:.3g}' if ratio >= 0 else ''}</td><td>{rerun}</td></tr>")
+    return (
+        f'<tr id="{escape(anchor(case["id"], column))}"><td><code>{escape(case["id"])}</code></td>'
+        f"<td>{f'{ratio:.3g}' if ratio >= 0 else ''}</td><td>{rerun}</td></tr>"
+    )
 
 
 def _details(case: dict) -> list[str]:
@@ -102,9 +120,10 @@ def _details(case: dict) -> list[str]:
     body.append(f"<pre>{escape(case.get('detail') or '')}</pre>")
     profile = case.get("error_profile")
     if profile and profile.get("profile"):
-        body.append(f"<p>output {escape(str(profile.get('role')))} of shape {escape(str(profile.get('shape')))}"
-                    f"{_share_text(profile)}:</p>" + profile_svg(profile["profile"], profile.get("failing"),
-                                                                   _per_bar(profile)))
+        body.append(
+            f"<p>output {escape(str(profile.get('role')))} of shape {escape(str(profile.get('shape')))}"
+            f"{_share_text(profile)}:</p>" + profile_svg(profile["profile"], profile.get("failing"), _per_bar(profile))
+        )
         if profile.get("by_input"):
             body.append(input_svg(profile["by_input"]))
     if case.get("repro"):
@@ -137,38 +156,60 @@ def _bars(values: list, shares: list | None, label, width: int, height: int, ari
 
     bar = width / max(1, len(values))
     strip = STRIP if shares else 0
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + strip}" role="img" '
-             f'aria-label="{escape(aria)}">', f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ccc"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + strip}" role="img" '
+        f'aria-label="{escape(aria)}">',
+        f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ccc"/>',
+    ]
     for i, value in enumerate(values):
         x, w = i * bar, max(bar - 0.5, 0.5)
         share = shares[i] if shares and i < len(shares) else None
         tail = f", {100 * share:.3g}% of its elements out of tolerance" if share is not None else ""
         if value is None:
-            parts.append(f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="{height}" fill="#7f0000">'
-                         f"<title>{escape(label(i))}: non-finite{tail}</title></rect>")
+            parts.append(
+                f'<rect x="{x:.1f}" y="0" width="{w:.1f}" height="{height}" fill="#7f0000">'
+                f"<title>{escape(label(i))}: non-finite{tail}</title></rect>"
+            )
         elif value >= 0:
             top_y = y(value)
-            parts.append(f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{w:.1f}" height="{height - top_y:.1f}" '
-                         f'fill="{"#d73027" if value > 1 else "#4575b4"}"><title>{escape(label(i))}: largest '
-                         f"{value:.3g} x allowed{tail}</title></rect>")
+            parts.append(
+                f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{w:.1f}" height="{height - top_y:.1f}" '
+                f'fill="{"#d73027" if value > 1 else "#4575b4"}"><title>{escape(label(i))}: largest '
+                f"{value:.3g} x allowed{tail}</title></rect>"
+            )
         if share:
-            parts.append(f'<rect x="{x:.1f}" y="{height}" width="{w:.1f}" height="{strip}" fill="#d73027" '
-                         f'fill-opacity="{max(share, 0.05):.3f}"/>')
-    parts.append(f'<line x1="0" x2="{width}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" stroke="#000" '
-                 f'stroke-dasharray="4 3"/>')
+            parts.append(
+                f'<rect x="{x:.1f}" y="{height}" width="{w:.1f}" height="{strip}" fill="#d73027" '
+                f'fill-opacity="{max(share, 0.05):.3f}"/>'
+            )
+    parts.append(
+        f'<line x1="0" x2="{width}" y1="{y(1.0):.1f}" y2="{y(1.0):.1f}" stroke="#000" stroke-dasharray="4 3"/>'
+    )
     return parts + ["</svg>"], top
 
 
-def profile_svg(profile: list, failing: list | None = None, per_bar: float | None = None, width: int = 480,
-                height: int = 90) -> str:
+def profile_svg(
+    profile: list, failing: list | None = None, per_bar: float | None = None, width: int = 480, height: int = 90
+) -> str:
     """err/allowed over the output in element order, one bar per run of consecutive elements: an inline SVG."""
-    parts, top = _bars(profile, failing or None, lambda i: f"element run {i}", width, height,
-                       "error divided by allowed over the output")
-    runs = (f"each bar: the largest of its ~{per_bar:.3g} consecutive elements" if per_bar
-            else "each bar: the largest of its run of elements")
+    parts, top = _bars(
+        profile,
+        failing or None,
+        lambda i: f"element run {i}",
+        width,
+        height,
+        "error divided by allowed over the output",
+    )
+    runs = (
+        f"each bar: the largest of its ~{per_bar:.3g} consecutive elements"
+        if per_bar
+        else "each bar: the largest of its run of elements"
+    )
     strip = "; the strip under the bars: the share of a bar's elements out of tolerance (red: all)" if failing else ""
-    caption = (f"<br><small>err / allowed over the output in element order ({runs}{strip}), log scale from 0.001 "
-               f"(dashed line: allowed; largest {top:.3g}; dark: non-finite; blank: unconstrained)</small>")
+    caption = (
+        f"<br><small>err / allowed over the output in element order ({runs}{strip}), log scale from 0.001 "
+        f"(dashed line: allowed; largest {top:.3g}; dark: non-finite; blank: unconstrained)</small>"
+    )
     return "".join(parts) + caption
 
 
@@ -178,11 +219,18 @@ def input_svg(by_input: dict, width: int = 480, height: int = 90) -> str:
     n = len(by_input["worst"])
     step = (hi - lo) / n
     counts = by_input.get("count") or [0] * n
-    parts, top = _bars(by_input["worst"], by_input.get("failing"),
-                       lambda i: f"input in [{lo + i * step:.4g}, {lo + (i + 1) * step:.4g}), {counts[i]} element(s)",
-                       width, height, "error divided by allowed against the input value")
+    parts, top = _bars(
+        by_input["worst"],
+        by_input.get("failing"),
+        lambda i: f"input in [{lo + i * step:.4g}, {lo + (i + 1) * step:.4g}), {counts[i]} element(s)",
+        width,
+        height,
+        "error divided by allowed against the input value",
+    )
     zero = f"; x = 0 at {100 * (0 - lo) / (hi - lo):.0f}% of the width" if lo < 0 < hi else ""
-    caption = (f"<br><small>err / allowed against the input value, from {lo:.4g} (left) to {hi:.4g} (right){zero}: "
-               f"each bar the largest over the elements whose input lies in its 1/{n} of that range; the strip: "
-               f"their share out of tolerance; blank: no element there</small>")
+    caption = (
+        f"<br><small>err / allowed against the input value, from {lo:.4g} (left) to {hi:.4g} (right){zero}: "
+        f"each bar the largest over the elements whose input lies in its 1/{n} of that range; the strip: "
+        f"their share out of tolerance; blank: no element there</small>"
+    )
     return f"<p>against the input:</p>{''.join(parts)}{caption}"

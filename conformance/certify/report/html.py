@@ -23,13 +23,16 @@ STATES = {
     "waived": ("#fee08b", "failures waived by an expectation"),
     "replanned": ("#74add1", "conforms, planned for this device (it lacks what the cases assume)"),
     "conforms": ("#1a9850", "every case passed"),
-    "not-runnable": ("#c2a5cf", "not runnable on this device: every case planned into a rejection (it lacks a "
-                                "feature or limit the cases assume)"),
+    "not-runnable": (
+        "#c2a5cf",
+        "not runnable on this device: every case planned into a rejection (it lacks a "
+        "feature or limit the cases assume)",
+    ),
     NOT_APPLICABLE: ("#bdbdbd", "nothing the cases assert applies"),
     "skipped": ("#eeeeee", "skipped"),
 }
 FAILING = ("failed", "xpassed", "not-run")
-DARK = {"failed", "not-run"}      # states whose colour needs white text
+DARK = {"failed", "not-run"}  # states whose colour needs white text
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -81,7 +84,10 @@ def row_of(case: dict) -> tuple:
 
 
 #: What a cell without cases says (and the legend with it).
-NO_CASES = ("-", "no case of this row in this column (its report lacks the package, or its device planned them into another row)")
+NO_CASES = (
+    "-",
+    "no case of this row in this column (its report lacks the package, or its device planned them into another row)",
+)
 
 
 def _cell_note(state: str, cases: list[dict]) -> str:
@@ -96,8 +102,12 @@ def _cell_note(state: str, cases: list[dict]) -> str:
 
 
 def _column_name(report: dict, index: int) -> str:
-    return report.get("column") or (report.get("device") or {}).get("webgpu") or report.get("implementation") \
+    return (
+        report.get("column")
+        or (report.get("device") or {}).get("webgpu")
+        or report.get("implementation")
         or f"column {index + 1}"
+    )
 
 
 def _grid(columns: list[dict]) -> list[str]:
@@ -105,8 +115,11 @@ def _grid(columns: list[dict]) -> list[str]:
     for i, report in enumerate(columns):
         for case in report.get("cases", []):
             cells[row_of(case)][i].append(case)
-    legend = "".join(f'<span style="background:{colour}{";color:#fff" if state in DARK else ""}">'
-                     f"{escape(state)}: {escape(text)}</span>" for state, (colour, text) in STATES.items())
+    legend = "".join(
+        f'<span style="background:{colour}{";color:#fff" if state in DARK else ""}">'
+        f"{escape(state)}: {escape(text)}</span>"
+        for state, (colour, text) in STATES.items()
+    )
     legend += f"<span>{escape(NO_CASES[0])}: {escape(NO_CASES[1])}</span>"
     head = "".join(f"<th>({i + 1}) {escape(_column_name(r, i))}</th>" for i, r in enumerate(columns))
     rows = []
@@ -123,15 +136,22 @@ def _grid(columns: list[dict]) -> list[str]:
                 counts[c["status"]] += 1
             text = escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
             first_failure = next((c["id"] for c in cases if c["status"] in FAILING), None)
-            if first_failure:   # the cell links to its first failure below
+            if first_failure:  # the cell links to its first failure below
                 text = f'<a href="#{escape(anchor(first_failure, i))}" style="color:inherit">{text}</a>'
-            tds.append(f'<td class="cell" style="background:{STATES[state][0]}'
-                       f'{";color:#fff" if state in DARK else ""}" title="{escape(state)}">{text}'
-                       f'{_cell_note(state, cases)}</td>')
-        rows.append(f"<tr><td>{escape(package)}</td><td>{escape(variant)}</td><td>{escape(dtype)}</td>"
-                    + "".join(tds) + "</tr>")
-    return [f'<p class="legend">{legend}</p>', "<table><tr><th>package</th><th>variant</th><th>dtype</th>" + head
-            + "</tr>", *rows, "</table>"]
+            tds.append(
+                f'<td class="cell" style="background:{STATES[state][0]}'
+                f'{";color:#fff" if state in DARK else ""}" title="{escape(state)}">{text}'
+                f"{_cell_note(state, cases)}</td>"
+            )
+        rows.append(
+            f"<tr><td>{escape(package)}</td><td>{escape(variant)}</td><td>{escape(dtype)}</td>" + "".join(tds) + "</tr>"
+        )
+    return [
+        f'<p class="legend">{legend}</p>',
+        "<table><tr><th>package</th><th>variant</th><th>dtype</th>" + head + "</tr>",
+        *rows,
+        "</table>",
+    ]
 
 
 def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
@@ -139,8 +159,17 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
     for i, report in enumerate(columns):
         dev = report.get("device") or {}
         shown = [f"<b>{escape(str(dev.get('adapter') or 'no adapter reported'))}</b>"]
-        for key in ("webgpu", "backend", "type", "driver", "implementation", "provider", "browser",
-                    "onnxruntime-web", "user_agent"):
+        for key in (
+            "webgpu",
+            "backend",
+            "type",
+            "driver",
+            "implementation",
+            "provider",
+            "browser",
+            "onnxruntime-web",
+            "user_agent",
+        ):
             if dev.get(key) not in (None, "", "?"):
                 shown.append(f"{escape(key)}: {escape(str(dev[key]))}")
         if dev.get("features"):
@@ -154,8 +183,10 @@ def _devices(columns: list[dict], sources: list[str] | None) -> list[str]:
             shown.append(f"from <code>{escape(sources[i])}</code>")
         result = report.get("result") or ("conforms" if report.get("conforms") else "does-not-conform")
         totals = ", ".join(f"{escape(str(n))} {escape(str(s))}" for s, n in (report.get("totals") or {}).items() if n)
-        out.append(f"<tr><td>({i + 1}) {escape(_column_name(report, i))}</td><td>{'<br>'.join(shown)}</td>"
-                   f'<td class="result-{escape(result)}">{escape(result)}</td><td>{totals}</td></tr>')
+        out.append(
+            f"<tr><td>({i + 1}) {escape(_column_name(report, i))}</td><td>{'<br>'.join(shown)}</td>"
+            f'<td class="result-{escape(result)}">{escape(result)}</td><td>{totals}</td></tr>'
+        )
     return out + ["</table>"]
 
 
@@ -165,34 +196,47 @@ def _disagreements(matrix: dict | None) -> list[str]:
         return []
     out = [f"<h2>Where the columns disagree ({len(items)} case(s))</h2><ul>"]
     for item in items:
-        per = "; ".join(f"({int(i) + 1}) {escape(c['status'])}" + (f": {escape(c['detail'][0][:200])}"
-                                                                   if c.get("detail") else "")
-                        for i, c in sorted(item["columns"].items(), key=lambda kv: int(kv[0])))
+        per = "; ".join(
+            f"({int(i) + 1}) {escape(c['status'])}" + (f": {escape(c['detail'][0][:200])}" if c.get("detail") else "")
+            for i, c in sorted(item["columns"].items(), key=lambda kv: int(kv[0]))
+        )
         out.append(f"<li><code>{escape(item['id'])}</code>: {per}</li>")
     return out + ["</ul>"]
 
 
 def _weak(columns: list[dict]) -> list[str]:
     """The generator's weakness flags (once) and each column's cases that compared no element."""
-    nothing = [{**c, "column": c.get("column") or (_column_name(r, i) if len(columns) > 1 else None)}
-               for i, r in enumerate(columns) for c in r.get("compared_nothing") or []]
+    nothing = [
+        {**c, "column": c.get("column") or (_column_name(r, i) if len(columns) > 1 else None)}
+        for i, r in enumerate(columns)
+        for c in r.get("compared_nothing") or []
+    ]
     found = flag_lines(weak_of(columns), nothing)
     if not found:
         return []
-    return [f'<h2 id="weak">{escape(WEAK_TITLE)}</h2><p>{escape(WEAK_NOTE)}.</p><ul>',
-            *(f"<li>{escape(line)}</li>" for line in found), "</ul>"]
+    return [
+        f'<h2 id="weak">{escape(WEAK_TITLE)}</h2><p>{escape(WEAK_NOTE)}.</p><ul>',
+        *(f"<li>{escape(line)}</li>" for line in found),
+        "</ul>",
+    ]
 
 
 #: The page runs no script and loads nothing: whatever a report smuggled past the escaping could not run.
-CSP = ('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-       'img-src data:; script-src \'none\'; base-uri \'none\'; form-action \'none\'">')
+CSP = (
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+    "img-src data:; script-src 'none'; base-uri 'none'; form-action 'none'\">"
+)
 
 
 #: The report's sections of cells it could not rest on (the Markdown report's too): key, heading, note.
-EVIDENCE_SECTIONS = (("not_runnable", "Not runnable on this device", "every case was planned into a rejection "
-                      "for this device, skipped or not applicable"),
-                     ("unchecked", "Not checked", "no case of these passed with its values checked, so the result "
-                      "cannot be conforms"))
+EVIDENCE_SECTIONS = (
+    (
+        "not_runnable",
+        "Not runnable on this device",
+        "every case was planned into a rejection for this device, skipped or not applicable",
+    ),
+    ("unchecked", "Not checked", "no case of these passed with its values checked, so the result cannot be conforms"),
+)
 
 
 def _evidence(columns: list[dict]) -> list[str]:
@@ -204,8 +248,11 @@ def _evidence(columns: list[dict]) -> list[str]:
         if not entries:
             continue
         out.append(f'<h2 id="{key.replace("_", "-")}">{escape(title)}</h2><p>{escape(note.capitalize())}.</p><ul>')
-        out += [f"<li>{f'({i + 1}) {escape(_column_name(columns[i], i))}: ' if len(columns) > 1 else ''}"
-                f"{escape(cell_line(e))}</li>" for i, e in entries]
+        out += [
+            f"<li>{f'({i + 1}) {escape(_column_name(columns[i], i))}: ' if len(columns) > 1 else ''}"
+            f"{escape(cell_line(e))}</li>"
+            for i, e in entries
+        ]
         out.append("</ul>")
     return out
 
@@ -215,13 +262,22 @@ def page(columns: list[dict], matrix: dict | None = None, *, title: str = "Confo
     failing = sum(1 for r in columns for c in r.get("cases", []) if c["status"] in FAILING)
     results = {r.get("result") or ("conforms" if r.get("conforms") else "does-not-conform") for r in columns}
     overall = "does-not-conform" if "does-not-conform" in results else sorted(results)[0] if results else "?"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', CSP,
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
-             f"<h1>{escape(title)}</h1>",
-             f'<p>Result: <b class="result-{escape(overall)}">{escape(overall)}</b>; {len(columns)} column(s), '
-             f"{failing} failing case(s).</p>",
-             "<h2>Columns</h2>", *_devices(columns, (matrix or {}).get("sources")),
-             "<h2>Results</h2>", *_grid(columns), *_evidence(columns), *_disagreements(matrix), *_weak(columns)]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        CSP,
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p>Result: <b class="result-{escape(overall)}">{escape(overall)}</b>; {len(columns)} column(s), '
+        f"{failing} failing case(s).</p>",
+        "<h2>Columns</h2>",
+        *_devices(columns, (matrix or {}).get("sources")),
+        "<h2>Results</h2>",
+        *_grid(columns),
+        *_evidence(columns),
+        *_disagreements(matrix),
+        *_weak(columns),
+    ]
     parts += failures_section(columns, _column_name)
     return "\n".join(parts) + "\n</body></html>\n"

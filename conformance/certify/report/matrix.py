@@ -45,12 +45,19 @@ def recomputed(data: dict) -> dict:
     differs, is kept as ``stated_result`` for ``merge`` to name."""
     cases = data["cases"]
     totals = {s: sum(1 for c in cases if c["status"] == s) for s in STATUSES}
-    evidence = assess(cases, data.get("left_out") or [])   # heavy cases left out name their cells too
-    stopped = data.get("interrupted") or data.get("error")     # a partial run, a device that never opened
+    evidence = assess(cases, data.get("left_out") or [])  # heavy cases left out name their cells too
+    stopped = data.get("interrupted") or data.get("error")  # a partial run, a device that never opened
     result = "does-not-conform" if stopped else result_of(totals, evidence)
-    out = {**data, "totals": totals, "summary": summarize(cases), "result": result,
-           "conforms": result in ("conforms", "conforms-with-waivers"), "unchecked": evidence["unchecked"],
-           "not_runnable": evidence["not_runnable"], "compared_nothing": evidence["compared_nothing"]}
+    out = {
+        **data,
+        "totals": totals,
+        "summary": summarize(cases),
+        "result": result,
+        "conforms": result in ("conforms", "conforms-with-waivers"),
+        "unchecked": evidence["unchecked"],
+        "not_runnable": evidence["not_runnable"],
+        "compared_nothing": evidence["compared_nothing"],
+    }
     if data.get("result") != result:
         out["stated_result"] = data.get("result")
     return out
@@ -58,18 +65,29 @@ def recomputed(data: dict) -> dict:
 
 def inconsistent_lines(reports: list[tuple[Path, dict]]) -> list[str]:
     """One line per column whose header states another result than its cases give (a forged or edited report)."""
-    return [f"{source_name(path, data)} states {str(data['stated_result'])[:80]!r} but its cases give "
-            f"{data['result']!r}: the matrix shows what its cases give"
-            for path, data in flatten(reports) if "stated_result" in data]
+    return [
+        f"{source_name(path, data)} states {str(data['stated_result'])[:80]!r} but its cases give "
+        f"{data['result']!r}: the matrix shows what its cases give"
+        for path, data in flatten(reports)
+        if "stated_result" in data
+    ]
 
 
 def column(data: dict) -> dict:
     dev = data.get("device") or {}
-    return {"implementation": data.get("implementation"), "column": data.get("column"),
-            "webgpu": dev.get("webgpu"), "adapter": dev.get("adapter"),
-            "backend": dev.get("backend"), "driver": dev.get("driver"), "features": dev.get("features"),
-            "result": data.get("error") and f"error: {' '.join(data['error'].split())}" or
-                      ("conforms" if data.get("conforms") else "does not conform"), "totals": data.get("totals")}
+    return {
+        "implementation": data.get("implementation"),
+        "column": data.get("column"),
+        "webgpu": dev.get("webgpu"),
+        "adapter": dev.get("adapter"),
+        "backend": dev.get("backend"),
+        "driver": dev.get("driver"),
+        "features": dev.get("features"),
+        "result": data.get("error")
+        and f"error: {' '.join(data['error'].split())}"
+        or ("conforms" if data.get("conforms") else "does not conform"),
+        "totals": data.get("totals"),
+    }
 
 
 def label(col: dict) -> str:
@@ -109,10 +127,12 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
         shared = sorted(set(digests(data)) & set(digests(first)))
         changed = [pkg for pkg in shared if digests(data)[pkg] != digests(first)[pkg]]
         if changed and not allow_different_packages:
-            raise ConformanceError(f"{source_name(path, data)} certifies other package files than "
-                                   f"{source_name(first_path, first)} (sha256 digests differ) for "
-                                   f"{', '.join(changed)}: the matrix would compare different kernels; pass "
-                                   f"--allow-different-packages to merge anyway")
+            raise ConformanceError(
+                f"{source_name(path, data)} certifies other package files than "
+                f"{source_name(first_path, first)} (sha256 digests differ) for "
+                f"{', '.join(changed)}: the matrix would compare different kernels; pass "
+                f"--allow-different-packages to merge anyway"
+            )
     columns = [column(d) for _, d in reports]
     rows: dict = {}
     for i, (_, data) in enumerate(reports):
@@ -121,15 +141,20 @@ def merge(reports: list[tuple[Path, dict]], *, allow_different_packages: bool = 
                 for dtype, cell in dtypes.items():
                     rows.setdefault((pkg, variant, dtype), [None] * len(reports))[i] = cell
     mark_not_runnable(rows, [d for _, d in reports])
-    return {"columns": columns, "sources": [str(p) for p, _ in reports], "missing_packages": missing_packages(reports),
-            "disagreements": disagreements([d for _, d in reports]),
-            "weak": weak_of(d for _, d in reports),
-            "compared_nothing": [{**c, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports)
-                                 for c in d.get("compared_nothing") or []],
-            "not_runnable": [{**e, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports)
-                             for e in d.get("not_runnable") or []],
-            "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells}
-                     for (p, v, d), cells in sorted(rows.items())]}
+    return {
+        "columns": columns,
+        "sources": [str(p) for p, _ in reports],
+        "missing_packages": missing_packages(reports),
+        "disagreements": disagreements([d for _, d in reports]),
+        "weak": weak_of(d for _, d in reports),
+        "compared_nothing": [
+            {**c, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports) for c in d.get("compared_nothing") or []
+        ],
+        "not_runnable": [
+            {**e, "column": f"({i + 1})"} for i, (_, d) in enumerate(reports) for e in d.get("not_runnable") or []
+        ],
+        "rows": [{"package": p, "variant": v, "dtype": d, "cells": cells} for (p, v, d), cells in sorted(rows.items())],
+    }
 
 
 def mark_not_runnable(rows: dict, reports: list[dict]) -> None:
@@ -155,16 +180,24 @@ def disagreements(reports: list[dict]) -> list[dict]:
     out = []
     for case_id, seen in sorted(by_case.items()):
         if len(seen) > 1 and len({c["status"] for c in seen.values()}) > 1:
-            out.append({"id": case_id, "columns": {
-                i: {"status": c["status"], "detail": (c.get("detail") or "").strip().splitlines()[:1]}
-                for i, c in seen.items()}})
+            out.append(
+                {
+                    "id": case_id,
+                    "columns": {
+                        i: {"status": c["status"], "detail": (c.get("detail") or "").strip().splitlines()[:1]}
+                        for i, c in seen.items()
+                    },
+                }
+            )
     return out
 
 
 #: The two cells without results, as the matrix's legend explains them.
-CELL_LEGEND = ("`-`: no case of this row in this column (its report lacks the package, or its device planned them into another row); `not runnable here (N)`: "
-               "the column's device cannot run these N cases (planned into a rejection: it lacks a feature or limit "
-               "they assume; listed under *Not runnable on this device*)")
+CELL_LEGEND = (
+    "`-`: no case of this row in this column (its report lacks the package, or its device planned them into another row); `not runnable here (N)`: "
+    "the column's device cannot run these N cases (planned into a rejection: it lacks a feature or limit "
+    "they assume; listed under *Not runnable on this device*)"
+)
 
 
 def cell_text(cell: dict | None) -> str:
@@ -172,42 +205,67 @@ def cell_text(cell: dict | None) -> str:
         return "-"
     if set(cell) == {"not_runnable"}:
         return f"not runnable here ({cell['not_runnable']})"
-    parts = [f"{cell.get(k, 0)} {sym}" for k, sym in (("passed", "passed"), ("failed", "failed"),
-                                                      ("skipped", "skipped"), (NOT_APPLICABLE, "n/a"),
-                                                      ("xfailed", "xfailed")) if cell.get(k)]
+    parts = [
+        f"{cell.get(k, 0)} {sym}"
+        for k, sym in (
+            ("passed", "passed"),
+            ("failed", "failed"),
+            ("skipped", "skipped"),
+            (NOT_APPLICABLE, "n/a"),
+            ("xfailed", "xfailed"),
+        )
+        if cell.get(k)
+    ]
     return ", ".join(parts) or "0"
 
 
 def missing_lines(matrix: dict) -> list[str]:
     """One line per report that lacks packages others certify."""
-    return [f"{source} has no cases of {', '.join(pkgs)} (its cells for them are empty)"
-            for source, pkgs in (matrix.get("missing_packages") or {}).items()]
+    return [
+        f"{source} has no cases of {', '.join(pkgs)} (its cells for them are empty)"
+        for source, pkgs in (matrix.get("missing_packages") or {}).items()
+    ]
 
 
 def markdown(matrix: dict) -> str:
     cols = matrix["columns"]
     lines = ["# Conformance matrix", ""]
-    for i, col in enumerate(cols, 1):   # everything quoted from a report is escaped (quote.py)
-        lines.append(f"{i}. **{quote.cell(label(col))}**, driver {quote.cell(col['driver'])}, features "
-                     f"{quote.cell(', '.join(map(str, col.get('features') or [])) or 'none')}: "
-                     f"{quote.cell(col['result'])} (from {quote.code_span(matrix['sources'][i - 1])})")
+    for i, col in enumerate(cols, 1):  # everything quoted from a report is escaped (quote.py)
+        lines.append(
+            f"{i}. **{quote.cell(label(col))}**, driver {quote.cell(col['driver'])}, features "
+            f"{quote.cell(', '.join(map(str, col.get('features') or [])) or 'none')}: "
+            f"{quote.cell(col['result'])} (from {quote.code_span(matrix['sources'][i - 1])})"
+        )
     lines += [""] * bool(matrix.get("missing_packages")) + [f"- {line}" for line in missing_lines(matrix)]
     lines += ["", CELL_LEGEND + "."]
-    lines += ["", "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
+    lines += [
+        "",
+        "| package | variant | dtype | " + " | ".join(f"({i})" for i in range(1, len(cols) + 1)) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |",
+    ]
     for row in matrix["rows"]:
-        lines.append(f"| {quote.cell(row['package'])} | {quote.cell(row['variant'])} | {quote.cell(row['dtype'])} | "
-                     + " | ".join(cell_text(c) for c in row["cells"]) + " |")
+        lines.append(
+            f"| {quote.cell(row['package'])} | {quote.cell(row['variant'])} | {quote.cell(row['dtype'])} | "
+            + " | ".join(cell_text(c) for c in row["cells"])
+            + " |"
+        )
     if matrix.get("not_runnable"):
-        lines += ["", "## Not runnable on this device", "", "Per column: every case was planned into a rejection "
-                  "for its device, skipped or not applicable.", ""]
+        lines += [
+            "",
+            "## Not runnable on this device",
+            "",
+            "Per column: every case was planned into a rejection for its device, skipped or not applicable.",
+            "",
+        ]
         lines += [f"- {e['column']} {quote.cell(cell_line(e))}" for e in matrix["not_runnable"]]
     if matrix.get("disagreements"):
         lines += ["", f"## Where the columns disagree ({len(matrix['disagreements'])} case(s))", ""]
         for item in matrix["disagreements"]:
-            per = "; ".join(f"({i + 1}) {quote.cell(c['status'])}"
-                            + (f": {quote.cell(c['detail'][0][:160])}" if c["detail"] else "")
-                            for i, c in sorted(item["columns"].items()))
+            per = "; ".join(
+                f"({i + 1}) {quote.cell(c['status'])}"
+                + (f": {quote.cell(c['detail'][0][:160])}" if c["detail"] else "")
+                for i, c in sorted(item["columns"].items())
+            )
             lines.append(f"- {quote.code_span(item['id'])}: {per}")
     weak = flag_lines(matrix.get("weak") or [], matrix.get("compared_nothing") or [])
     if weak:
@@ -225,6 +283,7 @@ def run_markdown(matrix: dict, reports: list[dict]) -> str:
     parts = [markdown(matrix)]
     for data in reports:
         if failing(data):
-            parts.append("\n".join(["", f"## Failures, {data['column']}", *failure_lines(data)]) + "\n"
-                         + outside_sections(data))
+            parts.append(
+                "\n".join(["", f"## Failures, {data['column']}", *failure_lines(data)]) + "\n" + outside_sections(data)
+            )
     return "".join(parts)

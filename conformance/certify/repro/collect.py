@@ -54,11 +54,11 @@ class Failure:
     ``{"outcome": "accepted", "outputs": {role: array}}``.
     """
 
-    kind: str                 # one of KINDS
-    verdict: str              # one line
+    kind: str  # one of KINDS
+    verdict: str  # one line
     case_id: str
-    package: str              # the case's package id (its op id, or <op id>@N)
-    inputs: dict              # role -> np.ndarray | None
+    package: str  # the case's package id (its op id, or <op id>@N)
+    inputs: dict  # role -> np.ndarray | None
     attributes: dict
     expected: dict
     observed: dict
@@ -87,7 +87,7 @@ def signature(failure: Failure) -> str:
     if failure.kind == "accepts-rejected":
         reason = str(failure.expected.get("reason") or "")
         if reason.startswith("no-variant: "):
-            reason = reason.split(": ", 2)[-1]   # less the first variant's id: each package version names its own
+            reason = reason.split(": ", 2)[-1]  # less the first variant's id: each package version names its own
             return _VALUE.sub("", reason).strip()
         return _NUMBER.sub("N", reason).strip()
     if failure.kind == "rejects-accepted":
@@ -98,16 +98,21 @@ def signature(failure: Failure) -> str:
 
 def group_key(failure: Failure, impl) -> dict:
     found = signature(failure)
-    if found.startswith(f"{impl.name}: "):   # an implementation's messages that start with its name
-        found = found[len(impl.name) + 2:]
-    return {"implementation": impl.name, "provider": Hooks(impl).provider, "op": _op(failure.package),
-            "kind": failure.kind, "signature": found}
+    if found.startswith(f"{impl.name}: "):  # an implementation's messages that start with its name
+        found = found[len(impl.name) + 2 :]
+    return {
+        "implementation": impl.name,
+        "provider": Hooks(impl).provider,
+        "op": _op(failure.package),
+        "kind": failure.kind,
+        "signature": found,
+    }
 
 
 def group_slug(key: dict) -> str:
     """A directory name for a group: readable (op, kind, a word of the signature) and unique (a hash of the key)."""
     text = key["signature"]
-    if key["kind"] == "rejects-accepted":   # the implementation's own words come last
+    if key["kind"] == "rejects-accepted":  # the implementation's own words come last
         text = text.rsplit(": ", 1)[-1]
     word = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:40].strip("-")
     op = key["op"].split(".")[-1]
@@ -122,8 +127,10 @@ def check_files(files, who: str) -> dict[str, bytes]:
     for name, data in files.items():
         parts = name.split("/") if isinstance(name, str) else []
         if not parts or len(parts) > 2 or not all(_NAME.fullmatch(p) for p in parts):
-            raise ConformanceError(f"{who}.repro_files: file name {name!r} is not a relative name of letters, digits, "
-                                   f"'.', '_' and '-' (at most one folder deep)")
+            raise ConformanceError(
+                f"{who}.repro_files: file name {name!r} is not a relative name of letters, digits, "
+                f"'.', '_' and '-' (at most one folder deep)"
+            )
         if not isinstance(data, (bytes, bytearray)):
             raise ConformanceError(f"{who}.repro_files: {name}: {type(data).__name__}, not bytes")
     return {name: bytes(data) for name, data in files.items()}
@@ -135,9 +142,9 @@ class ReproCollector:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.best: dict[str, tuple] = {}     # slug -> (size, case id, candidate name)
-        self.first: dict[str, str] = {}      # slug -> the file to run
-        self.notes: dict[str, str] = {}      # slug -> why the group has no repro (so far)
+        self.best: dict[str, tuple] = {}  # slug -> (size, case id, candidate name)
+        self.first: dict[str, str] = {}  # slug -> the file to run
+        self.notes: dict[str, str] = {}  # slug -> why the group has no repro (so far)
 
     def add(self, impl, failure: Failure) -> dict:
         """Record ``failure`` of ``impl``: the plain entry the index is made of (``slug``, ``key``, ``case_id``,
@@ -151,7 +158,7 @@ class ReproCollector:
             files, note = self._files(impl, failure)
             try:
                 name = self._write(slug, size, failure, files) if files else None
-            except ConformanceError as err:   # DIR gone or replaced by a link mid-run: this repro is lost, said
+            except ConformanceError as err:  # DIR gone or replaced by a link mid-run: this repro is lost, said
                 name, note = None, f"not written: {err}"
             if name:
                 if have is not None:
@@ -160,19 +167,31 @@ class ReproCollector:
             elif have is None:
                 self.notes[slug] = note
         first = self.first.get(slug)
-        return {"slug": slug, "key": key, "case_id": failure.case_id,
-                "repro": str(self.root / slug / first) if first else None,
-                "note": None if first else self.notes.get(slug), "seconds": time.perf_counter() - start}
+        return {
+            "slug": slug,
+            "key": key,
+            "case_id": failure.case_id,
+            "repro": str(self.root / slug / first) if first else None,
+            "note": None if first else self.notes.get(slug),
+            "seconds": time.perf_counter() - start,
+        }
 
     def add_unreproducible(self, impl, case_id: str, package: str, message: str) -> dict:
         """Record a failure that is no call's outcome (a node placed off the provider, a page that stopped...):
         no repro can show it, and the index says so in its own group instead of leaving the case out."""
         text = one_line(message.split(": ", 1)[1] if message.startswith(f"{case_id}: ") else message)
-        key = {"implementation": impl.name, "provider": Hooks(impl).provider, "op": _op(package),
-               "kind": "not-reproducible", "signature": _NUMBER.sub("N", text)}
+        key = {
+            "implementation": impl.name,
+            "provider": Hooks(impl).provider,
+            "op": _op(package),
+            "kind": "not-reproducible",
+            "signature": _NUMBER.sub("N", text),
+        }
         slug = group_slug(key)
-        note = ("no standalone repro: this failure is not a call's outcome that the implementation alone shows; "
-                "rerun the case with its rerun command")
+        note = (
+            "no standalone repro: this failure is not a call's outcome that the implementation alone shows; "
+            "rerun the case with its rerun command"
+        )
         self.notes.setdefault(slug, note)
         return {"slug": slug, "key": key, "case_id": case_id, "repro": None, "note": note, "seconds": 0.0}
 
@@ -211,7 +230,7 @@ def bounds(tolerances: dict, expected: dict) -> tuple[dict, str]:
     out, words = {}, []
     for role, tol in tolerances.items():
         shape = tuple(np.shape(expected.get(role)))
-        if tol is None:   # an empty output: its shape and dtype are the whole contract
+        if tol is None:  # an empty output: its shape and dtype are the whole contract
             continue
         element = tol.element_atol if isinstance(tol, ElementTolerance) else None
         atol = float(tol.atol) if element is None else np.asarray(element, dtype=np.float64).reshape(shape)
@@ -224,6 +243,6 @@ def expected_accepted(reference: dict, tolerances: dict, shapes: dict) -> dict:
     """The contract's outcome for an accepted call: the float64 reference, its tolerance, the declared outputs."""
     outputs = {role: np.asarray(reference[role], dtype=np.float64) for role in shapes if role in reference}
     found, words = bounds(tolerances, outputs)
-    for role, (shape, dtype) in shapes.items():   # an empty output has no tolerance, only its shape and dtype
+    for role, (shape, dtype) in shapes.items():  # an empty output has no tolerance, only its shape and dtype
         found.setdefault(role, {"dtype": dtype, "shape": tuple(shape), "atol": 0.0, "rtol": 0.0})
     return {"outcome": "accepted", "outputs": outputs, "tolerance": words, "bounds": found}

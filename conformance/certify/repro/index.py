@@ -56,8 +56,10 @@ def inside(root: Path, *parts: str) -> Path:
             raise ConformanceError(f"{Path(root, *parts)}: not a plain name inside --repro-dir {root}")
         path = path / part
         if os.path.islink(path):
-            raise ConformanceError(f"{path}: a symlink inside --repro-dir (to {os.readlink(path)}); refusing to "
-                                   f"write through it, remove it")
+            raise ConformanceError(
+                f"{path}: a symlink inside --repro-dir (to {os.readlink(path)}); refusing to "
+                f"write through it, remove it"
+            )
     check_no_links(path)
     return path
 
@@ -89,7 +91,7 @@ def previous_groups(root: Path) -> set[str]:
         old = json.loads(read_named(path, MAX_INDEX))
         slugs = {g["slug"] for g in old.get("groups", [])}
     except (ConformanceError, ValueError, TypeError, KeyError, AttributeError):
-        return set()   # not an index this writer made: nothing of it is removed
+        return set()  # not an index this writer made: nothing of it is removed
     return {s for s in slugs if isinstance(s, str) and s == safe_name(s) and s != CANDIDATES}
 
 
@@ -106,8 +108,9 @@ def groups_of(entries: list[dict]) -> list[dict]:
     members, why none has a repro; largest first within each op and kind."""
     groups: dict[str, dict] = {}
     for entry in entries:
-        group = groups.setdefault(entry["slug"], {"slug": entry["slug"], "key": entry["key"], "members": [],
-                                                  "note": None})
+        group = groups.setdefault(
+            entry["slug"], {"slug": entry["slug"], "key": entry["key"], "members": [], "note": None}
+        )
         group["members"].append(entry["case_id"])
         group["note"] = group["note"] or entry.get("note")
     return sorted(groups.values(), key=lambda g: (g["key"]["op"], g["key"]["kind"], -len(g["members"]), g["slug"]))
@@ -138,17 +141,28 @@ def finalize(root: Path, entries: list[dict]) -> dict:
             _remove_tree(root, group["slug"])
             os.replace(inside(root, CANDIDATES, group["slug"], best["name"]), inside(root, group["slug"]))
     _remove_tree(root, CANDIDATES)
-    for slug in previous_groups(root) - {g["slug"] for g in groups}:   # a finding this run no longer has
+    for slug in previous_groups(root) - {g["slug"] for g in groups}:  # a finding this run no longer has
         _remove_tree(root, slug)
     index = {"repro_dir": str(root), "failures": sum(len(g["members"]) for g in groups), "groups": []}
     for group in groups:
         best = group["best"]
-        index["groups"].append({
-            **group["key"], "slug": group["slug"], "count": len(group["members"]),
-            "members": sorted(group["members"]),
-            "repro": None if best is None else {"case_id": best["case_id"], "run": f"{group['slug']}/{best['files'][0]}",
-                                                "files": best["files"], "verdict": best["verdict"]},
-            "note": None if best is not None else (group["note"] or "no candidate was written (its process died?)")})
+        index["groups"].append(
+            {
+                **group["key"],
+                "slug": group["slug"],
+                "count": len(group["members"]),
+                "members": sorted(group["members"]),
+                "repro": None
+                if best is None
+                else {
+                    "case_id": best["case_id"],
+                    "run": f"{group['slug']}/{best['files'][0]}",
+                    "files": best["files"],
+                    "verdict": best["verdict"],
+                },
+                "note": None if best is not None else (group["note"] or "no candidate was written (its process died?)"),
+            }
+        )
     index["written"] = sum(1 for g in index["groups"] if g["repro"])
     write_inside(root, [INDEX_JSON], (json.dumps(index, indent=2) + "\n").encode())
     write_inside(root, [INDEX_MD], index_markdown(index).encode())
@@ -157,21 +171,30 @@ def finalize(root: Path, entries: list[dict]) -> dict:
 
 
 def index_markdown(index: dict) -> str:
-    lines = ["# Standalone reproductions", "",
-             f"{index['failures']} failing case(s) in {len(index['groups'])} group(s) of identical failures (same op, "
-             f"implementation, provider, kind and signature); {index['written']} group(s) with a repro, each of its "
-             f"smallest case. {how_to_run(index['groups'])}", "",
-             "| group | implementation | kind | cases | signature | repro |", "| --- | --- | --- | ---: | --- | --- |"]
+    lines = [
+        "# Standalone reproductions",
+        "",
+        f"{index['failures']} failing case(s) in {len(index['groups'])} group(s) of identical failures (same op, "
+        f"implementation, provider, kind and signature); {index['written']} group(s) with a repro, each of its "
+        f"smallest case. {how_to_run(index['groups'])}",
+        "",
+        "| group | implementation | kind | cases | signature | repro |",
+        "| --- | --- | --- | ---: | --- | --- |",
+    ]
     for g in index["groups"]:
         repro = code_span(g["repro"]["run"]) if g["repro"] else cell(g["note"] or "none")
         impl = g["implementation"] + (f" ({g['provider']})" if g.get("provider") else "")
-        lines.append(f"| {code_span(g['slug'])} | {cell(impl)} | {g['kind']} | {g['count']} | "
-                     f"{cell(g['signature'])} | {repro} |")
+        lines.append(
+            f"| {code_span(g['slug'])} | {cell(impl)} | {g['kind']} | {g['count']} | {cell(g['signature'])} | {repro} |"
+        )
     for g in index["groups"]:
         lines += ["", f"## {cell(g['op'])}: {g['kind']}: {cell(g['signature'])}", ""]
         if g["repro"]:
-            lines += [f"Repro: {code_span(g['repro']['run'])}, case {code_span(g['repro']['case_id'])}: "
-                      f"{cell(g['repro']['verdict'])}", ""]
+            lines += [
+                f"Repro: {code_span(g['repro']['run'])}, case {code_span(g['repro']['case_id'])}: "
+                f"{cell(g['repro']['verdict'])}",
+                "",
+            ]
         else:
             lines += [f"No repro: {cell(g['note'] or 'none')}", ""]
         lines += [f"{g['count']} case(s):", ""] + [f"- {code_span(m)}" for m in g["members"]]
@@ -179,8 +202,10 @@ def index_markdown(index: dict) -> str:
 
 
 def summary_line(index: dict) -> str:
-    return (f"repros: {index['failures']} failing case(s) in {len(index['groups'])} group(s), {index['written']} "
-            f"written to {index['repro_dir']} (index.md, index.json); {index['seconds']:.2f} s spent on them")
+    return (
+        f"repros: {index['failures']} failing case(s) in {len(index['groups'])} group(s), {index['written']} "
+        f"written to {index['repro_dir']} (index.md, index.json); {index['seconds']:.2f} s spent on them"
+    )
 
 
 def how_to_run(groups) -> str:
@@ -189,11 +214,15 @@ def how_to_run(groups) -> str:
     kinds = {Path(g["repro"]["run"]).suffix for g in groups if g.get("repro")}
     ways = []
     if kinds - {".html"}:
-        ways.append("run a script from its folder with `python <file>`: it exits 0 when the implementation behaves "
-                    "as the contract expects and 1 when the failure reproduces")
+        ways.append(
+            "run a script from its folder with `python <file>`: it exits 0 when the implementation behaves "
+            "as the contract expects and 1 when the failure reproduces"
+        )
     if ".html" in kinds:
-        ways.append("open a page (`index.html`) from a local HTTP server, as its folder's README.md says: its title "
-                    "ends in PASS when the implementation behaves as the contract expects, FAIL when the failure "
-                    "reproduces and CANNOT RUN HERE when the browser offers no WebGPU")
+        ways.append(
+            "open a page (`index.html`) from a local HTTP server, as its folder's README.md says: its title "
+            "ends in PASS when the implementation behaves as the contract expects, FAIL when the failure "
+            "reproduces and CANNOT RUN HERE when the browser offers no WebGPU"
+        )
     text = "; ".join(ways) + "."
     return text[0].upper() + text[1:] if ways else "No group has a repro."

@@ -30,17 +30,26 @@ from conformance.config import install_hint
 from conformance.errors import DeviceError
 
 #: ``--webgpu`` name -> module offering ``enumerate_adapters()``.
-IMPLEMENTATIONS = {"wgpu": "conformance.gpu.backends.wgpu_native", "dawn": "conformance.gpu.backends.dawn",
-                   "chromium": "conformance.gpu.backends.chromium", "firefox": "conformance.gpu.backends.firefox"}
+IMPLEMENTATIONS = {
+    "wgpu": "conformance.gpu.backends.wgpu_native",
+    "dawn": "conformance.gpu.backends.dawn",
+    "chromium": "conformance.gpu.backends.chromium",
+    "firefox": "conformance.gpu.backends.firefox",
+}
 #: What to install for each, said when it cannot load.
-INSTALL = {"wgpu": install_hint("wgpu"), "dawn": install_hint("pydawn"),
-           "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)",
-           "firefox": "apt-get install -y firefox-esr"}
+INSTALL = {
+    "wgpu": install_hint("wgpu"),
+    "dawn": install_hint("pydawn"),
+    "chromium": "apt-get install -y chromium && pip install playwright (its own browser download is not used)",
+    "firefox": "apt-get install -y firefox-esr",
+}
 PAGE_PREFIX = "page:"
 #: The browser each browser implementation runs (Debian's packages; Playwright's own downloads are never used), or
 #: the one named by CONFORMANCE_CHROMIUM / CONFORMANCE_FIREFOX (a headless shell unpacked elsewhere).
-EXECUTABLES = {"chromium": os.environ.get("CONFORMANCE_CHROMIUM") or "/usr/bin/chromium",
-               "firefox": os.environ.get("CONFORMANCE_FIREFOX") or "/usr/bin/firefox-esr"}
+EXECUTABLES = {
+    "chromium": os.environ.get("CONFORMANCE_CHROMIUM") or "/usr/bin/chromium",
+    "firefox": os.environ.get("CONFORMANCE_FIREFOX") or "/usr/bin/firefox-esr",
+}
 
 
 def unavailable(webgpu: str) -> str | None:
@@ -56,7 +65,7 @@ def enumerate_adapters(webgpu: str) -> list:
     if webgpu.startswith(PAGE_PREFIX):
         from_page = importlib.import_module("conformance.gpu.backends.served").enumerate_page_adapters
         try:
-            return list(from_page(webgpu[len(PAGE_PREFIX):]))
+            return list(from_page(webgpu[len(PAGE_PREFIX) :]))
         except Exception as exc:  # the page's own errors (it may be gone)
             raise DeviceError(f"cannot reach {webgpu}: {exc}") from None
     if webgpu not in IMPLEMENTATIONS:

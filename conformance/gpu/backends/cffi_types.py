@@ -14,7 +14,7 @@ import re
 
 from cffi import cparser
 
-_TYPE_STRING = "void __dummy("     # how cffi's parse_type_and_quals wraps the type string it parses
+_TYPE_STRING = "void __dummy("  # how cffi's parse_type_and_quals wraps the type string it parses
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -29,16 +29,17 @@ def install() -> bool:
 
     def narrowed(self, csource):
         if not csource.startswith(_TYPE_STRING):
-            return full_parse(self, csource)      # a cdef: every typedef is declared as before
+            return full_parse(self, csource)  # a cdef: every typedef is declared as before
         names = set(_NAME.findall(csource))
         declarations = self._declarations
-        self._declarations = {key: value for key, value in declarations.items()
-                              if not key.startswith("typedef ") or key[8:] in names}
+        self._declarations = {
+            key: value for key, value in declarations.items() if not key.startswith("typedef ") or key[8:] in names
+        }
         try:
             return full_parse(self, csource)
         finally:
             self._declarations = declarations
 
-    narrowed.full_parse = full_parse     # cffi's own: installed once, and the tests compare with it
+    narrowed.full_parse = full_parse  # cffi's own: installed once, and the tests compare with it
     parser._parse = narrowed
     return True

@@ -47,14 +47,23 @@ CHROMIUM = EXECUTABLES["chromium"]
 #:   driver, backend "vulkan", type "CPU"); without it only vendor/architecture are filled in.
 #: --disable-gpu-process-crash-limit: we kill a hung GPU process; after the 3rd kill Chromium would
 #:   give up on the GPU and requestAdapter() would answer null.
-FLAGS = ("--enable-unsafe-webgpu", "--enable-features=Vulkan", "--enable-webgpu-developer-features",
-         "--disable-gpu-process-crash-limit")
+FLAGS = (
+    "--enable-unsafe-webgpu",
+    "--enable-features=Vulkan",
+    "--enable-webgpu-developer-features",
+    "--disable-gpu-process-crash-limit",
+)
 #: What makes a headless Chromium give WebGPU the hardware Vulkan adapter. With no display its Vulkan surface set-up
 #: fails and WebGPU silently falls back to SwiftShader; --disable-vulkan-surface skips that set-up. ANGLE and the
 #: GPU process on native Vulkan, the GPU blocklist ignored (a server GPU is on no allow list), and no GPU sandbox
 #: (the suite runs as root in containers). On a machine without a GPU (lavapipe only) Chromium hangs with them.
-GPU_FLAGS = ("--use-angle=vulkan", "--use-vulkan=native", "--ignore-gpu-blocklist", "--disable-vulkan-surface",
-             "--disable-gpu-sandbox")
+GPU_FLAGS = (
+    "--use-angle=vulkan",
+    "--use-vulkan=native",
+    "--ignore-gpu-blocklist",
+    "--disable-vulkan-surface",
+    "--disable-gpu-sandbox",
+)
 #: SwiftShader, whatever the machine has.
 SOFTWARE_FLAGS = ("--use-webgpu-adapter=swiftshader",)
 
@@ -67,8 +76,14 @@ def hardware_vulkan_adapter() -> str | None:
         adapters = adapters_of_implementation("wgpu")
     except DeviceError:
         return None
-    return next((a.info.get("device") for a in adapters if a.info.get("backend_type") == "Vulkan"
-                 and a.info.get("adapter_type") in ("DiscreteGPU", "IntegratedGPU")), None)
+    return next(
+        (
+            a.info.get("device")
+            for a in adapters
+            if a.info.get("backend_type") == "Vulkan" and a.info.get("adapter_type") in ("DiscreteGPU", "IntegratedGPU")
+        ),
+        None,
+    )
 
 
 def resolve_adapter_request(request: str, find_gpu=hardware_vulkan_adapter) -> str:
@@ -80,8 +95,9 @@ def resolve_adapter_request(request: str, find_gpu=hardware_vulkan_adapter) -> s
     return "gpu" if find_gpu() else "software"
 
 
-def adapter_request_for(request: str, *, endpoint: str | None, cdp: str | None,
-                        find_gpu=hardware_vulkan_adapter) -> str | None:
+def adapter_request_for(
+    request: str, *, endpoint: str | None, cdp: str | None, find_gpu=hardware_vulkan_adapter
+) -> str | None:
     """The adapter request a browser is launched with: resolved here for one the suite launches; for a Playwright
     server's, only an explicit one (the server's machine is not this one to look at); none for a Chrome reached
     over CDP (it was launched already). None: the report says what the page saw, and nothing else."""
@@ -116,8 +132,12 @@ class CdpTransport(Channel):
     def send(self, cmds: list, uploads: list, inline_limit: int) -> dict:
         expression = f"window.__wgpu.run({json.dumps(cmds)}, {json.dumps(uploads)}, {inline_limit})"
         try:
-            reply = self.backend._call(self.cdp.send("Runtime.evaluate", {
-                "expression": expression, "awaitPromise": True, "returnByValue": True}), self.backend.timeout)
+            reply = self.backend._call(
+                self.cdp.send(
+                    "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}
+                ),
+                self.backend.timeout,
+            )
         except TimeoutError:
             raise
         except Exception as exc:  # page crashed, browser gone, or the runtime itself threw
@@ -127,7 +147,9 @@ class CdpTransport(Channel):
             raise WebGPUError(f"page runtime failed: {text}") from None
         if "exceptionDetails" in reply:  # the runtime itself threw (a bug here, not a WebGPU error)
             details = reply["exceptionDetails"]
-            raise WebGPUError("page runtime failed: " + details.get("exception", {}).get("description", details["text"]))
+            raise WebGPUError(
+                "page runtime failed: " + details.get("exception", {}).get("description", details["text"])
+            )
         return reply["result"].get("value")
 
 
@@ -138,9 +160,17 @@ class Backend:
     launching; ``cdp``: the ``http://`` URL of a Chrome started with ``--remote-debugging-port``.
     """
 
-    def __init__(self, *, timeout: float | None = None, flags=None, executable_path: str = CHROMIUM,
-                 encoder_timestamps: bool = False, endpoint: str | None = None, cdp: str | None = None,
-                 adapter_request: str = "auto"):
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        flags=None,
+        executable_path: str = CHROMIUM,
+        encoder_timestamps: bool = False,
+        endpoint: str | None = None,
+        cdp: str | None = None,
+        adapter_request: str = "auto",
+    ):
         """Launch or connect (``launch_seconds`` says how long it took).
 
         ``timeout``: seconds a batch may take before the page counts as lost (default
@@ -156,22 +186,26 @@ class Backend:
         self.endpoint, self.cdp_url = endpoint, cdp
         #: What was asked for, resolved: "gpu" or "software" (None: a browser launched by someone else, or flags
         #: given by the caller). A "gpu" run whose page offers a CPU adapter is a software fallback, said so.
-        self.adapter_request = None if flags is not None else \
-            adapter_request_for(adapter_request, endpoint=endpoint, cdp=cdp)
-        self.flags = tuple(flags) if flags is not None else \
-            launch_flags(self.adapter_request) if self.adapter_request else FLAGS
+        self.adapter_request = (
+            None if flags is not None else adapter_request_for(adapter_request, endpoint=endpoint, cdp=cdp)
+        )
+        self.flags = (
+            tuple(flags) if flags is not None else launch_flags(self.adapter_request) if self.adapter_request else FLAGS
+        )
         self.executable_path = executable_path
-        self.local = not endpoint and not cdp   # only a browser of this machine has GPU processes we can kill
-        self.recovery = ("its GPU process was killed and the page closed, a new device gets a fresh page" if self.local
-                         else "the page was closed, a new device gets a fresh page")
-        self.server = PageServer(os.environ.get("CONFORMANCE_BROWSER_PAGE_HOST") or "127.0.0.1",
-                                 timeout=self.timeout)
+        self.local = not endpoint and not cdp  # only a browser of this machine has GPU processes we can kill
+        self.recovery = (
+            "its GPU process was killed and the page closed, a new device gets a fresh page"
+            if self.local
+            else "the page was closed, a new device gets a fresh page"
+        )
+        self.server = PageServer(os.environ.get("CONFORMANCE_BROWSER_PAGE_HOST") or "127.0.0.1", timeout=self.timeout)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="webgpu-browser", daemon=True)
         self._thread.start()
         self._lock = threading.RLock()
         self._session: Session | None = None
-        self._imports = 0   # the page server's import map generation when the page was loaded
+        self._imports = 0  # the page server's import map generation when the page was loaded
         self._pw = self._browser = None
         self.closed = False
         self.gpu_kills = 0  # hung GPU processes killed so far
@@ -201,14 +235,18 @@ class Backend:
     async def _launch(self):
         self._pw = await async_playwright().start()
         if self.endpoint:
-            self._browser = await self._pw.chromium.connect(self.endpoint, headers={
-                "x-playwright-launch-options": json.dumps(remote_launch_options(self.flags))})
+            self._browser = await self._pw.chromium.connect(
+                self.endpoint, headers={"x-playwright-launch-options": json.dumps(remote_launch_options(self.flags))}
+            )
         elif self.cdp_url:
             self._browser = await self._pw.chromium.connect_over_cdp(self.cdp_url)
         else:
             self._browser = await self._pw.chromium.launch(
-                executable_path=self.executable_path, headless=True, args=list(self.flags),
-                env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")})
+                executable_path=self.executable_path,
+                headless=True,
+                args=list(self.flags),
+                env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
+            )
         self._cdp = await self._browser.new_browser_cdp_session() if self.local or self.cdp_url else None
         self.version = self._browser.version
 
@@ -317,9 +355,11 @@ def default_backend() -> Backend:
     global _default
     with _default_lock:
         if _default is None or _default.closed:
-            _default = Backend(endpoint=os.environ.get("CONFORMANCE_BROWSER_ENDPOINT") or None,
-                               cdp=os.environ.get("CONFORMANCE_BROWSER_CDP") or None,
-                               adapter_request=os.environ.get("CONFORMANCE_WEBGPU_ADAPTER") or "auto")
+            _default = Backend(
+                endpoint=os.environ.get("CONFORMANCE_BROWSER_ENDPOINT") or None,
+                cdp=os.environ.get("CONFORMANCE_BROWSER_CDP") or None,
+                adapter_request=os.environ.get("CONFORMANCE_WEBGPU_ADAPTER") or "auto",
+            )
             atexit.register(_default.close)
         return _default
 

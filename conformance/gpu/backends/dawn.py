@@ -228,17 +228,31 @@ def _features_list(getter, handle) -> list[int]:
         W.wgpuSupportedFeaturesFreeMembers(supported)
 
 
-_ADAPTER_TYPES = {W.WGPUAdapterType_DiscreteGPU: "DiscreteGPU", W.WGPUAdapterType_IntegratedGPU: "IntegratedGPU",
-                  W.WGPUAdapterType_CPU: "CPU", W.WGPUAdapterType_Unknown: "Unknown"}
+_ADAPTER_TYPES = {
+    W.WGPUAdapterType_DiscreteGPU: "DiscreteGPU",
+    W.WGPUAdapterType_IntegratedGPU: "IntegratedGPU",
+    W.WGPUAdapterType_CPU: "CPU",
+    W.WGPUAdapterType_Unknown: "Unknown",
+}
 _BACKEND_TYPES = {v: _enum_suffix(W.WGPUBackendType__enumvalues, v, "") for v in W.WGPUBackendType__enumvalues}
-_ERROR_KINDS = {W.WGPUErrorType_Validation: "Validation error", W.WGPUErrorType_OutOfMemory: "Out of memory error",
-                W.WGPUErrorType_Internal: "Internal error", W.WGPUErrorType_Unknown: "Unknown error",
-                W.WGPUErrorType_DeviceLost: "device lost"}
-_BINDING_TYPES = {"uniform": W.WGPUBufferBindingType_Uniform, "storage": W.WGPUBufferBindingType_Storage,
-                  "read-only-storage": W.WGPUBufferBindingType_ReadOnlyStorage}
+_ERROR_KINDS = {
+    W.WGPUErrorType_Validation: "Validation error",
+    W.WGPUErrorType_OutOfMemory: "Out of memory error",
+    W.WGPUErrorType_Internal: "Internal error",
+    W.WGPUErrorType_Unknown: "Unknown error",
+    W.WGPUErrorType_DeviceLost: "device lost",
+}
+_BINDING_TYPES = {
+    "uniform": W.WGPUBufferBindingType_Uniform,
+    "storage": W.WGPUBufferBindingType_Storage,
+    "read-only-storage": W.WGPUBufferBindingType_ReadOnlyStorage,
+}
 _QUERY_TYPES = {"timestamp": W.WGPUQueryType_Timestamp, "occlusion": W.WGPUQueryType_Occlusion}
-_MESSAGE_TYPES = {W.WGPUCompilationMessageType_Error: "error", W.WGPUCompilationMessageType_Warning: "warning",
-                  W.WGPUCompilationMessageType_Info: "info"}
+_MESSAGE_TYPES = {
+    W.WGPUCompilationMessageType_Error: "error",
+    W.WGPUCompilationMessageType_Warning: "warning",
+    W.WGPUCompilationMessageType_Info: "info",
+}
 
 
 def _platform_backends() -> list[int]:
@@ -271,14 +285,20 @@ def enumerate_adapters(backends: list[str] | None = None) -> list["Adapter"]:
         for level in (W.WGPUFeatureLevel_Core, W.WGPUFeatureLevel_Compatibility):
             for power in (W.WGPUPowerPreference_HighPerformance, W.WGPUPowerPreference_LowPower):
                 options = W.WGPURequestAdapterOptions(backendType=backend, featureLevel=level, powerPreference=power)
-                status, handle = instance.run(W.wgpuInstanceRequestAdapter2, W.WGPURequestAdapterCallbackInfo2,
-                                              instance.handle, ctypes.byref(options), what="RequestAdapter",
-                                              convert=lambda st, a, msg, u1, u2: (st, a))
+                status, handle = instance.run(
+                    W.wgpuInstanceRequestAdapter2,
+                    W.WGPURequestAdapterCallbackInfo2,
+                    instance.handle,
+                    ctypes.byref(options),
+                    what="RequestAdapter",
+                    convert=lambda st, a, msg, u1, u2: (st, a),
+                )
                 if status != W.WGPURequestAdapterStatus_Success or not handle:
                     continue
                 adapter = Adapter(handle, level)
-                key = tuple(adapter.info[k] for k in ("backend_type", "vendor_id", "device_id", "device",
-                                                      "description"))
+                key = tuple(
+                    adapter.info[k] for k in ("backend_type", "vendor_id", "device_id", "device", "description")
+                )
                 if key not in seen:  # a duplicate's handle is released with its wrapper
                     seen.add(key)
                     found.append(adapter)
@@ -298,9 +318,12 @@ class Adapter(_Handle):
             raise DawnError("wgpuAdapterGetInfo failed")
         try:
             self.info = {
-                "vendor": _text(info.vendor), "architecture": _text(info.architecture),
-                "device": _text(info.device), "description": _text(info.description),
-                "vendor_id": int(info.vendorID), "device_id": int(info.deviceID),
+                "vendor": _text(info.vendor),
+                "architecture": _text(info.architecture),
+                "device": _text(info.device),
+                "description": _text(info.description),
+                "vendor_id": int(info.vendorID),
+                "device_id": int(info.deviceID),
                 "adapter_type": _ADAPTER_TYPES.get(info.adapterType, "Unknown"),
                 "backend_type": _BACKEND_TYPES.get(info.backendType, str(info.backendType)),
                 "feature_level": self.feature_level,
@@ -324,8 +347,9 @@ class Adapter(_Handle):
     def __repr__(self):
         return f"<dawn Adapter {self.summary}>"
 
-    def request_device_sync(self, label: str = "", required_features=(), required_limits=None,
-                            default_queue=None) -> "Device":
+    def request_device_sync(
+        self, label: str = "", required_features=(), required_limits=None, default_queue=None
+    ) -> "Device":
         """Open a device with these features (kebab-case names) and limits (kebab-case or camelCase keys).
 
         Raises DawnError with Dawn's message when refused (unknown feature, limit above the adapter's...).
@@ -337,8 +361,10 @@ class Adapter(_Handle):
             name = str(name)
             if name == ENCODER_TIMESTAMP_FEATURE:
                 if name not in self.features:
-                    raise DawnError(f"feature {name!r} is not offered by this adapter (Dawn needs the "
-                                    f"allow_unsafe_apis toggle for it: set DAWN_ENCODER_TIMESTAMPS=1)")
+                    raise DawnError(
+                        f"feature {name!r} is not offered by this adapter (Dawn needs the "
+                        f"allow_unsafe_apis toggle for it: set DAWN_ENCODER_TIMESTAMPS=1)"
+                    )
                 unsafe = True
                 continue
             if name not in _FEATURE_VALUES:
@@ -367,7 +393,8 @@ class Adapter(_Handle):
             raw = [ctypes.create_string_buffer(n) for n in names]
             keep.extend(raw)
             array = (ctypes.POINTER(ctypes.c_char) * max(1, len(raw)))(
-                *[ctypes.cast(r, ctypes.POINTER(ctypes.c_char)) for r in raw])
+                *[ctypes.cast(r, ctypes.POINTER(ctypes.c_char)) for r in raw]
+            )
             keep.append(array)
             setattr(toggles, f"{attr}ToggleCount", len(raw))
             setattr(toggles, f"{attr}Toggles", array)
@@ -380,11 +407,17 @@ class Adapter(_Handle):
 
         instance = _get_instance()
         status, handle, message = instance.run(
-            W.wgpuAdapterRequestDevice2, W.WGPURequestDeviceCallbackInfo2, self._handle, ctypes.byref(desc),
-            what="RequestDevice", convert=lambda st, dev, msg, u1, u2: (st, dev, _text(msg)))
+            W.wgpuAdapterRequestDevice2,
+            W.WGPURequestDeviceCallbackInfo2,
+            self._handle,
+            ctypes.byref(desc),
+            what="RequestDevice",
+            convert=lambda st, dev, msg, u1, u2: (st, dev, _text(msg)),
+        )
         if status != W.WGPURequestDeviceStatus_Success or not handle:
-            raise DawnError(f"RequestDevice failed "
-                            f"({_enum_suffix(W.WGPURequestDeviceStatus__enumvalues, status, '')}): {message}")
+            raise DawnError(
+                f"RequestDevice failed ({_enum_suffix(W.WGPURequestDeviceStatus__enumvalues, status, '')}): {message}"
+            )
         return Device(self, handle, state, label, encoder_timestamps=unsafe)
 
     request_device = request_device_sync
@@ -463,8 +496,11 @@ class Device(_Handle):
             kind, message = errors[0]
             text = f"{_ERROR_KINDS.get(kind, 'Error')}: {message}"
             if len(errors) > 1:
-                text += f"\n(and {len(errors) - 1} more error(s): " + "; ".join(m.splitlines()[0] for _, m in
-                                                                               errors[1:]) + ")"
+                text += (
+                    f"\n(and {len(errors) - 1} more error(s): "
+                    + "; ".join(m.splitlines()[0] for _, m in errors[1:])
+                    + ")"
+                )
             raise (DeviceLostError if kind == W.WGPUErrorType_DeviceLost else DawnError)(text)
 
     def _call(self, fn, *args):
@@ -494,8 +530,9 @@ class Device(_Handle):
     # -- creation --
     def create_buffer(self, *, size: int, usage: int, mapped_at_creation: bool = False, label: str = ""):
         keep: list = []
-        desc = W.WGPUBufferDescriptor(label=_view(label, keep), size=int(size), usage=int(usage),
-                                      mappedAtCreation=bool(mapped_at_creation))
+        desc = W.WGPUBufferDescriptor(
+            label=_view(label, keep), size=int(size), usage=int(usage), mappedAtCreation=bool(mapped_at_creation)
+        )
         handle = self._call(W.wgpuDeviceCreateBuffer, self._handle, ctypes.byref(desc))
         buffer = Buffer(self, handle, int(size), int(usage), label)
         if mapped_at_creation:
@@ -532,8 +569,9 @@ class Device(_Handle):
             except DeviceLostError:
                 raise
             except DawnError as exc:
-                lines = [f"wgsl:{m['line']}:{m['col']} {m['type']}: {m['message']}"
-                         for m in module.get_compilation_info()]
+                lines = [
+                    f"wgsl:{m['line']}:{m['col']} {m['type']}: {m['message']}" for m in module.get_compilation_info()
+                ]
                 raise DawnError("\n".join(lines + [str(exc)])) from None
         return module
 
@@ -552,15 +590,16 @@ class Device(_Handle):
             slot.buffer.hasDynamicOffset = bool(spec.get("has_dynamic_offset", False))
             slot.buffer.minBindingSize = int(spec.get("min_binding_size", 0))
         desc = W.WGPUBindGroupLayoutDescriptor(label=_view(label, keep), entryCount=len(entries), entries=array)
-        return BindGroupLayout(self, self._call(W.wgpuDeviceCreateBindGroupLayout, self._handle,
-                                                ctypes.byref(desc)))
+        return BindGroupLayout(self, self._call(W.wgpuDeviceCreateBindGroupLayout, self._handle, ctypes.byref(desc)))
 
     def create_pipeline_layout(self, *, bind_group_layouts, label: str = ""):
         keep: list = []
         handles = (W.WGPUBindGroupLayout * max(1, len(bind_group_layouts)))(
-            *[layout._handle for layout in bind_group_layouts])
-        desc = W.WGPUPipelineLayoutDescriptor(label=_view(label, keep), bindGroupLayoutCount=len(bind_group_layouts),
-                                              bindGroupLayouts=handles)
+            *[layout._handle for layout in bind_group_layouts]
+        )
+        desc = W.WGPUPipelineLayoutDescriptor(
+            label=_view(label, keep), bindGroupLayoutCount=len(bind_group_layouts), bindGroupLayouts=handles
+        )
         return PipelineLayout(self, self._call(W.wgpuDeviceCreatePipelineLayout, self._handle, ctypes.byref(desc)))
 
     def create_compute_pipeline(self, *, layout, compute: dict, label: str = ""):
@@ -570,13 +609,18 @@ class Device(_Handle):
         constant_array = (W.WGPUConstantEntry * max(1, len(constants)))()
         for slot, (key, value) in zip(constant_array, constants.items()):
             slot.key, slot.value = _view(str(key), keep), float(value)
-        stage = W.WGPUComputeState(module=compute["module"]._handle,
-                                   entryPoint=_view(compute.get("entry_point") or "", keep),
-                                   constantCount=len(constants), constants=constant_array)
-        desc = W.WGPUComputePipelineDescriptor(label=_view(label, keep), compute=stage,
-                                               layout=None if layout == "auto" else layout._handle)
-        return ComputePipeline(self, self._call(W.wgpuDeviceCreateComputePipeline, self._handle, ctypes.byref(desc)),
-                               label)
+        stage = W.WGPUComputeState(
+            module=compute["module"]._handle,
+            entryPoint=_view(compute.get("entry_point") or "", keep),
+            constantCount=len(constants),
+            constants=constant_array,
+        )
+        desc = W.WGPUComputePipelineDescriptor(
+            label=_view(label, keep), compute=stage, layout=None if layout == "auto" else layout._handle
+        )
+        return ComputePipeline(
+            self, self._call(W.wgpuDeviceCreateComputePipeline, self._handle, ctypes.byref(desc)), label
+        )
 
     def create_bind_group(self, *, layout, entries, label: str = ""):
         """``entries``: [{"binding": i, "resource": {"buffer": buf, "offset": 0, "size": n}}] (or resource=buf)."""
@@ -592,8 +636,9 @@ class Device(_Handle):
             size = resource.get("size")
             slot.binding, slot.buffer = int(entry["binding"]), buffer._handle
             slot.offset, slot.size = int(resource.get("offset", 0)), _WHOLE_SIZE if size is None else int(size)
-        desc = W.WGPUBindGroupDescriptor(label=_view(label, keep), layout=layout._handle, entryCount=len(entries),
-                                         entries=array)
+        desc = W.WGPUBindGroupDescriptor(
+            label=_view(label, keep), layout=layout._handle, entryCount=len(entries), entries=array
+        )
         return BindGroup(self, self._call(W.wgpuDeviceCreateBindGroup, self._handle, ctypes.byref(desc)))
 
     def create_command_encoder(self, *, label: str = ""):
@@ -607,8 +652,9 @@ class Device(_Handle):
         if not isinstance(kind, int):
             raise DawnError(f"unknown query type {type!r}")
         desc = W.WGPUQuerySetDescriptor(label=_view(label, keep), type=kind, count=int(count))
-        return QuerySet(self, self._call(W.wgpuDeviceCreateQuerySet, self._handle, ctypes.byref(desc)), kind,
-                        int(count))
+        return QuerySet(
+            self, self._call(W.wgpuDeviceCreateQuerySet, self._handle, ctypes.byref(desc)), kind, int(count)
+        )
 
 
 class _Child(_Handle):
@@ -625,18 +671,32 @@ class ShaderModule(_Child):
 
     def get_compilation_info(self) -> list[dict]:
         """Tint's messages: [{"type", "message", "line", "col", "offset", "length"}] (lines and columns 1-based)."""
+
         def convert(status, info, u1, u2):
             if status != W.WGPUCompilationInfoRequestStatus_Success or not info:
                 return []
             out = []
             for i in range(info.contents.messageCount):
                 m = info.contents.messages[i]
-                out.append({"type": _MESSAGE_TYPES.get(m.type, str(m.type)), "message": _text(m.message),
-                            "line": int(m.lineNum), "col": int(m.linePos), "offset": int(m.offset),
-                            "length": int(m.length)})
+                out.append(
+                    {
+                        "type": _MESSAGE_TYPES.get(m.type, str(m.type)),
+                        "message": _text(m.message),
+                        "line": int(m.lineNum),
+                        "col": int(m.linePos),
+                        "offset": int(m.offset),
+                        "length": int(m.length),
+                    }
+                )
             return out
-        return _get_instance().run(W.wgpuShaderModuleGetCompilationInfo2, W.WGPUCompilationInfoCallbackInfo2,
-                                   self._handle, what="GetCompilationInfo", convert=convert)
+
+        return _get_instance().run(
+            W.wgpuShaderModuleGetCompilationInfo2,
+            W.WGPUCompilationInfoCallbackInfo2,
+            self._handle,
+            what="GetCompilationInfo",
+            convert=convert,
+        )
 
 
 class BindGroupLayout(_Child):
@@ -659,8 +719,9 @@ class ComputePipeline(_Child):
         self.label = label
 
     def get_bind_group_layout(self, index: int) -> BindGroupLayout:
-        return BindGroupLayout(self._device, self._device._call(W.wgpuComputePipelineGetBindGroupLayout,
-                                                                self._handle, int(index)))
+        return BindGroupLayout(
+            self._device, self._device._call(W.wgpuComputePipelineGetBindGroupLayout, self._handle, int(index))
+        )
 
 
 class QuerySet(_Child):
@@ -694,12 +755,20 @@ class Buffer(_Child):
             if device._state.lost:
                 raise DeviceLostError(device._state.lost)
             status, message = _get_instance().run(
-                W.wgpuBufferMapAsync2, W.WGPUBufferMapCallbackInfo2, self._handle, int(mode), int(offset), int(size),
-                what="MapAsync", convert=lambda st, msg, u1, u2: (st, _text(msg)))
+                W.wgpuBufferMapAsync2,
+                W.WGPUBufferMapCallbackInfo2,
+                self._handle,
+                int(mode),
+                int(offset),
+                int(size),
+                what="MapAsync",
+                convert=lambda st, msg, u1, u2: (st, _text(msg)),
+            )
             device._raise_pending()  # loss or a validation error explains a failure best
             if status != W.WGPUMapAsyncStatus_Success:
-                raise DawnError(f"MapAsync failed ({_enum_suffix(W.WGPUMapAsyncStatus__enumvalues, status, '')}): "
-                                f"{message}")
+                raise DawnError(
+                    f"MapAsync failed ({_enum_suffix(W.WGPUMapAsyncStatus__enumvalues, status, '')}): {message}"
+                )
         self._mapped = (int(offset), int(size), int(mode))
 
     def _range(self, buffer_offset, size):
@@ -711,8 +780,7 @@ class Buffer(_Child):
         get = W.wgpuBufferGetConstMappedRange if mode == W.WGPUMapMode_Read else W.wgpuBufferGetMappedRange
         pointer = get(self._handle, offset, size)
         if not pointer and size:
-            raise DawnError(f"no mapped range at offset {offset}, size {size} (mapped: offset {start}, "
-                            f"size {length})")
+            raise DawnError(f"no mapped range at offset {offset}, size {size} (mapped: offset {start}, size {length})")
         return pointer, size
 
     def read_mapped(self, buffer_offset: int | None = None, size: int | None = None, *, copy: bool = True) -> bytes:
@@ -750,11 +818,17 @@ class ComputePass(_Child):
     def set_pipeline(self, pipeline) -> None:
         W.wgpuComputePassEncoderSetPipeline(self._handle, pipeline._handle)
 
-    def set_bind_group(self, index: int, bind_group, dynamic_offsets_data=(), dynamic_offsets_data_start=None,
-                       dynamic_offsets_data_length=None) -> None:
+    def set_bind_group(
+        self,
+        index: int,
+        bind_group,
+        dynamic_offsets_data=(),
+        dynamic_offsets_data_start=None,
+        dynamic_offsets_data_length=None,
+    ) -> None:
         offsets = list(dynamic_offsets_data)
         if dynamic_offsets_data_start is not None:
-            offsets = offsets[dynamic_offsets_data_start:dynamic_offsets_data_start + dynamic_offsets_data_length]
+            offsets = offsets[dynamic_offsets_data_start : dynamic_offsets_data_start + dynamic_offsets_data_length]
         array = (ctypes.c_uint32 * len(offsets))(*offsets) if offsets else None
         W.wgpuComputePassEncoderSetBindGroup(self._handle, int(index), bind_group._handle, len(offsets), array)
 
@@ -777,29 +851,42 @@ class CommandEncoder(_Child):
         keep: list = []
         desc = W.WGPUComputePassDescriptor(label=_view(label, keep))
         if timestamp_writes:
+
             def index(key):
                 value = timestamp_writes.get(key)
                 return _U32_UNDEFINED if value is None else int(value)  # WGPU_QUERY_SET_INDEX_UNDEFINED
+
             writes = W.WGPUComputePassTimestampWrites(
                 querySet=timestamp_writes["query_set"]._handle,
                 beginningOfPassWriteIndex=index("beginning_of_pass_write_index"),
-                endOfPassWriteIndex=index("end_of_pass_write_index"))
+                endOfPassWriteIndex=index("end_of_pass_write_index"),
+            )
             desc.timestampWrites = ctypes.pointer(writes)
         return ComputePass(self._device, W.wgpuCommandEncoderBeginComputePass(self._handle, ctypes.byref(desc)))
 
-    def copy_buffer_to_buffer(self, source, source_offset: int, destination, destination_offset: int,
-                              size: int) -> None:
-        W.wgpuCommandEncoderCopyBufferToBuffer(self._handle, source._handle, int(source_offset),
-                                               destination._handle, int(destination_offset), int(size))
+    def copy_buffer_to_buffer(
+        self, source, source_offset: int, destination, destination_offset: int, size: int
+    ) -> None:
+        W.wgpuCommandEncoderCopyBufferToBuffer(
+            self._handle, source._handle, int(source_offset), destination._handle, int(destination_offset), int(size)
+        )
 
     def clear_buffer(self, buffer, offset: int = 0, size: int | None = None) -> None:
-        W.wgpuCommandEncoderClearBuffer(self._handle, buffer._handle, int(offset),
-                                        _WHOLE_SIZE if size is None else int(size))
+        W.wgpuCommandEncoderClearBuffer(
+            self._handle, buffer._handle, int(offset), _WHOLE_SIZE if size is None else int(size)
+        )
 
-    def resolve_query_set(self, query_set, first_query: int, query_count: int, destination,
-                          destination_offset: int) -> None:
-        W.wgpuCommandEncoderResolveQuerySet(self._handle, query_set._handle, int(first_query), int(query_count),
-                                            destination._handle, int(destination_offset))
+    def resolve_query_set(
+        self, query_set, first_query: int, query_count: int, destination, destination_offset: int
+    ) -> None:
+        W.wgpuCommandEncoderResolveQuerySet(
+            self._handle,
+            query_set._handle,
+            int(first_query),
+            int(query_count),
+            destination._handle,
+            int(destination_offset),
+        )
 
     def write_timestamp(self, query_set, query_index: int) -> None:
         """Encoder-level timestamp: valid only on a device opened with "timestamp-query-inside-encoders"
@@ -812,8 +899,9 @@ class CommandEncoder(_Child):
         """Raises the errors of everything recorded (WebGPU defers encoding errors to here)."""
         keep: list = []
         desc = W.WGPUCommandBufferDescriptor(label=_view(label, keep))
-        return CommandBuffer(self._device, self._device._call(W.wgpuCommandEncoderFinish, self._handle,
-                                                              ctypes.byref(desc)))
+        return CommandBuffer(
+            self._device, self._device._call(W.wgpuCommandEncoderFinish, self._handle, ctypes.byref(desc))
+        )
 
 
 class Queue(_Child):
@@ -827,8 +915,9 @@ class Queue(_Child):
     def write_buffer(self, buffer, buffer_offset: int, data, data_offset: int = 0, size: int | None = None) -> None:
         address, nbytes, keep = _bytes_pointer(data)
         size = nbytes - data_offset if size is None else int(size)
-        self._device._call(W.wgpuQueueWriteBuffer, self._handle, buffer._handle, int(buffer_offset),
-                           address + int(data_offset), size)
+        self._device._call(
+            W.wgpuQueueWriteBuffer, self._handle, buffer._handle, int(buffer_offset), address + int(data_offset), size
+        )
 
     def read_buffer(self, buffer, buffer_offset: int = 0, size: int | None = None) -> bytes:
         """Copy (part of) a COPY_SRC buffer to a mappable one, wait, and return the bytes."""
@@ -852,9 +941,15 @@ class Queue(_Child):
         with device._lock:
             if device._state.lost:
                 raise DeviceLostError(device._state.lost)
-            status = _get_instance().run(W.wgpuQueueOnSubmittedWorkDone2, W.WGPUQueueWorkDoneCallbackInfo2,
-                                         self._handle, what="OnSubmittedWorkDone", convert=lambda st, u1, u2: st)
+            status = _get_instance().run(
+                W.wgpuQueueOnSubmittedWorkDone2,
+                W.WGPUQueueWorkDoneCallbackInfo2,
+                self._handle,
+                what="OnSubmittedWorkDone",
+                convert=lambda st, u1, u2: st,
+            )
             device._raise_pending()
             if status != W.WGPUQueueWorkDoneStatus_Success:
-                raise DawnError(f"OnSubmittedWorkDone failed "
-                                f"({_enum_suffix(W.WGPUQueueWorkDoneStatus__enumvalues, status, '')})")
+                raise DawnError(
+                    f"OnSubmittedWorkDone failed ({_enum_suffix(W.WGPUQueueWorkDoneStatus__enumvalues, status, '')})"
+                )

@@ -7,17 +7,22 @@ import re
 
 #: Substrings of a page's error that mean the browser has no WebGPU to offer (no ``navigator.gpu``, or an adapter
 #: request answered null), as page_runtime.js and the browsers word them.
-NO_WEBGPU = ("requestAdapter() returned null", "navigator.gpu is undefined", "reading 'requestAdapter'",
-             "navigator.gpu: undefined", "no available backend found")
+NO_WEBGPU = (
+    "requestAdapter() returned null",
+    "navigator.gpu is undefined",
+    "reading 'requestAdapter'",
+    "navigator.gpu: undefined",
+    "no available backend found",
+)
 
 #: Browser (as the user agent names it) -> how to turn WebGPU on there.
 HOW = {
     "Chrome": "Chrome / Chromium: start it with --enable-unsafe-webgpu (on Linux also --enable-features=Vulkan), "
-              "or set chrome://flags/#enable-unsafe-webgpu to Enabled and relaunch",
+    "or set chrome://flags/#enable-unsafe-webgpu to Enabled and relaunch",
     "Edge": "Edge: start it with --enable-unsafe-webgpu, or set edge://flags/#enable-unsafe-webgpu to Enabled "
-            "and relaunch",
+    "and relaunch",
     "Firefox": "Firefox: in about:config set dom.webgpu.enabled to true (ESR and Linux builds also need "
-               "gfx.webgpu.ignore-blocklist true for a software or blocklisted adapter) and reload",
+    "gfx.webgpu.ignore-blocklist true for a software or blocklisted adapter) and reload",
     "Safari": "Safari: Develop > Feature Flags > WebGPU on (Safari 18+), then reload",
 }
 PAGE_NOTE = "a page needs a secure context for WebGPU: open the URL as http://127.0.0.1 or localhost, or over https"
@@ -29,9 +34,13 @@ def is_no_webgpu(error: str | None) -> bool:
 
 
 def browser_of(user_agent: str | None) -> str | None:
-    """"Chrome", "Edge", "Firefox" or "Safari" from a user agent (None when it names none of them)."""
-    for name, pattern in (("Firefox", r"Firefox/"), ("Edge", r"Edg/"), ("Chrome", r"Chrome/|Chromium/"),
-                          ("Safari", r"Version/[\d.]+.*Safari")):
+    """ "Chrome", "Edge", "Firefox" or "Safari" from a user agent (None when it names none of them)."""
+    for name, pattern in (
+        ("Firefox", r"Firefox/"),
+        ("Edge", r"Edg/"),
+        ("Chrome", r"Chrome/|Chromium/"),
+        ("Safari", r"Version/[\d.]+.*Safari"),
+    ):
         if re.search(pattern, user_agent or ""):
             return name
     return None
@@ -46,5 +55,7 @@ def how_to_enable(user_agent: str | None = None) -> str:
 
 def no_webgpu_message(error: str, user_agent: str | None = None) -> str:
     """The one line for a browser without WebGPU: what it said, that this is the browser, and how to turn it on."""
-    return (f"this browser offers no WebGPU ({' '.join(error.split())[:300]}): nothing was run, the kernels are "
-            f"not at fault; to turn WebGPU on: {how_to_enable(user_agent)}")
+    return (
+        f"this browser offers no WebGPU ({' '.join(error.split())[:300]}): nothing was run, the kernels are "
+        f"not at fault; to turn WebGPU on: {how_to_enable(user_agent)}"
+    )

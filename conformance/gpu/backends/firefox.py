@@ -24,21 +24,31 @@ from conformance.gpu.backends.served import PageBackend, PageServer
 FIREFOX = EXECUTABLES["firefox"]
 #: WebGPU on (it is off in ESR), on Vulkan (Firefox fills in no adapter.info, so the column says which backend it
 #: pinned), on any adapter (lavapipe is on the blocklist), and no first-run noise.
-PREFS = {"dom.webgpu.enabled": True, "dom.webgpu.wgpu-backend": "vulkan", "gfx.webgpu.ignore-blocklist": True, "gfx.webgpu.force-enabled": True,
-         "browser.shell.checkDefaultBrowser": False, "browser.startup.homepage_override.mstone": "ignore",
-         "datareporting.policy.dataSubmissionEnabled": False, "toolkit.telemetry.reportingpolicy.firstRun": False,
-         "app.update.enabled": False, "browser.sessionstore.resume_from_crash": False,
-         "dom.max_script_run_time": 0, "browser.tabs.remote.autostart": True}
+PREFS = {
+    "dom.webgpu.enabled": True,
+    "dom.webgpu.wgpu-backend": "vulkan",
+    "gfx.webgpu.ignore-blocklist": True,
+    "gfx.webgpu.force-enabled": True,
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "toolkit.telemetry.reportingpolicy.firstRun": False,
+    "app.update.enabled": False,
+    "browser.sessionstore.resume_from_crash": False,
+    "dom.max_script_run_time": 0,
+    "browser.tabs.remote.autostart": True,
+}
 LAUNCH_TIMEOUT = 90.0  # seconds from starting Firefox to its page's first poll (a cold start here: ~5 s)
 
 
 def user_js(prefs: dict = PREFS) -> str:
     def value(v):
         return "true" if v is True else "false" if v is False else str(v) if isinstance(v, int) else f'"{v}"'
+
     return "".join(f'user_pref("{k}", {value(v)});\n' for k, v in prefs.items())
 
 
-_RUNNING: set = set()   # the Browsers whose Firefox runs, stopped on SIGTERM too
+_RUNNING: set = set()  # the Browsers whose Firefox runs, stopped on SIGTERM too
 
 
 def _stop_all_then_die(signum, frame) -> None:
@@ -51,8 +61,7 @@ def _stop_all_then_die(signum, frame) -> None:
 
 
 def _stop_on_sigterm() -> None:
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _stop_all_then_die)
 
 
@@ -75,16 +84,20 @@ class Browser:
         with open(os.path.join(self.profile, "user.js"), "w") as f:
             f.write(user_js())
         env = {**os.environ, "MOZ_HEADLESS": "1", "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
-        self.proc = subprocess.Popen([self.executable, "--headless", "--no-remote", "--profile", self.profile,
-                                      self.url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [self.executable, "--headless", "--no-remote", "--profile", self.profile, self.url],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         _RUNNING.add(self)
         _stop_on_sigterm()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)   # its content and GPU processes with it
+                os.killpg(self.proc.pid, signal.SIGKILL)  # its content and GPU processes with it
             except ProcessLookupError:
                 pass
             self.proc.wait(10)

@@ -91,36 +91,52 @@ def check_answer(answer, count: int) -> dict:
     _need(isinstance(answer, dict), f"expected an object, got {type(answer).__name__}")
     results, errors, lost = answer.get("results"), answer.get("errors"), answer.get("lost")
     _need(isinstance(results, dict), "results: expected an object")
-    _need(all(isinstance(k, str) and k.isdigit() and int(k) < count for k in results),
-          f"results: keys must be indices of the {count} commands sent")
+    _need(
+        all(isinstance(k, str) and k.isdigit() and int(k) < count for k in results),
+        f"results: keys must be indices of the {count} commands sent",
+    )
     _need(isinstance(errors, list) and len(errors) <= MAX_ERRORS, f"errors: expected a list of at most {MAX_ERRORS}")
     for e in errors:
-        _need(isinstance(e, dict) and isinstance(e.get("index"), int) and not isinstance(e.get("index"), bool)
-              and -1 <= e["index"] < count and all(isinstance(e.get(k), str) for k in ("op", "kind", "message")),
-              "errors: each must be {index: a command index or -1, op, kind, message: strings}")
+        _need(
+            isinstance(e, dict)
+            and isinstance(e.get("index"), int)
+            and not isinstance(e.get("index"), bool)
+            and -1 <= e["index"] < count
+            and all(isinstance(e.get(k), str) for k in ("op", "kind", "message")),
+            "errors: each must be {index: a command index or -1, op, kind, message: strings}",
+        )
         e["message"] = e["message"][:MAX_MESSAGE]
-    _need(isinstance(lost, dict) and all(isinstance(k, str) and k.isdigit() and isinstance(v, str)
-                                         for k, v in lost.items()), "lost: expected {device id: text}")
+    _need(
+        isinstance(lost, dict)
+        and all(isinstance(k, str) and k.isdigit() and isinstance(v, str) for k, v in lost.items()),
+        "lost: expected {device id: text}",
+    )
     return answer
 
 
 def result_of(value, kind: type | tuple, what: str):
     """``value`` when it is of ``kind`` (a result used by the object model), else :class:`MalformedAnswer`."""
-    _need(isinstance(value, kind) and not isinstance(value, bool) or kind is bool and isinstance(value, bool),
-          f"{what}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+    _need(
+        isinstance(value, kind) and not isinstance(value, bool) or kind is bool and isinstance(value, bool),
+        f"{what}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}",
+    )
     return value
 
 
 def _limits(raw, what: str) -> dict:
     result_of(raw, dict, what)
-    _need(all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
-              for k, v in raw.items()), f"{what}: expected {{name: non-negative integer}}")
+    _need(
+        all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in raw.items()),
+        f"{what}: expected {{name: non-negative integer}}",
+    )
     return raw
 
 
 def _strings(raw, what: str) -> list:
-    _need(isinstance(raw, list) and len(raw) <= 256 and all(isinstance(s, str) and len(s) <= 200 for s in raw),
-          f"{what}: expected a list of names")
+    _need(
+        isinstance(raw, list) and len(raw) <= 256 and all(isinstance(s, str) and len(s) <= 200 for s in raw),
+        f"{what}: expected a list of names",
+    )
     return raw
 
 
@@ -142,8 +158,8 @@ class Session:
         self.drops: list[int] = []
         self.lost: str | None = None
         self.dev_lost: dict[int, str] = {}
-        self._queue_lock = threading.Lock()   # held briefly: pushing never waits for a flush
-        self._flush_lock = threading.Lock()   # one batch in flight per page
+        self._queue_lock = threading.Lock()  # held briefly: pushing never waits for a flush
+        self._flush_lock = threading.Lock()  # one batch in flight per page
         self.batches = 0
 
     def new_id(self) -> int:
@@ -202,14 +218,16 @@ class Session:
         try:
             answer = self.transport.send(cmds, uploads, INLINE_LIMIT_DOWN)
         except TimeoutError:
-            self.lose(f"device lost: the page did not answer within {timeout:g} s (a shader that never ends?); "
-                      f"{self.backend.recovery}")
+            self.lose(
+                f"device lost: the page did not answer within {timeout:g} s (a shader that never ends?); "
+                f"{self.backend.recovery}"
+            )
             self.backend.recover(self)
             raise DeviceLostError(self.lost) from None
         except PageGone as exc:
             self.lose(f"device lost: the page is gone ({exc})")
             raise DeviceLostError(self.lost) from None
-        except MalformedAnswer as exc:   # the transport's own check (the page's runtime threw, say)
+        except MalformedAnswer as exc:  # the transport's own check (the page's runtime threw, say)
             self.lose(f"device lost: {exc}")
             raise DeviceLostError(self.lost) from None
         finally:
@@ -248,8 +266,13 @@ class Session:
             lost = [self.dev_lost[int(d)] for d in answer["lost"]]
             if lost:
                 raise DeviceLostError("\n".join(lost + [msg]))
-            cls = OutOfMemoryError if "out of memory" in kinds else ValidationError if (
-                "validation error" in kinds) else WebGPUError
+            cls = (
+                OutOfMemoryError
+                if "out of memory" in kinds
+                else ValidationError
+                if ("validation error" in kinds)
+                else WebGPUError
+            )
             raise cls(msg)
         if answer["lost"]:
             raise DeviceLostError("\n".join(self.dev_lost[int(d)] for d in answer["lost"]))
@@ -264,8 +287,10 @@ class Session:
             raise DeviceLostError(self.lost) from None
 
     def _bytes_of(self, ref, size: int) -> bytes:
-        _need(isinstance(ref, dict) and (isinstance(ref.get("b64"), str) or isinstance(ref.get("blob"), str)),
-              "a read's result must be {b64: text} or {blob: name}")
+        _need(
+            isinstance(ref, dict) and (isinstance(ref.get("b64"), str) or isinstance(ref.get("blob"), str)),
+            "a read's result must be {b64: text} or {blob: name}",
+        )
         if "b64" in ref:
             _need(len(ref["b64"]) <= 4 * (size // 3 + 1), f"a read of {size} bytes answered with more")
             try:
@@ -286,7 +311,6 @@ class Session:
             self.cmds, self.uploads = [], []
 
 
-
 def _where(ops: str) -> str:
     """Which calls an error scope covered: one call, or the batch of calls recorded since the last check."""
     names = list(dict.fromkeys(ops.split(",")))
@@ -296,10 +320,19 @@ def _where(ops: str) -> str:
 def _messages(raw) -> list:
     """A shader's compilation messages as the page sent them, checked: [{type, message, line, col}]."""
     raw = [] if raw is None else raw
-    _need(isinstance(raw, list) and len(raw) <= MAX_ERRORS and all(
-        isinstance(m, dict) and isinstance(m.get("type"), str) and isinstance(m.get("message"), str)
-        and isinstance(m.get("line"), int) and isinstance(m.get("col"), int) for m in raw),
-        "createShaderModule: expected a list of {type, message, line, col}")
+    _need(
+        isinstance(raw, list)
+        and len(raw) <= MAX_ERRORS
+        and all(
+            isinstance(m, dict)
+            and isinstance(m.get("type"), str)
+            and isinstance(m.get("message"), str)
+            and isinstance(m.get("line"), int)
+            and isinstance(m.get("col"), int)
+            for m in raw
+        ),
+        "createShaderModule: expected a list of {type, message, line, col}",
+    )
     return [{**m, "message": m["message"][:MAX_MESSAGE]} for m in raw]
 
 
@@ -312,9 +345,7 @@ class _Obj:
 
 
 # -- adapter and device ---------------------------------------------------------------------------
-_TYPES = {"cpu": "CPU", "discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU",
-          "virtual gpu": "VirtualGPU"}
-
+_TYPES = {"cpu": "CPU", "discrete gpu": "DiscreteGPU", "integrated gpu": "IntegratedGPU", "virtual gpu": "VirtualGPU"}
 
 
 def adapter_name(raw: dict) -> str:
@@ -326,6 +357,7 @@ def adapter_name(raw: dict) -> str:
     vendor = raw.get("vendor")
     return f"{name} ({vendor})" if vendor and not raw.get("description") and vendor not in name else str(name)
 
+
 class Adapter:
     """The page's adapter, described by ``adapter.info`` (developer features give the full info)."""
 
@@ -333,21 +365,31 @@ class Adapter:
         """``backend``: a browser backend (``session()``, ``engine``: "Chromium 156", "Firefox 153.8.0esr")."""
         self._backend = backend
         result_of(got, dict, "adapterInfo")
-        raw = {k: v for k, v in result_of(got.get("info"), dict, "adapterInfo.info").items()
-               if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 500}
+        raw = {
+            k: v
+            for k, v in result_of(got.get("info"), dict, "adapterInfo.info").items()
+            if isinstance(v, (str, int, float, bool)) and len(str(v)) <= 500
+        }
         self.raw_info, self.user_agent = raw, str(result_of(got.get("userAgent"), str, "adapterInfo.userAgent"))[:500]
         self.wgsl_language_features = set(_strings(got.get("wgsl"), "adapterInfo.wgsl"))
         kind = _TYPES.get(str(raw.get("type", "")).lower(), "CPU" if raw.get("isFallbackAdapter") else "Unknown")
-        api = str(raw.get("backend", "")).capitalize().replace("Opengl", "OpenGL").replace("D3d12", "D3D12") or \
-            getattr(backend, "api", "")  # Firefox fills in no adapter.info: its column pins the backend instead
+        api = str(raw.get("backend", "")).capitalize().replace("Opengl", "OpenGL").replace("D3d12", "D3D12") or getattr(
+            backend, "api", ""
+        )  # Firefox fills in no adapter.info: its column pins the backend instead
         name = adapter_name(raw)
-        self.info = {"device": name, "adapter_type": kind,
-                     "backend_type": f"WebGPU({backend.engine})" + (f"/{api}" if api else ""),
-                     "description": raw.get("driver") or raw.get("description") or "",
-                     "vendor": raw.get("vendor", ""), "architecture": raw.get("architecture", ""),
-                     "device_id": raw.get("device", ""), "is_fallback_adapter": bool(raw.get("isFallbackAdapter")),
-                     "subgroup_min_size": raw.get("subgroupMinSize"), "subgroup_max_size": raw.get("subgroupMaxSize"),
-                     "requested": getattr(backend, "adapter_request", None)}
+        self.info = {
+            "device": name,
+            "adapter_type": kind,
+            "backend_type": f"WebGPU({backend.engine})" + (f"/{api}" if api else ""),
+            "description": raw.get("driver") or raw.get("description") or "",
+            "vendor": raw.get("vendor", ""),
+            "architecture": raw.get("architecture", ""),
+            "device_id": raw.get("device", ""),
+            "is_fallback_adapter": bool(raw.get("isFallbackAdapter")),
+            "subgroup_min_size": raw.get("subgroupMinSize"),
+            "subgroup_max_size": raw.get("subgroupMaxSize"),
+            "requested": getattr(backend, "adapter_request", None),
+        }
         self.limits = {kebab(k): v for k, v in _limits(got.get("limits"), "adapterInfo.limits").items()}
         self.features = set(_strings(got.get("features"), "adapterInfo.features"))
 
@@ -355,8 +397,9 @@ class Adapter:
     def summary(self) -> str:
         return f"{self.info['device']} ({self.info['adapter_type']}, {self.info['backend_type']})"
 
-    def request_device_sync(self, *, label: str = "", required_features=(), required_limits=None,
-                            default_queue=None) -> "Device":
+    def request_device_sync(
+        self, *, label: str = "", required_features=(), required_limits=None, default_queue=None
+    ) -> "Device":
         """Open a device in the page (a fresh page if the last one was lost); refusals raise with the browser's text."""
         sess = self._backend.session()
         dev = Device(sess, label)
@@ -372,8 +415,10 @@ class Adapter:
             dev.encoder_timestamps = probe
             if probe == "ok" and self._backend.encoder_timestamps:
                 dev.features.add("timestamp-query-inside-encoders")
-        if "timestamp-query-inside-encoders" in required_features and \
-                "timestamp-query-inside-encoders" not in dev.features:
+        if (
+            "timestamp-query-inside-encoders" in required_features
+            and "timestamp-query-inside-encoders" not in dev.features
+        ):
             raise WebGPUError(f"request_device refused: timestamp-query-inside-encoders: {dev.encoder_timestamps}")
         return dev
 
@@ -430,14 +475,20 @@ class Device(_Obj):
     def create_shader_module(self, *, label=None, code: str, compilation_hints=None) -> "ShaderModule":
         """Compiles now: raises with Tint's diagnostics as ``wgsl:LINE:COL error: ...`` lines."""
         mod = ShaderModule(self._session, label)
-        messages, errors = self._session.call(["createShaderModule", self._id, mod._id, mod.label, code],
-                                              own_errors=True)
+        messages, errors = self._session.call(
+            ["createShaderModule", self._id, mod._id, mod.label, code], own_errors=True
+        )
         mod.compilation_messages = _messages(messages)
-        diagnostics = [f"wgsl:{m['line']}:{m['col']} {m['type']}: {m['message']}"
-                       for m in mod.compilation_messages if m["type"] == "error"]
+        diagnostics = [
+            f"wgsl:{m['line']}:{m['col']} {m['type']}: {m['message']}"
+            for m in mod.compilation_messages
+            if m["type"] == "error"
+        ]
         if diagnostics or errors:
-            raise ValidationError(f"Shader {mod.label!r} failed to compile:\n" + "\n".join(
-                diagnostics + [f"{e['kind']}: {e['message']}" for e in errors]))
+            raise ValidationError(
+                f"Shader {mod.label!r} failed to compile:\n"
+                + "\n".join(diagnostics + [f"{e['kind']}: {e['message']}" for e in errors])
+            )
         return mod
 
     def create_bind_group_layout(self, *, label: str = "", entries) -> "BindGroupLayout":
@@ -446,9 +497,11 @@ class Device(_Obj):
             entry = {"binding": e["binding"], "visibility": int(e["visibility"])}
             if "buffer" in e:
                 b = e["buffer"]
-                entry["buffer"] = {"type": str(b.get("type", "uniform")),
-                                   "hasDynamicOffset": bool(b.get("has_dynamic_offset", False)),
-                                   "minBindingSize": int(b.get("min_binding_size", 0))}
+                entry["buffer"] = {
+                    "type": str(b.get("type", "uniform")),
+                    "hasDynamicOffset": bool(b.get("has_dynamic_offset", False)),
+                    "minBindingSize": int(b.get("min_binding_size", 0)),
+                }
             else:
                 raise NotImplementedError("only buffer bindings are supported by the browser backend")
             out.append(entry)
@@ -465,8 +518,18 @@ class Device(_Obj):
         """Validated now: a mismatch of layout and shader raises here with the browser's message."""
         pipe = ComputePipeline(self, label)
         layout_ref = "auto" if isinstance(layout, str) else layout._id
-        self._session.call(["createComputePipeline", self._id, pipe._id, pipe.label, layout_ref,
-                            compute["module"]._id, compute.get("entry_point"), compute.get("constants") or {}])
+        self._session.call(
+            [
+                "createComputePipeline",
+                self._id,
+                pipe._id,
+                pipe.label,
+                layout_ref,
+                compute["module"]._id,
+                compute.get("entry_point"),
+                compute.get("constants") or {},
+            ]
+        )
         return pipe
 
     def create_bind_group(self, *, label: str = "", layout, entries) -> "BindGroup":
@@ -476,7 +539,9 @@ class Device(_Obj):
             if not isinstance(res, dict) or "buffer" not in res:
                 raise NotImplementedError("only buffer resources are supported by the browser backend")
             size = res.get("size")
-            out.append([e["binding"], res["buffer"]._id, int(res.get("offset", 0)), None if size is None else int(size)])
+            out.append(
+                [e["binding"], res["buffer"]._id, int(res.get("offset", 0)), None if size is None else int(size)]
+            )
         group = BindGroup(self._session, label)
         self._push("createBindGroup", group._id, group.label, layout._id, out)
         return group
@@ -503,7 +568,7 @@ class Queue:
 
     def write_buffer(self, buffer, buffer_offset: int, data, data_offset: int = 0, size: int | None = None) -> None:
         raw = _bytes(data)
-        raw = raw[data_offset:] if size is None else raw[data_offset:data_offset + size]
+        raw = raw[data_offset:] if size is None else raw[data_offset : data_offset + size]
         self._device._push("writeBuffer", buffer._id, int(buffer_offset), self._device._session.data_ref(raw))
 
     def read_buffer(self, buffer, buffer_offset: int = 0, size: int | None = None) -> bytes:
@@ -520,8 +585,8 @@ class Buffer(_Obj):
     def __init__(self, device: Device, label, size: int, usage: int):
         super().__init__(device._session, label)
         self._device, self.size, self.usage = device, int(size), int(usage)
-        self._mapped = None      # (mode, offset, size) while mapped
-        self._data = None        # bytes read by map_sync(READ)
+        self._mapped = None  # (mode, offset, size) while mapped
+        self._data = None  # bytes read by map_sync(READ)
         self._writes: list = []  # (offset, bytes) for write_mapped, sent with unmap
 
     @property
@@ -616,21 +681,31 @@ class CommandEncoder(_Obj):
         cpass = ComputePassEncoder(self._session, label)
         tw = None
         if timestamp_writes:
-            tw = [timestamp_writes["query_set"]._id, timestamp_writes.get("beginning_of_pass_write_index"),
-                  timestamp_writes.get("end_of_pass_write_index")]
+            tw = [
+                timestamp_writes["query_set"]._id,
+                timestamp_writes.get("beginning_of_pass_write_index"),
+                timestamp_writes.get("end_of_pass_write_index"),
+            ]
         self._session.push(["beginComputePass", 0, cpass._id, self._id, cpass.label, tw])
         return cpass
 
     def copy_buffer_to_buffer(self, source, source_offset, destination, destination_offset, size) -> None:
-        self._push("copyBufferToBuffer", source._id, int(source_offset), destination._id, int(destination_offset),
-                   int(size))
+        self._push(
+            "copyBufferToBuffer", source._id, int(source_offset), destination._id, int(destination_offset), int(size)
+        )
 
     def clear_buffer(self, buffer, offset: int = 0, size: int | None = None) -> None:
         self._push("clearBuffer", buffer._id, int(offset), size)
 
     def resolve_query_set(self, query_set, first_query, query_count, destination, destination_offset) -> None:
-        self._push("resolveQuerySet", query_set._id, int(first_query), int(query_count), destination._id,
-                   int(destination_offset))
+        self._push(
+            "resolveQuerySet",
+            query_set._id,
+            int(first_query),
+            int(query_count),
+            destination._id,
+            int(destination_offset),
+        )
 
     def write_timestamp(self, query_set, query_index: int) -> None:
         """Encoder-level timestamp (Chromium's GPUCommandEncoder.writeTimestamp, developer features)."""
@@ -649,8 +724,14 @@ class ComputePassEncoder(_Obj):
     def set_pipeline(self, pipeline) -> None:
         self._push("setPipeline", pipeline._id)
 
-    def set_bind_group(self, index: int, bind_group, dynamic_offsets_data=(), dynamic_offsets_data_start=None,
-                       dynamic_offsets_data_length=None) -> None:
+    def set_bind_group(
+        self,
+        index: int,
+        bind_group,
+        dynamic_offsets_data=(),
+        dynamic_offsets_data_start=None,
+        dynamic_offsets_data_length=None,
+    ) -> None:
         self._push("setBindGroup", int(index), bind_group._id, [int(o) for o in dynamic_offsets_data])
 
     def dispatch_workgroups(self, x: int, y: int = 1, z: int = 1) -> None:
@@ -661,4 +742,3 @@ class ComputePassEncoder(_Obj):
 
     def end(self) -> None:
         self._push("end")
-

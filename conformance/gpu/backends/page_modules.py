@@ -35,7 +35,7 @@ OWN_PATHS = frozenset({"driven", "ext", "blob", "hello", "poll"})
 #: What each page module registered (name -> its routes' segments and its imports), so that a second
 #: registration of the same module (a reload) replaces its own and never takes another's.
 _REGISTERED: dict[str, tuple[frozenset, frozenset]] = {}
-_imports_changed = [0]   # how often IMPORTS changed: a page loaded before the last change lacks some of them
+_imports_changed = [0]  # how often IMPORTS changed: a page loaded before the last change lacks some of them
 
 
 class RouteRefused(ConformanceError):
@@ -43,8 +43,9 @@ class RouteRefused(ConformanceError):
     saying why."""
 
 
-def register(name: str, module: Path, *, routes: dict[str, Route] | None = None,
-             imports: dict[str, str] | None = None) -> None:
+def register(
+    name: str, module: Path, *, routes: dict[str, Route] | None = None, imports: dict[str, str] | None = None
+) -> None:
     """Offer an implementation's page module as ``ext/<name>.mjs`` (its ``commands()`` added to the page runtime's
     on ``["extend", 0, name]``), its static ``routes`` (first path segment -> :data:`Route`) and the bare module
     names its page imports (``imports``: name -> URL relative to the page, the page's import map). Called when the
@@ -57,9 +58,10 @@ def register(name: str, module: Path, *, routes: dict[str, Route] | None = None,
     taken = [f"{seg}/" for seg in routes if seg in OWN_PATHS or any(seg in segs for segs, _ in others)]
     taken += [spec for spec in imports if any(spec in specs for _, specs in others)]
     if not NAME.match(name) or taken:
-        raise ConformanceError(f"page module {name!r} ({module}) cannot be registered: "
-                               + (f"{', '.join(taken)} already taken" if taken else
-                                  "a name is 1-64 letters, digits, - or _"))
+        raise ConformanceError(
+            f"page module {name!r} ({module}) cannot be registered: "
+            + (f"{', '.join(taken)} already taken" if taken else "a name is 1-64 letters, digits, - or _")
+        )
     before = dict(IMPORTS)
     old_routes, old_imports = _REGISTERED.get(name, ((), ()))
     for seg in old_routes:

@@ -44,38 +44,57 @@ from urllib.parse import parse_qs, urlsplit
 
 from conformance.errors import ConformanceError
 from conformance.gpu.backends.page_modules import EXTENSIONS, IMPORTS, MIME, ROUTES, RouteRefused, imports_generation
-from conformance.gpu.backends.page import (DEFAULT_TIMEOUT, RUNTIME_JS, Adapter, MalformedAnswer, PageGone, Session,
-                                           WebGPUError)
+from conformance.gpu.backends.page import (
+    DEFAULT_TIMEOUT,
+    RUNTIME_JS,
+    Adapter,
+    MalformedAnswer,
+    PageGone,
+    Session,
+    WebGPUError,
+)
 
 SERVED_JS = (Path(__file__).with_name("served_page.js")).read_text()
-MAX_ANSWER_BYTES = 64 << 20    # one JSON request of a page (an answer with its inline reads)
-MAX_BLOB_BYTES = 1 << 30       # one blob a page posts (a read-back larger than INLINE_LIMIT_DOWN)
-MAX_PENDING_BYTES = 2 << 30    # a page's posted blobs not yet claimed by its session
-MAX_SERVER_PENDING_BYTES = 2 << 30   # every page's together: each hello makes a page, so a per-page cap alone is none
-MAX_PAGES = 256                # live pages (no column, or a column not finished) a server holds at once
-MAX_PAGES_PER_ADDRESS = 16     # live pages one client address (an IPv6 /64) holds at once: one holder cannot take all
-POLL_SECONDS = 10.0            # how long one poll waits for a batch before an idle reply
+MAX_ANSWER_BYTES = 64 << 20  # one JSON request of a page (an answer with its inline reads)
+MAX_BLOB_BYTES = 1 << 30  # one blob a page posts (a read-back larger than INLINE_LIMIT_DOWN)
+MAX_PENDING_BYTES = 2 << 30  # a page's posted blobs not yet claimed by its session
+MAX_SERVER_PENDING_BYTES = 2 << 30  # every page's together: each hello makes a page, so a per-page cap alone is none
+MAX_PAGES = 256  # live pages (no column, or a column not finished) a server holds at once
+MAX_PAGES_PER_ADDRESS = 16  # live pages one client address (an IPv6 /64) holds at once: one holder cannot take all
+POLL_SECONDS = 10.0  # how long one poll waits for a batch before an idle reply
 ALIVE_SECONDS = 3 * POLL_SECONDS  # a page not heard from for this long is not polling any more
-IDLE_SECONDS = ALIVE_SECONDS   # ... and, with no column running, gives its place back (a reload then makes a new one)
+IDLE_SECONDS = ALIVE_SECONDS  # ... and, with no column running, gives its place back (a reload then makes a new one)
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+
+
 def _page_html(title: str, body: str, script: str) -> bytes:
     imports = json.dumps({"imports": IMPORTS})
-    return ("<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>"
-            f"<title>{title}</title><script type=importmap>{imports}</script>{body}<script>{RUNTIME_JS}</script>"
-            f"<script>{script}</script>").encode()
+    return (
+        "<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>"
+        f"<title>{title}</title><script type=importmap>{imports}</script>{body}<script>{RUNTIME_JS}</script>"
+        f"<script>{script}</script>"
+    ).encode()
 
 
 def served_page() -> bytes:
     """The page a browser opens at the server's URL (a column per page), with the import map registered now."""
-    return _page_html("webgpu-kernel-conformance", "<h1>webgpu-kernel-conformance</h1>"
-                      "<p id=status>starting</p><progress id=bar value=0 max=1></progress>"
-                      "<p id=verdict></p><pre id=log></pre>", SERVED_JS)
+    return _page_html(
+        "webgpu-kernel-conformance",
+        "<h1>webgpu-kernel-conformance</h1>"
+        "<p id=status>starting</p><progress id=bar value=0 max=1></progress>"
+        "<p id=verdict></p><pre id=log></pre>",
+        SERVED_JS,
+    )
 
 
 def driven_page() -> bytes:
     """The page Playwright's Chromium loads (``chromium.py``): the page runtime, its blobs through this server."""
-    return _page_html("webgpu", "", "const q = new URLSearchParams(location.search);"
-                      "window.__wgpu.setBlobBase(`blob/${q.get('client')}/${q.get('key')}/`);")
+    return _page_html(
+        "webgpu",
+        "",
+        "const q = new URLSearchParams(location.search);"
+        "window.__wgpu.setBlobBase(`blob/${q.get('client')}/${q.get('key')}/`);",
+    )
 
 
 class PageClient:
@@ -85,26 +104,34 @@ class PageClient:
     the page's next poll and waits for the poll that answers it.
     """
 
-    def __init__(self, cid: str, timeout: float = DEFAULT_TIMEOUT, poll_seconds: float = POLL_SECONDS,
-                 server_room=None, *, clock=time.monotonic, origin: str | None = None):
+    def __init__(
+        self,
+        cid: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        poll_seconds: float = POLL_SECONDS,
+        server_room=None,
+        *,
+        clock=time.monotonic,
+        origin: str | None = None,
+    ):
         self.id, self.timeout, self.poll_seconds = cid, timeout, poll_seconds
-        self.server_room = server_room   # (bytes, keep) -> keep() when the server as a whole has room, else why not
-        self.clock = clock             # when the page was last heard from (alive, idle): injectable for tests
-        self.origin = origin           # the client address whose hello made it; None: made by the suite (a launcher)
-        self.column = False            # whether ``on_page`` was told of it (it has a column, which reports it)
-        self.key = secrets.token_urlsafe(16)   # what the page shows to speak for this column (hello, polls, blobs)
-        self.generation = 0            # bumped by every hello: a reloaded page is a new generation
-        self.imports = 0               # the import map's generation when the page said hello (imports_generation)
+        self.server_room = server_room  # (bytes, keep) -> keep() when the server as a whole has room, else why not
+        self.clock = clock  # when the page was last heard from (alive, idle): injectable for tests
+        self.origin = origin  # the client address whose hello made it; None: made by the suite (a launcher)
+        self.column = False  # whether ``on_page`` was told of it (it has a column, which reports it)
+        self.key = secrets.token_urlsafe(16)  # what the page shows to speak for this column (hello, polls, blobs)
+        self.generation = 0  # bumped by every hello: a reloaded page is a new generation
+        self.imports = 0  # the import map's generation when the page said hello (imports_generation)
         self.user_agent = ""
         self.closed: str | None = None
-        self.progress: dict = {}       # what the page shows: done, total, failed, verdict
-        self.replies = 0               # poll replies sent, each carrying the progress as it was then
+        self.progress: dict = {}  # what the page shows: done, total, failed, verdict
+        self.replies = 0  # poll replies sent, each carrying the progress as it was then
         self.last_seen = clock()
         self.polls = 0
-        self._polling = 0              # polls of the page being answered now (a page inside one is heard from)
+        self._polling = 0  # polls of the page being answered now (a page inside one is heard from)
         self._cond = threading.Condition()
         self._seq = 0
-        self._batch: list | None = None   # [seq, JSON payload, the page load that took it] of the batch in flight
+        self._batch: list | None = None  # [seq, JSON payload, the page load that took it] of the batch in flight
         self._answers: dict[int, object] = {}
         self.uploads: dict[str, bytes] = {}
         self.downloads: dict[str, bytes] = {}
@@ -121,8 +148,13 @@ class PageClient:
         with self._cond:
             self._seq += 1
             seq = self._seq
-            self._batch = [seq, json.dumps({"seq": seq, "cmds": cmds, "uploads": uploads, "inline": inline_limit,
-                                            "timeout": self.timeout}).encode(), None]
+            self._batch = [
+                seq,
+                json.dumps(
+                    {"seq": seq, "cmds": cmds, "uploads": uploads, "inline": inline_limit, "timeout": self.timeout}
+                ).encode(),
+                None,
+            ]
             self._cond.notify_all()
             deadline = time.monotonic() + channel.connect_timeout
             taken = None
@@ -222,8 +254,12 @@ class PageClient:
             self.last_seen = self.clock()
             self.downloads.clear()
             self._cond.notify_all()
-            return {"client": self.id, "key": self.key, "generation": self.generation,
-                    "blobBase": f"blob/{self.id}/{self.key}/"}
+            return {
+                "client": self.id,
+                "key": self.key,
+                "generation": self.generation,
+                "blobBase": f"blob/{self.id}/{self.key}/",
+            }
 
     def poll(self, generation, seq, answer) -> bytes:
         """Store the answer to batch ``seq`` (if it is the one in flight), then the next batch or an idle reply."""
@@ -241,21 +277,28 @@ class PageClient:
         self.polls += 1
         if generation != self.generation:
             return self._reply({"stale": "another page took this column over (a reload or a copied tab)"})
-        if seq is not None and self._batch is not None and self._batch[0] == seq and \
-                self._batch[2] == generation:
+        if seq is not None and self._batch is not None and self._batch[0] == seq and self._batch[2] == generation:
             self._answers[seq] = answer
         self._cond.notify_all()
         deadline = time.monotonic() + self.poll_seconds
         shown = self.progress
         while (self._batch is None or self._batch[0] in self._answers) and not self.closed:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or generation != self.generation or \
-                    self.progress is not shown and "verdict" in self.progress:
+            if (
+                remaining <= 0
+                or generation != self.generation
+                or self.progress is not shown
+                and "verdict" in self.progress
+            ):
                 break
             self._cond.wait(remaining)
             self.last_seen = self.clock()
-        if self._batch is not None and self._batch[0] not in self._answers and \
-                generation == self.generation and not self.closed:
+        if (
+            self._batch is not None
+            and self._batch[0] not in self._answers
+            and generation == self.generation
+            and not self.closed
+        ):
             self._batch[2] = generation
             self._cond.notify_all()
             self.replies += 1
@@ -323,20 +366,30 @@ class PageServer:
     (:meth:`free_abandoned`), on ``clock`` (injectable for tests).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, on_page=None, poll_seconds: float = POLL_SECONDS,
-                 max_pending_bytes: int = MAX_SERVER_PENDING_BYTES, max_pages: int = MAX_PAGES,
-                 max_pages_per_address: int = MAX_PAGES_PER_ADDRESS, idle_seconds: float = IDLE_SECONDS,
-                 clock=time.monotonic):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_page=None,
+        poll_seconds: float = POLL_SECONDS,
+        max_pending_bytes: int = MAX_SERVER_PENDING_BYTES,
+        max_pages: int = MAX_PAGES,
+        max_pages_per_address: int = MAX_PAGES_PER_ADDRESS,
+        idle_seconds: float = IDLE_SECONDS,
+        clock=time.monotonic,
+    ):
         self.token = token or secrets.token_urlsafe(18)
         self.max_pending_bytes, self.max_pages = max_pending_bytes, max_pages
         self.max_pages_per_address, self.idle_seconds, self.clock = max_pages_per_address, idle_seconds, clock
-        self.freed = 0                 # pages let go of (abandoned)
+        self.freed = 0  # pages let go of (abandoned)
         self._blob_lock = threading.Lock()
         self.timeout, self.on_page, self.poll_seconds = timeout, on_page, poll_seconds
         self.clients: dict[str, PageClient] = {}
         self.refused = 0
-        self._lock = threading.RLock()   # admit() frees abandoned pages under it
+        self._lock = threading.RLock()  # admit() frees abandoned pages under it
         self._ids = 0
         self.httpd = ThreadingHTTPServer((host, port), _handler(self))
         self.httpd.daemon_threads = True
@@ -375,12 +428,19 @@ class PageServer:
                 return None, 503, f"refused: this server holds {len(live)} pages, its limit ({freed}): try later"
             mine = sum(1 for c in live if c.origin == holder)
             if mine >= self.max_pages_per_address:
-                return None, 429, (f"refused: {holder} holds {mine} live pages of this server, at most "
-                                   f"{self.max_pages_per_address} for one address ({freed})")
+                return (
+                    None,
+                    429,
+                    (
+                        f"refused: {holder} holds {mine} live pages of this server, at most "
+                        f"{self.max_pages_per_address} for one address ({freed})"
+                    ),
+                )
             self._ids += 1
             cid = f"page{self._ids}"
-            client = self.clients[cid] = PageClient(cid, self.timeout, self.poll_seconds, self._room,
-                                                    clock=self.clock, origin=holder)
+            client = self.clients[cid] = PageClient(
+                cid, self.timeout, self.poll_seconds, self._room, clock=self.clock, origin=holder
+            )
             return client, 200, ""
 
     def polled(self, client: PageClient) -> None:
@@ -400,8 +460,11 @@ class PageServer:
         finished, and not heard from for ``idle_seconds``. A page whose column runs is kept however silent (its
         column says, after its reconnect timeout, that the page stopped polling). How many were freed."""
         with self._lock:
-            gone = [c for c in self.clients.values() if c.origin is not None and (not c.column or c.finished)
-                    and c.idle(self.idle_seconds)]
+            gone = [
+                c
+                for c in self.clients.values()
+                if c.origin is not None and (not c.column or c.finished) and c.idle(self.idle_seconds)
+            ]
             for c in gone:
                 del self.clients[c.id]
                 c.free(f"not heard from for {self.idle_seconds:g} s: its place was given back")
@@ -414,8 +477,10 @@ class PageServer:
         with self._blob_lock:
             pending = sum(len(b) for c in list(self.clients.values()) for b in list(c.downloads.values()))
             if pending + size > self.max_pending_bytes:
-                return (f"the server holds {pending:,} bytes posted and not claimed, of all pages; at most "
-                        f"{self.max_pending_bytes:,}")
+                return (
+                    f"the server holds {pending:,} bytes posted and not claimed, of all pages; at most "
+                    f"{self.max_pending_bytes:,}"
+                )
             keep()
             return None
 
@@ -473,11 +538,11 @@ def _handler(server: PageServer):
             """The path after the token, or None (refused: a missing or wrong token)."""
             path = urlsplit(self.path)
             raw = path.path.encode()
-            if not (len(raw) >= len(prefix) and hmac.compare_digest(raw[:len(prefix)], prefix)):
+            if not (len(raw) >= len(prefix) and hmac.compare_digest(raw[: len(prefix)], prefix)):
                 server.refused += 1
                 self._refuse(403, "refused: this server answers only URLs with the token it printed")
                 return None
-            return [p for p in path.path[len(prefix):].split("/") if p], parse_qs(path.query)
+            return [p for p in path.path[len(prefix) :].split("/") if p], parse_qs(path.query)
 
         def _body(self, cap: int) -> bytes | None:
             try:
@@ -513,7 +578,7 @@ def _handler(server: PageServer):
                 self._send(200, driven_page(), "text/html; charset=utf-8")
             elif len(parts) == 2 and parts[0] == "ext" and parts[1].endswith(".mjs") and parts[1][:-4] in EXTENSIONS:
                 self._send(200, EXTENSIONS[parts[1][:-4]].read_bytes(), MIME["mjs"])
-            elif parts and parts[0] in ROUTES:   # registered by an implementation that runs in the page
+            elif parts and parts[0] in ROUTES:  # registered by an implementation that runs in the page
                 self._send_routed(parts)
             elif len(parts) == 4 and parts[0] == "blob" and (client := self._client(parts[1], parts[2])):
                 body = client.uploads.pop(parts[3], None)
@@ -555,15 +620,15 @@ def _handler(server: PageServer):
                 return
             try:
                 message = json.loads(body)
-            except (ValueError, UnicodeDecodeError, RecursionError):   # RecursionError: [[[[... nested too deep
+            except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: [[[[... nested too deep
                 message = None
             if not isinstance(message, dict):
                 return self._refuse(400, "refused: the body must be a JSON object")
             if parts == ["hello"]:
-                cid = message.get("client")   # a reloaded page comes back to its column with its key
+                cid = message.get("client")  # a reloaded page comes back to its column with its key
                 if cid is not None and not (isinstance(cid, str) and NAME.match(cid)):
                     return self._refuse(400, "refused: client must be 1-64 letters, digits, - or _")
-                if cid in server.clients:   # a reload keeps its page; an unknown or freed one gets a new page
+                if cid in server.clients:  # a reload keeps its page; an unknown or freed one gets a new page
                     client = self._client(cid, message.get("key"))
                     if client is None:
                         return
@@ -591,9 +656,13 @@ def _handler(server: PageServer):
 
 # -- a column per page ------------------------------------------------------------------------------
 def engine_of(user_agent: str) -> str:
-    """"Firefox 153.0", "Chrome 156.0.7000.0", "Safari 18.1"... from a user agent (its last product wins)."""
-    for name, pattern in (("Firefox", r"Firefox/([\d.]+\w*)"), ("Edge", r"Edg/([\d.]+)"),
-                          ("Chrome", r"Chrome/([\d.]+)"), ("Safari", r"Version/([\d.]+).*Safari")):
+    """ "Firefox 153.0", "Chrome 156.0.7000.0", "Safari 18.1"... from a user agent (its last product wins)."""
+    for name, pattern in (
+        ("Firefox", r"Firefox/([\d.]+\w*)"),
+        ("Edge", r"Edg/([\d.]+)"),
+        ("Chrome", r"Chrome/([\d.]+)"),
+        ("Safari", r"Version/([\d.]+).*Safari"),
+    ):
         found = re.search(pattern, user_agent)
         if found:
             return f"{name} {found.group(1)}"
@@ -627,19 +696,27 @@ class PageBackend:
         with self._lock:
             if self.closed:
                 raise WebGPUError("the browser backend is closed")
-            if self._session is not None and not self._session.lost and self.relaunch is not None \
-                    and self.client.imports != imports_generation():   # its import map predates a registration
+            if (
+                self._session is not None
+                and not self._session.lost
+                and self.relaunch is not None
+                and self.client.imports != imports_generation()
+            ):  # its import map predates a registration
                 self._session.lose("the page was loaded before an implementation added to its import map")
                 loaded = self.client.generation
                 self.relaunch()
                 # the new page's hello first: a poll the old page left open must not take the next batch
                 if not self.client.wait_hello(loaded, self.connect_timeout):
-                    raise WebGPUError(f"the page of column {self.client.id} did not come back within "
-                                      f"{self.connect_timeout:g} s of starting its browser again")
+                    raise WebGPUError(
+                        f"the page of column {self.client.id} did not come back within "
+                        f"{self.connect_timeout:g} s of starting its browser again"
+                    )
             if self._session is None or self._session.lost:
                 if not self.client.wait_alive(self.connect_timeout):
-                    raise WebGPUError(f"no page polls for column {self.client.id} (waited {self.connect_timeout:g} s"
-                                      f" for a browser to open {self.client.id}'s URL)")
+                    raise WebGPUError(
+                        f"no page polls for column {self.client.id} (waited {self.connect_timeout:g} s"
+                        f" for a browser to open {self.client.id}'s URL)"
+                    )
                 self._session = Session(self, self.client.channel(self.connect_timeout))
                 self._session.call(["reset", 0])
             return self._session

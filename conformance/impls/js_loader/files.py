@@ -20,8 +20,11 @@ from conformance.files import MAX_PACKAGE_FILE, read_confined
 from conformance.gpu.backends.page_modules import RouteRefused, register
 
 LOADERS: dict[str, Path] = {"reference": REPO_LOADER}
-SUFFIXES = {".js": "text/javascript; charset=utf-8", ".mjs": "text/javascript; charset=utf-8",
-            ".json": "application/json"}
+SUFFIXES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+}
 #: The page's import map entries for a loader: its bare import of @huggingface/jinja, served under ``jinja/``.
 IMPORTS = {"@huggingface/jinja": "./jinja/index.js"}
 _NAMES = itertools.count(1)
@@ -69,5 +72,9 @@ def loader_file(parts: list[str]) -> tuple[bytes, str]:
     return read_confined(root, root.joinpath(*parts[2:]), MAX_PACKAGE_FILE, LoaderFileError), SUFFIXES[suffix]
 
 
-register("loader", Path(__file__).with_name("page_loader.mjs"), routes={"loaders": loader_file, "jinja": loader_file},
-         imports=IMPORTS)
+register(
+    "loader",
+    Path(__file__).with_name("page_loader.mjs"),
+    routes={"loaders": loader_file, "jinja": loader_file},
+    imports=IMPORTS,
+)

@@ -55,8 +55,11 @@ class LoaderFailed(ConformanceError):
 
 
 def _profile(got: dict) -> DeviceProfile:
-    limits = {k: v for k, v in (got.get("limits") or {}).items()
-              if k in LIMIT_NAMES and isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    limits = {
+        k: v
+        for k, v in (got.get("limits") or {}).items()
+        if k in LIMIT_NAMES and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    }
     features = frozenset(f for f in got.get("features") or () if f in KNOWN_FEATURES)
     return DeviceProfile("page device (js-loader)", limits=limits, features=features)
 
@@ -69,32 +72,33 @@ class JsLoader(InPage):
     has_variants = True
     follows_device_model = True
 
-    def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium",
-                 loader: str | None = None):
+    def __init__(
+        self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium", loader: str | None = None
+    ):
         self.webgpu = webgpu
         self.loader = loader or str(REPO_LOADER / "src" / "index.js")
         if loader:
             self.name = f"{NAME}:{loader}"
-        self._module: str | None = None   # the module's URL as the page imports it
+        self._module: str | None = None  # the module's URL as the page imports it
         self._page = None
-        self._backend = None                       # the browser (or the runtime's host) that page is of
+        self._backend = None  # the browser (or the runtime's host) that page is of
         self._profile: DeviceProfile | None = None
         self.device_features: frozenset | None = None
         self._kernels: dict[str, Exception | None] = {}
         self._planners: dict[str, Planner] = {}
         self._files: dict[str, tuple[dict, int]] = {}
         self._packages: dict[str, Package] = {}
-        self._wgsl: dict[tuple, str | None] = {}   # (package, template, its context) -> the WGSL the package renders
-        self._environments: dict = {}              # package -> its template environment (each template compiled once)
-        self._adapter: dict | None = None          # the page's adapter.info
-        self._dispatches = 0       # dispatches the page saw the loader submit, over every page of the run
-        self._dispatch_base = 0    # a host that watches no device: what kernel.stats() said on the pages before
-        self._runtime: JsRuntime | None = None   # --webgpu=node or deno: the host process running the loader
-        self._starts = 0           # that host's starts when the kernels were last sent (a fresh host needs them)
+        self._wgsl: dict[tuple, str | None] = {}  # (package, template, its context) -> the WGSL the package renders
+        self._environments: dict = {}  # package -> its template environment (each template compiled once)
+        self._adapter: dict | None = None  # the page's adapter.info
+        self._dispatches = 0  # dispatches the page saw the loader submit, over every page of the run
+        self._dispatch_base = 0  # a host that watches no device: what kernel.stats() said on the pages before
+        self._runtime: JsRuntime | None = None  # --webgpu=node or deno: the host process running the loader
+        self._starts = 0  # that host's starts when the kernels were last sent (a fresh host needs them)
 
     # -- Implementation ------------------------------------------------------------------------
     def available(self) -> str | None:
-        if jinja_dist() is None:   # the loader imports it
+        if jinja_dist() is None:  # the loader imports it
             return not_installed(self, "@huggingface/jinja", "@huggingface/jinja/dist/index.js", "CONFORMANCE_JINJA_JS")
         if self.webgpu in RUNTIMES and URL.match(self.loader):
             return f"{self.name}: --webgpu={self.webgpu} imports a loader from a file, not a URL (a browser column can)"
@@ -109,9 +113,14 @@ class JsLoader(InPage):
 
     def describe(self) -> dict:
         browser = self.engine(self._backend)
-        return {"implementation": self.name, "module": self.loader, "browser": browser,
-                **adapter_fields({"info": self._adapter}), **_adapter_details(self._adapter, browser),
-                "features": sorted(self.device_features or ())}
+        return {
+            "implementation": self.name,
+            "module": self.loader,
+            "browser": browser,
+            **adapter_fields({"info": self._adapter}),
+            **_adapter_details(self._adapter, browser),
+            "features": sorted(self.device_features or ()),
+        }
 
     def prepare(self, package: Package) -> None:
         self._planners[package.name] = Planner(package.manifest)
@@ -122,24 +131,29 @@ class JsLoader(InPage):
         return self._dispatches
 
     def plan(self, case) -> str:
-        got = self._call_kernel(case, {role: None if arg is None else [arg[1], list(arg[0]), None]
-                                       for role, arg in case.inputs.items()}, plan_only=True)
+        got = self._call_kernel(
+            case,
+            {role: None if arg is None else [arg[1], list(arg[0]), None] for role, arg in case.inputs.items()},
+            plan_only=True,
+        )
         self._raise_rejection(got)
         return got["plan"]["variant"]
 
     def run(self, case, inputs) -> ImplResult:
         page = self.ensure_page()
-        feeds = {role: None if a is None else [a.dtype.name, list(a.shape), page.data_ref(np.ascontiguousarray(a).tobytes())]
-                 for role, a in inputs.items()}
+        feeds = {
+            role: None if a is None else [a.dtype.name, list(a.shape), page.data_ref(np.ascontiguousarray(a).tobytes())]
+            for role, a in inputs.items()
+        }
         got = self._call_kernel(case, feeds)
         work = got.get("gpu") if isinstance(got.get("gpu"), dict) else None
         if work is not None:
             self._dispatches += len(dispatched(work))
         elif isinstance(got.get("stats"), dict) and isinstance(got["stats"].get("dispatches"), int):
-            self._dispatches = self._dispatch_base + got["stats"]["dispatches"]   # a host that watches no device
+            self._dispatches = self._dispatch_base + got["stats"]["dispatches"]  # a host that watches no device
         report = {"plan_ms": _ms(got, "plan"), "run_ms": _ms(got, "run")}
         if work is not None:
-            report["watch_ms"] = _ms(got, "watch")   # the host's copies of the output bindings, read back and compared
+            report["watch_ms"] = _ms(got, "watch")  # the host's copies of the output bindings, read back and compared
         if "error" in got:
             raise LoaderFailed(f"{self.name}: {_error_text(got['error'])}")
         self._raise_rejection(got, report)
@@ -147,8 +161,9 @@ class JsLoader(InPage):
         found = differences(case.id, ours, {"plan": got["plan"]})
         if found:
             shown = "\n  ".join(f"{d.field}: the suite plans {d.python!r}, the loader {d.js!r}" for d in found[:12])
-            raise LoaderFailed(f"{self.name}: kernel.plan() differs from the suite's plan in {len(found)} field(s):\n  "
-                               f"{shown}")
+            raise LoaderFailed(
+                f"{self.name}: kernel.plan() differs from the suite's plan in {len(found)} field(s):\n  {shown}"
+            )
         if work is None:
             report["evidence"] = "values kernel() returned (the host watched no device: no dispatch was seen)"
         else:
@@ -158,8 +173,9 @@ class JsLoader(InPage):
             if problems:
                 raise LoaderFailed(f"{self.name}: " + "\n  ".join(problems))
             report["evidence"] = evidence_of(work, passes, texts)
-            report["dispatched"] = ["indirect" if d.get("indirect") else list(d["workgroups"])
-                                    for d in dispatched(work)]
+            report["dispatched"] = [
+                "indirect" if d.get("indirect") else list(d["workgroups"]) for d in dispatched(work)
+            ]
         outputs = {}
         for role, entry in (got.get("outputs") or {}).items():
             dtype, shape, ref = entry
@@ -172,8 +188,10 @@ class JsLoader(InPage):
                 raise PageUnavailable(f"{self.name}: reading {role}: {exc}") from None
             outputs[role] = np.frombuffer(data, dtype=DTYPES[dtype]).reshape(shape).copy()
         plan = got["plan"]
-        dispatch = [(p["name"], p["dispatch"]["threads"], p["dispatch"]["workgroupSize"],
-                     tuple(p["dispatch"]["workgroups"])) for p in plan["passes"]]
+        dispatch = [
+            (p["name"], p["dispatch"]["threads"], p["dispatch"]["workgroupSize"], tuple(p["dispatch"]["workgroups"]))
+            for p in plan["passes"]
+        ]
         return ImplResult(outputs, plan["variant"], dispatch, extra={"report": report})
 
     def _rendered(self, name: str, plan, passes: list[dict]) -> list:
@@ -207,18 +225,28 @@ class JsLoader(InPage):
         if rejected is None:
             return
         if rejected.get("name") != "ContractError" or not rejected.get("reason"):
-            raise LoaderFailed(f"{self.name}: kernel.plan() threw {_error_text(rejected)} (a refusal is a "
-                               f"ContractError with a reason)")
-        raise Rejected(f"{self.name}: {rejected.get('message')}", reason=rejected["reason"],
-                       argument=rejected.get("argument"), failures=rejected.get("failures"), report=report)
+            raise LoaderFailed(
+                f"{self.name}: kernel.plan() threw {_error_text(rejected)} (a refusal is a ContractError with a reason)"
+            )
+        raise Rejected(
+            f"{self.name}: {rejected.get('message')}",
+            reason=rejected["reason"],
+            argument=rejected.get("argument"),
+            failures=rejected.get("failures"),
+            report=report,
+        )
 
     def _call_kernel(self, case, feeds: dict, plan_only: bool = False) -> dict:
         page = self.ensure_page()
         why = self._kernel(page, case.package)
         if why is not None:
             raise LoaderFailed(f"{self.name}: getKernel() failed for {case.package}: {why}")
-        options = {"attributes": dict(case.attributes), "tunables": dict(case.tunables),
-                   "limits": dict(case.profile.limits), "features": sorted(case.profile.features)}
+        options = {
+            "attributes": dict(case.attributes),
+            "tunables": dict(case.tunables),
+            "limits": dict(case.profile.limits),
+            "features": sorted(case.profile.features),
+        }
         got = self.call(page, ["loaderRun", 0, case.package, feeds, options, plan_only])
         if not isinstance(got, dict):
             raise LoaderFailed(f"{self.name}: the page answered loaderRun with {str(got)[:200]}")
@@ -237,20 +265,22 @@ class JsLoader(InPage):
         """The page (or the runtime's host) with the loader's device open; a fresh one (a new page, a host started
         again) gets the kernels again."""
         backend, page = self._host()
-        starts = page.starts if isinstance(page, JsRuntime) else 0   # a page is loaded once; a host restarts
+        starts = page.starts if isinstance(page, JsRuntime) else 0  # a page is loaded once; a host restarts
         if page is self._page and starts == self._starts:
             return page
         self._starts = starts
         self._kernels.clear()
         self._dispatch_base = self._dispatches
         if self._module is None:
-            self._module = self.loader if URL.match(self.loader) or self.webgpu in RUNTIMES \
-                else serve_loader(Path(self.loader))
+            self._module = (
+                self.loader if URL.match(self.loader) or self.webgpu in RUNTIMES else serve_loader(Path(self.loader))
+            )
         self.call(page, ["extend", 0, "loader"])
         got = self.call(page, ["loaderDevice", 0])
         if not isinstance(got, dict) or "error" in got:
-            raise PageUnavailable(f"{self.name}: no WebGPU device in the page: "
-                                  f"{got.get('error') if isinstance(got, dict) else got}")
+            raise PageUnavailable(
+                f"{self.name}: no WebGPU device in the page: {got.get('error') if isinstance(got, dict) else got}"
+            )
         self._profile = _profile(got)
         self._adapter = got.get("adapter") if isinstance(got.get("adapter"), dict) else None
         self.device_features = self._profile.features
@@ -265,7 +295,7 @@ class JsLoader(InPage):
         if self._runtime is None:
             self._runtime = JsRuntime(self.webgpu, None if URL.match(self.loader) else self.loader)
         try:
-            self._runtime.start()   # a host that died or timed out is started afresh: its kernels are sent again
+            self._runtime.start()  # a host that died or timed out is started afresh: its kernels are sent again
         except RuntimeFailed as exc:
             raise PageUnavailable(f"{self.name}: {exc}") from None
         return self._runtime, self._runtime

@@ -17,7 +17,7 @@ from conformance.errors import ContractError, ExpressionError, NoVariantError
 @dataclass(frozen=True)
 class Difference:
     case: str
-    field: str        # a path into the plan: "passes[0].bindings[2].fields.count"
+    field: str  # a path into the plan: "passes[0].bindings[2].fields.count"
     python: object
     js: object
 
@@ -27,10 +27,15 @@ class Difference:
 
 def call_of(case) -> dict:
     """A case's call as the loader takes it (its profile as {limits, features})."""
-    inputs = {role: None if arg is None else {"shape": list(arg[0]), "dtype": arg[1]}
-              for role, arg in case.inputs.items()}
-    return {"inputs": inputs, "attributes": dict(case.attributes), "tunables": dict(case.tunables),
-            "profile": {"limits": dict(case.profile.limits), "features": sorted(case.profile.features)}}
+    inputs = {
+        role: None if arg is None else {"shape": list(arg[0]), "dtype": arg[1]} for role, arg in case.inputs.items()
+    }
+    return {
+        "inputs": inputs,
+        "attributes": dict(case.attributes),
+        "tunables": dict(case.tunables),
+        "profile": {"limits": dict(case.profile.limits), "features": sorted(case.profile.features)},
+    }
 
 
 def python_result(planner: Planner, case) -> dict:
@@ -42,8 +47,13 @@ def python_outcome(planner: Planner, case) -> tuple:
     try:
         plan = planner.plan_case(case.call_args(), case.profile, case.tunables)
     except ContractError as err:
-        return None, {"error": {"name": "ContractError", "reason": err.reason,
-                                "failures": err.failures if isinstance(err, NoVariantError) else None}}
+        return None, {
+            "error": {
+                "name": "ContractError",
+                "reason": err.reason,
+                "failures": err.failures if isinstance(err, NoVariantError) else None,
+            }
+        }
     except ExpressionError as err:
         return None, {"error": {"name": "ExpressionError", "reason": None, "pointer": err.pointer}}
     summary = plan.as_dict()
@@ -58,9 +68,15 @@ def differences(case_id: str, python: dict, js: dict) -> list[Difference]:
     if "error" in python and "error" in js:
         p, j = python["error"], js["error"]
         if p["name"] != j["name"] or p["reason"] != j["reason"]:
-            return [Difference(case_id, "rejection", f"{p['name']}({p['reason']})",
-                               f"{j['name']}({j['reason']}): {j.get('message')}")]
-        if p["reason"] == "no-variant":   # each variant's first false predicate, with the values, as the suite says
+            return [
+                Difference(
+                    case_id,
+                    "rejection",
+                    f"{p['name']}({p['reason']})",
+                    f"{j['name']}({j['reason']}): {j.get('message')}",
+                )
+            ]
+        if p["reason"] == "no-variant":  # each variant's first false predicate, with the values, as the suite says
             return list(_diff(case_id, "failures", p["failures"], j.get("failures") or {}))
         return []
     (pk, pv), (jk, jv) = next(iter(python.items())), next(iter(js.items()))
@@ -108,8 +124,11 @@ def _runs(workgroups) -> bool:
 def dispatched(work: dict) -> list[dict]:
     """The dispatches of a kernel() call that ran work: submitted on the page's device, indirect or of at least one
     workgroup (a dispatch of zero workgroups runs nothing, as a plan's empty pass dispatches nothing)."""
-    return [d for d in work.get("dispatches") or [] if isinstance(d, dict) and (d.get("indirect") or
-                                                                                _runs(d.get("workgroups")))]
+    return [
+        d
+        for d in work.get("dispatches") or []
+        if isinstance(d, dict) and (d.get("indirect") or _runs(d.get("workgroups")))
+    ]
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -140,44 +159,61 @@ def dispatch_problems(passes: list[dict], texts: list, work: dict) -> list[str]:
     want = [(p, text) for p, text in zip(passes, texts) if _runs(list(p.get("workgroups") or ()))]
     ran = dispatched(work)
     shaders = work.get("shaders") if isinstance(work.get("shaders"), list) else []
-    problems = [f"WebGPU reported {len(work['errors'])} error(s) that no error scope caught during kernel(), first: "
-                f"{str(work['errors'][0])[:300]}"] if work.get("errors") else []
+    problems = (
+        [
+            f"WebGPU reported {len(work['errors'])} error(s) that no error scope caught during kernel(), first: "
+            f"{str(work['errors'][0])[:300]}"
+        ]
+        if work.get("errors")
+        else []
+    )
     planned = ", ".join(f"{p['name']} {list(p['workgroups'])}" for p, _ in want)
     if not ran:
         if want:
             never = int(work.get("unsubmitted") or 0)
-            problems.append("the loader dispatched nothing on the page's device"
-                            + (f" ({never} dispatch(es) encoded but never submitted)" if never else "")
-                            + f": its outputs were not computed by a kernel (the plan dispatches {planned})")
+            problems.append(
+                "the loader dispatched nothing on the page's device"
+                + (f" ({never} dispatch(es) encoded but never submitted)" if never else "")
+                + f": its outputs were not computed by a kernel (the plan dispatches {planned})"
+            )
         return problems
     if len(ran) != len(want):
         got = ", ".join("indirect" if d.get("indirect") else str(list(d["workgroups"])) for d in ran)
-        problems.append(f"the loader dispatched {len(ran)} kernel(s) on the page's device ({got}), the plan "
-                        f"{len(want)} ({planned or 'none: every pass is empty'})")
+        problems.append(
+            f"the loader dispatched {len(ran)} kernel(s) on the page's device ({got}), the plan "
+            f"{len(want)} ({planned or 'none: every pass is empty'})"
+        )
         return problems
     for i, (d, (p, text)) in enumerate(zip(ran, want)):
         where = f"dispatch {i + 1} (pass {p['name']})"
         if d.get("indirect"):
-            problems.append(f"{where} is indirect (dispatchWorkgroupsIndirect): its workgroup counts cannot be held "
-                            f"to the plan's {list(p['workgroups'])}")
+            problems.append(
+                f"{where} is indirect (dispatchWorkgroupsIndirect): its workgroup counts cannot be held "
+                f"to the plan's {list(p['workgroups'])}"
+            )
         elif list(d["workgroups"]) != list(p["workgroups"]):
             problems.append(f"{where} ran {list(d['workgroups'])} workgroups, the plan {list(p['workgroups'])}")
         shader = d.get("shader")
         if not isinstance(shader, int) or not 0 <= shader < len(shaders):
-            problems.append(f"{where}: its pipeline was not made through the device the loader was given, so "
-                            f"what it runs is unknown")
+            problems.append(
+                f"{where}: its pipeline was not made through the device the loader was given, so "
+                f"what it runs is unknown"
+            )
         elif text is not None:
             differs = wgsl_difference(text, str(shaders[shader]))
             if differs:
-                problems.append(f"{where}: its pipeline's WGSL is not what the package renders for this plan: "
-                                f"{differs}")
+                problems.append(
+                    f"{where}: its pipeline's WGSL is not what the package renders for this plan: {differs}"
+                )
         if d.get("constants"):
             problems.append(f"{where}: its pipeline overrides constants of the WGSL ({d['constants']})")
     for role, tie in sorted((work.get("outputs") or {}).items()):
         if isinstance(tie, dict) and tie.get("same") is False:
-            problems.append(f"output {role}: kernel() returned other values than the dispatched kernel left in its "
-                            f"output binding (first at element {tie.get('element')} of {tie.get('elements')}): "
-                            f"they were not computed by the kernel")
+            problems.append(
+                f"output {role}: kernel() returned other values than the dispatched kernel left in its "
+                f"output binding (first at element {tie.get('element')} of {tie.get('elements')}): "
+                f"they were not computed by the kernel"
+            )
         elif isinstance(tie, dict) and tie.get("why"):
             problems.append(f"{tie['why']}: what kernel() returned cannot be tied to the dispatched kernel")
     return problems
@@ -190,9 +226,14 @@ def evidence_of(work: dict, passes: list[dict], texts: list) -> str:
         return "nothing dispatched, as planned (every pass is empty)"
     unrendered = any(text is None for p, text in zip(passes, texts) if _runs(list(p.get("workgroups") or ())))
     ties = sorted((work.get("outputs") or {}).items())
-    sampled = [f"{role}: {t['bytes']} of {t['of']} bytes compared" for role, t in ties
-               if isinstance(t, dict) and t.get("same") and t.get("bytes") != t.get("of")]
-    return (f"values of dispatched kernels: {len(ran)} dispatch(es) on the page's device as planned, "
-            + ("their WGSL not compared (the suite did not render it)" if unrendered
-               else "of the WGSL the package renders")
-            + ", the outputs what they left in their bindings" + (f" ({', '.join(sampled)})" if sampled else ""))
+    sampled = [
+        f"{role}: {t['bytes']} of {t['of']} bytes compared"
+        for role, t in ties
+        if isinstance(t, dict) and t.get("same") and t.get("bytes") != t.get("of")
+    ]
+    return (
+        f"values of dispatched kernels: {len(ran)} dispatch(es) on the page's device as planned, "
+        + ("their WGSL not compared (the suite did not render it)" if unrendered else "of the WGSL the package renders")
+        + ", the outputs what they left in their bindings"
+        + (f" ({', '.join(sampled)})" if sampled else "")
+    )

@@ -28,8 +28,12 @@ def published_files(package: Package) -> dict[int, dict[str, bytes]]:
         files = {"manifest.json": read_confined(pkg.root, pkg.root / "manifest.json", MAX_PACKAGE_FILE, ManifestError)}
         for name in pkg.manifest.shaders:
             files[name] = pkg.read_template(name).encode("utf-8")
-        meta = {"package": op, "version": version, "manifest": {"file": "manifest.json", "sha256": pkg.manifest.sha256},
-                "templates": template_digests(pkg)}
+        meta = {
+            "package": op,
+            "version": version,
+            "manifest": {"file": "manifest.json", "sha256": pkg.manifest.sha256},
+            "templates": template_digests(pkg),
+        }
         files["metadata.json"] = (json.dumps(meta, indent=1) + "\n").encode()
         out[version] = files
     return out

@@ -107,7 +107,7 @@ def runtime_binary(runtime: str) -> Path | None:
 def dawn_node() -> Path | None:
     """``index.js`` of the npm package ``webgpu`` (Dawn for Node) with its Linux x64 ``dawn.node``, or None."""
     env = os.environ.get("CONFORMANCE_WEBGPU_JS", "").strip()
-    for root in ([Path(env)] if env else [nm / "webgpu" for nm in node_modules()]):
+    for root in [Path(env)] if env else [nm / "webgpu" for nm in node_modules()]:
         if (root / "index.js").is_file() and (root / "dist" / "linux-x64" / "dawn.node").is_file():
             return root / "index.js"
     return None
@@ -132,10 +132,10 @@ class RunAnswer:
     """What the host answered for one case: the loader's plan or its refusal, the outputs decoded, the error."""
 
     plan: dict | None = None
-    rejected: dict | None = None          # kernel.plan() threw: {name, message, reason, argument, failures}
-    outputs: dict = field(default_factory=dict)   # role -> np.ndarray
-    error: dict | None = None             # kernel() threw (or broke the interface) on a call plan() accepted
-    run_rejected: dict | None = None      # kernel() threw as well on a call plan() refused
+    rejected: dict | None = None  # kernel.plan() threw: {name, message, reason, argument, failures}
+    outputs: dict = field(default_factory=dict)  # role -> np.ndarray
+    error: dict | None = None  # kernel() threw (or broke the interface) on a call plan() accepted
+    run_rejected: dict | None = None  # kernel() threw as well on a call plan() refused
     ms: dict = field(default_factory=dict)
     stats: dict | None = None
     raw: dict = field(default_factory=dict)
@@ -144,9 +144,16 @@ class RunAnswer:
 class JsRuntime:
     """One host process of ``runtime`` (``node`` or ``deno``) running ``loader`` (default: the repository's)."""
 
-    def __init__(self, runtime: str, loader: str | Path | None = None, *, timeout: float = CASE_TIMEOUT,
-                 start_timeout: float = START_TIMEOUT, dawn_options: list[str] | None = None,
-                 feature_level: str | None = None):
+    def __init__(
+        self,
+        runtime: str,
+        loader: str | Path | None = None,
+        *,
+        timeout: float = CASE_TIMEOUT,
+        start_timeout: float = START_TIMEOUT,
+        dawn_options: list[str] | None = None,
+        feature_level: str | None = None,
+    ):
         if runtime not in RUNTIMES:
             raise ValueError(f"unknown JavaScript runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
         self.runtime = runtime
@@ -155,17 +162,17 @@ class JsRuntime:
         env_options = os.environ.get("CONFORMANCE_DAWN_OPTIONS", "").split()
         self.dawn_options = list(dawn_options if dawn_options is not None else env_options)
         self.feature_level = feature_level or os.environ.get("CONFORMANCE_FEATURE_LEVEL", "").strip() or None
-        self.device: dict | None = None        # the host's "device" answer (adapter, features, limits)
-        self.starts = 0                         # hosts started (a timeout or a crash costs one)
+        self.device: dict | None = None  # the host's "device" answer (adapter, features, limits)
+        self.starts = 0  # hosts started (a timeout or a crash costs one)
         self._proc: subprocess.Popen | None = None
         self._owner = os.getpid()
         self._scratch: Path | None = None
         self._stderr: collections.deque = collections.deque(maxlen=STDERR_LINES)
-        self._console: list[str] = []           # stdout lines that were not answers
+        self._console: list[str] = []  # stdout lines that were not answers
         self._buffer = bytearray()
         self._ids = 0
-        self._kernels: dict[str, tuple[dict, int | None, str | None]] = {}   # key -> what loads it again
-        self._loaded: set[str] = set()           # keys the running host holds
+        self._kernels: dict[str, tuple[dict, int | None, str | None]] = {}  # key -> what loads it again
+        self._loaded: set[str] = set()  # keys the running host holds
 
     # -- set-up ----------------------------------------------------------------------------------
     def unavailable(self) -> str | None:
@@ -180,12 +187,12 @@ class JsRuntime:
         env = dict(os.environ)
         xdg = scratch / "xdg"
         xdg.mkdir(mode=0o700, exist_ok=True)
-        env.setdefault("XDG_RUNTIME_DIR", str(xdg))   # both runtimes' GL/EGL probing complains without one
+        env.setdefault("XDG_RUNTIME_DIR", str(xdg))  # both runtimes' GL/EGL probing complains without one
         common = ["--loader", str(self.loader), "--scratch", str(scratch)]
         if self.feature_level:
             common += ["--feature-level", self.feature_level]
         if self.runtime == "node":
-            env.setdefault("EGL_PLATFORM", "surfaceless")   # Dawn's OpenGL ES backend with no display
+            env.setdefault("EGL_PLATFORM", "surfaceless")  # Dawn's OpenGL ES backend with no display
             cmd = [binary, str(HOST), "--webgpu", str(dawn_node()), "--jinja", str(jinja), *common]
             for opt in self.dawn_options:
                 cmd += ["--dawn-option", opt]
@@ -193,11 +200,23 @@ class JsRuntime:
         env.update(DENO_NO_UPDATE_CHECK="1", DENO_NO_PROMPT="1", NO_COLOR="1")
         import_map = scratch / "import_map.json"
         import_map.write_text(json.dumps({"imports": {"@huggingface/jinja": jinja.resolve().as_uri()}}))
-        readable = sorted({str(HOST.resolve().parent), str(self.loader.parent), str(jinja.resolve().parent),
-                           str(scratch)})
-        cmd = [binary, "run", "--unstable-webgpu", "--no-config", "--no-remote", "--no-npm", "--no-prompt",
-               f"--import-map={import_map}", f"--allow-read={','.join(readable)}", f"--allow-write={scratch}",
-               str(HOST), *common]
+        readable = sorted(
+            {str(HOST.resolve().parent), str(self.loader.parent), str(jinja.resolve().parent), str(scratch)}
+        )
+        cmd = [
+            binary,
+            "run",
+            "--unstable-webgpu",
+            "--no-config",
+            "--no-remote",
+            "--no-npm",
+            "--no-prompt",
+            f"--import-map={import_map}",
+            f"--allow-read={','.join(readable)}",
+            f"--allow-write={scratch}",
+            str(HOST),
+            *common,
+        ]
         return cmd, env
 
     def start(self) -> dict:
@@ -213,8 +232,9 @@ class JsRuntime:
         self._stderr.clear()
         self._buffer.clear()
         self._loaded.clear()
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      env=env, cwd=str(self._scratch))
+        self._proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(self._scratch)
+        )
         self._owner = os.getpid()
         self.starts += 1
         threading.Thread(target=self._drain, args=(self._proc,), daemon=True).start()
@@ -259,14 +279,15 @@ class JsRuntime:
                 at = self._buffer.find(b"\n")
                 while at >= 0:
                     line = bytes(self._buffer[:at])
-                    del self._buffer[:at + 1]
+                    del self._buffer[: at + 1]
                     if line.startswith(MARK):
                         try:
-                            answer = json.loads(line[len(MARK):])
+                            answer = json.loads(line[len(MARK) :])
                         except ValueError:
                             self.close()
-                            raise RuntimeFailed(f"{self.runtime}: the host answered {what} with malformed "
-                                                f"JSON") from None
+                            raise RuntimeFailed(
+                                f"{self.runtime}: the host answered {what} with malformed JSON"
+                            ) from None
                         if isinstance(answer, dict):
                             return answer
                     elif line.strip():
@@ -276,8 +297,10 @@ class JsRuntime:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
                     self.close(kill=True)
-                    raise RuntimeTimeout(f"{self.runtime}: no answer to {what} within {timeout:g} s; the host was "
-                                         f"stopped (the next call starts a fresh one){self._tail()}")
+                    raise RuntimeTimeout(
+                        f"{self.runtime}: no answer to {what} within {timeout:g} s; the host was "
+                        f"stopped (the next call starts a fresh one){self._tail()}"
+                    )
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     raise self._died(what)
@@ -315,8 +338,13 @@ class JsRuntime:
                 data = base64.b64decode(ref["b64"], validate=True)
             except (binascii.Error, ValueError):
                 raise RuntimeFailed(f"{self.runtime}: an output's base64 does not decode") from None
-        elif isinstance(ref, dict) and isinstance(ref.get("file"), str) and self._scratch is not None \
-                and "/" not in ref["file"] and ref["file"] not in ("", ".", ".."):
+        elif (
+            isinstance(ref, dict)
+            and isinstance(ref.get("file"), str)
+            and self._scratch is not None
+            and "/" not in ref["file"]
+            and ref["file"] not in ("", ".", "..")
+        ):
             path = self._scratch / ref["file"]
             try:
                 with open(path, "rb") as f:
@@ -339,8 +367,11 @@ class JsRuntime:
     def kernel(self, key: str, versions: dict, version: int | None = None, module: str | Path | None = None) -> None:
         """Remembers what loads kernel ``key`` (``versions``: ``{N: {file name: bytes}}``, every published version
         of the op with its metadata.json); the host gets it before the first case that needs it."""
-        self._kernels[key] = ({str(v): dict(named) for v, named in versions.items()}, version,
-                              str(module) if module else None)
+        self._kernels[key] = (
+            {str(v): dict(named) for v, named in versions.items()},
+            version,
+            str(module) if module else None,
+        )
         self._loaded.discard(key)
 
     def _ensure_kernel(self, key: str) -> dict | None:
@@ -362,9 +393,18 @@ class JsRuntime:
         self._loaded.add(key)
         return None
 
-    def run(self, key: str, inputs: dict, *, attributes: dict | None = None, tunables: dict | None = None,
-            limits: dict | None = None, features=None, plan_only: bool = False,
-            timeout: float | None = None) -> RunAnswer:
+    def run(
+        self,
+        key: str,
+        inputs: dict,
+        *,
+        attributes: dict | None = None,
+        tunables: dict | None = None,
+        limits: dict | None = None,
+        features=None,
+        plan_only: bool = False,
+        timeout: float | None = None,
+    ) -> RunAnswer:
         """One case: ``inputs`` role -> NumPy array (run), ``(shape, dtype)`` (plan only) or None (absent).
         ``limits`` / ``features``: the case's profile, which the loader cuts down to the device."""
         error = self._ensure_kernel(key)
@@ -377,21 +417,30 @@ class JsRuntime:
             elif isinstance(a, tuple):
                 feeds[role] = [a[1], list(a[0]), None]
             else:
-                a = np.asarray(a)   # its own shape: ascontiguousarray makes a 0-d array 1-d
+                a = np.asarray(a)  # its own shape: ascontiguousarray makes a 0-d array 1-d
                 feeds[role] = [a.dtype.name, list(a.shape), self.data_ref(np.ascontiguousarray(a).tobytes())]
         options = {"attributes": dict(attributes or {}), "tunables": dict(tunables or {})}
         if limits is not None:
             options["limits"] = dict(limits)
-        if features is not None:      # [] plans for a device without any feature; None for the device as it is
+        if features is not None:  # [] plans for a device without any feature; None for the device as it is
             options["features"] = sorted(features)
         try:
-            got = self.request({"op": "run", "key": key, "inputs": feeds, "options": options, "planOnly": plan_only},
-                               timeout=timeout, what=f"a case of {key}")
+            got = self.request(
+                {"op": "run", "key": key, "inputs": feeds, "options": options, "planOnly": plan_only},
+                timeout=timeout,
+                what=f"a case of {key}",
+            )
         finally:
             self._cleanup_inputs()
-        answer = RunAnswer(plan=got.get("plan"), rejected=got.get("rejected"), error=got.get("error"),
-                           run_rejected=got.get("runRejected"), ms=got.get("ms") or {}, stats=got.get("stats"),
-                           raw=got)
+        answer = RunAnswer(
+            plan=got.get("plan"),
+            rejected=got.get("rejected"),
+            error=got.get("error"),
+            run_rejected=got.get("runRejected"),
+            ms=got.get("ms") or {},
+            stats=got.get("stats"),
+            raw=got,
+        )
         for role, entry in (got.get("outputs") or {}).items():
             dtype, shape, ref = entry
             if dtype not in DTYPES:
@@ -399,7 +448,7 @@ class JsRuntime:
             size = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize
             answer.outputs[role] = np.frombuffer(self.bytes_of(ref, size), dtype=DTYPES[dtype]).reshape(shape).copy()
         if got.get("lost"):
-            self.close(kill=True)   # the next case gets a fresh host and device
+            self.close(kill=True)  # the next case gets a fresh host and device
         return answer
 
     # -- the page's commands (page_loader.mjs), for the JavaScript-loader implementation --------------
@@ -414,8 +463,11 @@ class JsRuntime:
                 device = self.start()
             except RuntimeFailed as exc:
                 return {"error": str(exc)}
-            return {"features": list(device.get("features") or ()), "limits": dict(device.get("limits") or {}),
-                    "adapter": device.get("adapter")}
+            return {
+                "features": list(device.get("features") or ()),
+                "limits": dict(device.get("limits") or {}),
+                "adapter": device.get("adapter"),
+            }
         if op == "loaderKernel":
             _, _, key, module, refs, version = cmd[:6]
             self.start()
@@ -428,8 +480,10 @@ class JsRuntime:
         if op == "loaderRun":
             _, _, key, feeds, options, plan_only = cmd[:6]
             try:
-                return self.request({"op": "run", "key": key, "inputs": feeds, "options": options,
-                                     "planOnly": bool(plan_only)}, what=f"a case of {key}")
+                return self.request(
+                    {"op": "run", "key": key, "inputs": feeds, "options": options, "planOnly": bool(plan_only)},
+                    what=f"a case of {key}",
+                )
             finally:
                 self._cleanup_inputs()
         if op == "loaderRelease":
@@ -452,10 +506,15 @@ class JsRuntime:
 
     def describe(self) -> dict:
         device = self.device or {}
-        return {"runtime": self.runtime, "runtimeVersion": device.get("runtimeVersion"),
-                "webgpu": device.get("webgpu"), "adapter": device.get("adapter"),
-                "featureLevel": device.get("featureLevel"), "features": device.get("features"),
-                "loader": str(self.loader)}
+        return {
+            "runtime": self.runtime,
+            "runtimeVersion": device.get("runtimeVersion"),
+            "webgpu": device.get("webgpu"),
+            "adapter": device.get("adapter"),
+            "featureLevel": device.get("featureLevel"),
+            "features": device.get("features"),
+            "loader": str(self.loader),
+        }
 
     @property
     def console(self) -> list[str]:

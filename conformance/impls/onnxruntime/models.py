@@ -14,8 +14,16 @@ ELEMENT_TYPES = {name: d.onnx for name, d in DTYPES.items()}
 SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]
 
 
-def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, shape=None, bias_shape=None,
-                   domain: str = "com.microsoft", bias_dtype: str | None = None):
+def one_node_model(
+    op: str,
+    dtype: str = "float32",
+    *,
+    with_bias: bool = False,
+    shape=None,
+    bias_shape=None,
+    domain: str = "com.microsoft",
+    bias_dtype: str | None = None,
+):
     """A checked ModelProto: ``Y = op(X[, bias])`` (opsets '' 17 and com.microsoft 1, IR version 9).
 
     ``shape``/``bias_shape`` None leaves the rank and dimensions unknown, so that one model (and one session)
@@ -23,16 +31,21 @@ def one_node_model(op: str, dtype: str = "float32", *, with_bias: bool = False, 
     """
     import onnx  # optional: only certification through ONNX Runtime needs it
     from onnx import helper  # (see above)
+
     elem = ELEMENT_TYPES[dtype]
     inputs = [helper.make_tensor_value_info("X", elem, None if shape is None else list(shape))]
     if with_bias:
-        inputs.append(helper.make_tensor_value_info("bias", ELEMENT_TYPES[bias_dtype or dtype],
-                                                    None if bias_shape is None else list(bias_shape)))
+        inputs.append(
+            helper.make_tensor_value_info(
+                "bias", ELEMENT_TYPES[bias_dtype or dtype], None if bias_shape is None else list(bias_shape)
+            )
+        )
     node = helper.make_node(op, [i.name for i in inputs], ["Y"], domain=domain)
     out = helper.make_tensor_value_info("Y", elem, None if shape is None else list(shape))
     graph = helper.make_graph([node], op, inputs, [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)],
-                              ir_version=9)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)], ir_version=9
+    )
     if shape is not None and (not with_bias or bias_shape is not None):
         onnx.checker.check_model(model)  # the checker insists on shapes for graph inputs; ORT validates the rest
     return model
@@ -42,6 +55,7 @@ def mapped_model(mapping, dtypes: dict, attributes: dict | None = None):
     """A one-node model for an op record's ``OrtMapping``: its inputs in ONNX order, each of the dtype in
     ``dtypes`` (role -> dtype, None for an absent optional input) with unknown rank and dimensions."""
     from onnx import helper  # optional: only certification through ONNX Runtime needs it
+
     names, values = [], []
     for role in mapping.inputs:
         dtype = dtypes.get(role)
@@ -64,6 +78,7 @@ def mapped_model(mapping, dtypes: dict, attributes: dict | None = None):
 def session(model, providers=("CPUExecutionProvider",), config: dict | None = None):
     """An InferenceSession for ``model``; ``config`` holds session config entries (``add_session_config_entry``)."""
     import onnxruntime as ort  # optional: loaded on use
+
     so = ort.SessionOptions()
     so.log_severity_level = 4
     for key, value in (config or {}).items():
@@ -84,6 +99,9 @@ def model_inputs(impl: str, mapping, inputs: dict, types, type_word: str) -> tup
     present = [r for r in mapping.inputs if inputs.get(r) is not None]
     if mapping.inputs[0] not in present:  # an absent later input is an empty name: ORT says if it may be
         role = mapping.inputs[0]
-        raise Rejected(f"{impl}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
-                       reason="missing-input", argument=role)
+        raise Rejected(
+            f"{impl}: {mapping.op_type} needs input {role} (an ONNX model cannot leave it out)",
+            reason="missing-input",
+            argument=role,
+        )
     return present, {r: (inputs[r].dtype.name if inputs.get(r) is not None else None) for r in mapping.inputs}

@@ -13,8 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.certify.implementations import ImplResult, NotSupported, Rejected
-from conformance.impls.onnxruntime.models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
-                                             one_node_model, session)
+from conformance.impls.onnxruntime.models import (
+    ELEMENT_TYPES,
+    SMOKE_X,
+    SMOKE_Y,
+    mapped_model,
+    model_inputs,
+    one_node_model,
+    session,
+)
 from conformance.impls.onnxruntime.repro import files as repro_files
 from conformance.ops import known_ops, record_for
 
@@ -37,13 +44,15 @@ def ort_op_type(impl: str, package) -> str:
     ops = ort_ops()
     op = package.manifest.op_id
     if op not in ops:
-        raise NotSupported(f"{impl} implements {', '.join(sorted(ops))} (the op records with an ORT "
-                           f"mapping), not {package.name}")
+        raise NotSupported(
+            f"{impl} implements {', '.join(sorted(ops))} (the op records with an ORT mapping), not {package.name}"
+        )
     return ops[op]
 
 
 def _ort():
     import onnxruntime as ort  # optional: loaded on use (onnxruntime or onnxruntime-webgpu)
+
     ort.set_default_logger_severity(4)
     return ort
 
@@ -65,8 +74,10 @@ class _OrtBase:
         except ImportError as exc:
             return f"{self.name}: onnxruntime is not installed ({exc})"
         if self.provider not in ort.get_available_providers():
-            return (f"{self.name}: this onnxruntime build ({ort.__version__}) has no {self.provider} "
-                    f"(available: {', '.join(ort.get_available_providers())})")
+            return (
+                f"{self.name}: this onnxruntime build ({ort.__version__}) has no {self.provider} "
+                f"(available: {', '.join(ort.get_available_providers())})"
+            )
         return None
 
     def prepare(self, package) -> None:
@@ -80,10 +91,13 @@ class _OrtBase:
         try:
             ys = sess.run(None, {r: inputs[r] for r in present})
         except Exception as exc:  # onnxruntime's own errors: Fail, InvalidArgument, ...
-            raise Rejected(f"{self.name}: {op} refused the call at run time: {short_error(exc)}",
-                           reason="runtime") from None
-        return ImplResult({role: np.asarray(y) for role, y in zip(mapping.outputs, ys)},
-                          extra={"providers": list(sess.get_providers())})
+            raise Rejected(
+                f"{self.name}: {op} refused the call at run time: {short_error(exc)}", reason="runtime"
+            ) from None
+        return ImplResult(
+            {role: np.asarray(y) for role, y in zip(mapping.outputs, ys)},
+            extra={"providers": list(sess.get_providers())},
+        )
 
     def repro_files(self, failure) -> dict[str, bytes]:
         """A standalone repro of ``failure`` (:class:`conformance.certify.repro.collect.Failure`): a script that runs the
@@ -105,8 +119,9 @@ class _OrtBase:
                 self._sessions[key] = err
             except Exception as exc:
                 shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
-                self._sessions[key] = Rejected(f"{self.name}: no session for {op} with {shown}: "
-                                               f"{short_error(exc)}", reason="model")
+                self._sessions[key] = Rejected(
+                    f"{self.name}: no session for {op} with {shown}: {short_error(exc)}", reason="model"
+                )
         sess = self._sessions[key]
         if isinstance(sess, Exception):
             raise sess
@@ -137,14 +152,17 @@ class OrtWebGpu(_OrtBase):
         if reason:
             return reason + " (install onnxruntime-webgpu in place of onnxruntime)"
         try:  # a provider listed is not a provider that starts: Dawn may reject the adapter (lavapipe)
-            sess = session(one_node_model("Gelu", "float32", shape=[4]), providers=self._providers(),
-                           config=self.config)
+            sess = session(
+                one_node_model("Gelu", "float32", shape=[4]), providers=self._providers(), config=self.config
+            )
         except Exception as exc:
             return f"{self.name}: {self.provider} could not start a session here: {short_error(exc)}"
         first = sess.get_providers()[0] if sess.get_providers() else None
         if first != self.provider:
-            return (f"{self.name}: {self.provider} fell back to {first} here (no GPU that Dawn accepts; "
-                    f"lavapipe is rejected); run it on a GPU machine")
+            return (
+                f"{self.name}: {self.provider} fell back to {first} here (no GPU that Dawn accepts; "
+                f"lavapipe is rejected); run it on a GPU machine"
+            )
         try:
             y = sess.run(None, {"X": np.array(SMOKE_X, np.float32)})[0]
         except Exception as exc:

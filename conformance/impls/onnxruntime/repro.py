@@ -15,8 +15,14 @@ import io
 import numpy as np
 
 from conformance.certify.implementations import NotSupported, Rejected
-from conformance.impls.onnxruntime.models import (ELEMENT_TYPES, SMOKE_X, SMOKE_Y, mapped_model, model_inputs,
-                                             one_node_model)
+from conformance.impls.onnxruntime.models import (
+    ELEMENT_TYPES,
+    SMOKE_X,
+    SMOKE_Y,
+    mapped_model,
+    model_inputs,
+    one_node_model,
+)
 from conformance.ops import record_for
 
 #: Arrays of at most this many elements in all are written into the script; larger calls get ``data.npz``.
@@ -29,9 +35,10 @@ def files(failure, provider: str, config: dict) -> dict[str, bytes]:
     mapping = record_for(failure.package).ort
     if mapping is None:
         raise NotSupported(f"{failure.package} has no ONNX Runtime mapping")
-    try:   # the same check the implementation made before it ran the call
-        present, dtypes = model_inputs("the suite's ONNX adapter", mapping, failure.inputs, ELEMENT_TYPES,
-                                       "ONNX element type")
+    try:  # the same check the implementation made before it ran the call
+        present, dtypes = model_inputs(
+            "the suite's ONNX adapter", mapping, failure.inputs, ELEMENT_TYPES, "ONNX element type"
+        )
     except Rejected as err:
         raise NotSupported(f"{err} (the adapter refused the call, not ONNX Runtime)") from None
     model = mapped_model(mapping, dtypes, failure.attributes or None)
@@ -44,8 +51,10 @@ def files(failure, provider: str, config: dict) -> dict[str, bytes]:
             if isinstance(bound["atol"], np.ndarray):
                 arrays[f"atol.{role}"] = bound["atol"]
     inline = sum(a.size for a in arrays.values()) <= INLINE_ELEMENTS and all(map(_exact, arrays.values()))
-    out = {"repro.py": script(failure, provider, config, present, list(mapping.outputs), arrays, inline).encode(),
-           "model.onnx": model.SerializeToString()}
+    out = {
+        "repro.py": script(failure, provider, config, present, list(mapping.outputs), arrays, inline).encode(),
+        "model.onnx": model.SerializeToString(),
+    }
     if provider != "CPUExecutionProvider":
         out["smoke.onnx"] = one_node_model("Gelu", "float32", shape=[len(SMOKE_X)]).SerializeToString()
     if not inline:
@@ -67,9 +76,11 @@ def _float(v: float) -> float:
 
 def literal(array: np.ndarray) -> str:
     """``np.array([...], dtype=...).reshape(shape)``: the values as Python floats (nan and inf by name)."""
-    values = [repr(v) if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
-              for v in array.reshape(-1).tolist()]
-    rows = [", ".join(values[i:i + 8]) for i in range(0, len(values), 8)]
+    values = [
+        repr(v) if v == v and abs(v) != float("inf") else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+        for v in array.reshape(-1).tolist()
+    ]
+    rows = [", ".join(values[i : i + 8]) for i in range(0, len(values), 8)]
     body = ("\n        " + ",\n        ".join(rows) + ",\n    ") if len(rows) > 1 else ", ".join(rows)
     return f"np.array([{body}], dtype={array.dtype.name!r}).reshape({tuple(array.shape)!r})"
 
@@ -79,32 +90,56 @@ def _comment(text: str) -> str:
     return repr(str(text))[1:-1]
 
 
-def script(failure, provider: str, config: dict, present: list[str], outputs: list[str], arrays: dict,
-           inline: bool) -> str:
+def script(
+    failure, provider: str, config: dict, present: list[str], outputs: list[str], arrays: dict, inline: bool
+) -> str:
     expected, observed = failure.expected, failure.observed
-    data = ("ARRAYS = {\n" + "".join(f"    {k!r}: {literal(a)},\n" for k, a in arrays.items()) + "}\n") if inline \
+    data = (
+        ("ARRAYS = {\n" + "".join(f"    {k!r}: {literal(a)},\n" for k, a in arrays.items()) + "}\n")
+        if inline
         else 'ARRAYS = dict(np.load(os.path.join(HERE, "data.npz")))\n'
+    )
     if expected["outcome"] == "accepted":
-        bounds = {role: {"dtype": b["dtype"], "shape": tuple(b["shape"]),
-                         "atol": None if isinstance(b["atol"], np.ndarray) else float(b["atol"]),
-                         "rtol": float(b["rtol"])} for role, b in expected["bounds"].items()}
-        contract = (f"EXPECTED = {{'outcome': 'accepted', 'outputs': {bounds!r},\n"
-                    f"            'tolerance': {expected['tolerance']!r}}}\n")
+        bounds = {
+            role: {
+                "dtype": b["dtype"],
+                "shape": tuple(b["shape"]),
+                "atol": None if isinstance(b["atol"], np.ndarray) else float(b["atol"]),
+                "rtol": float(b["rtol"]),
+            }
+            for role, b in expected["bounds"].items()
+        }
+        contract = (
+            f"EXPECTED = {{'outcome': 'accepted', 'outputs': {bounds!r},\n"
+            f"            'tolerance': {expected['tolerance']!r}}}\n"
+        )
     else:
         contract = f"EXPECTED = {{'outcome': 'rejected', 'reason': {expected['reason']!r}}}\n"
-    seen = observed.get("message") if observed["outcome"] == "rejected" else \
-        ", ".join(f"{r} {np.asarray(y).dtype}{list(np.shape(y))}" for r, y in observed["outputs"].items())
-    head = "\n".join([
-        "#!/usr/bin/env python3",
-        f"# Standalone repro: {_comment(failure.verdict)}",
-        f"# Case {_comment(failure.case_id)} ({_comment(failure.package)}) of webgpu-kernel-conformance, reduced to",
-        "# ONNX Runtime alone: the one-node model.onnx the suite ran, its inputs, and what the op's contract expects",
-        "# (float64 reference values with the tolerance as numbers). Needs numpy and onnxruntime"
-        + ("." if provider == "CPUExecutionProvider" else f" with {provider} (onnxruntime-webgpu) and a GPU it accepts."),
-        "# Run: python repro.py   (exit 0: behaves as the contract expects; 1: the failure reproduces; 2: cannot run)",
-        f"# The suite observed: {_comment(observed['outcome'])}: {_comment(seen)}",
-        ""])
-    return head + f"""
+    seen = (
+        observed.get("message")
+        if observed["outcome"] == "rejected"
+        else ", ".join(f"{r} {np.asarray(y).dtype}{list(np.shape(y))}" for r, y in observed["outputs"].items())
+    )
+    head = "\n".join(
+        [
+            "#!/usr/bin/env python3",
+            f"# Standalone repro: {_comment(failure.verdict)}",
+            f"# Case {_comment(failure.case_id)} ({_comment(failure.package)}) of webgpu-kernel-conformance, reduced to",
+            "# ONNX Runtime alone: the one-node model.onnx the suite ran, its inputs, and what the op's contract expects",
+            "# (float64 reference values with the tolerance as numbers). Needs numpy and onnxruntime"
+            + (
+                "."
+                if provider == "CPUExecutionProvider"
+                else f" with {provider} (onnxruntime-webgpu) and a GPU it accepts."
+            ),
+            "# Run: python repro.py   (exit 0: behaves as the contract expects; 1: the failure reproduces; 2: cannot run)",
+            f"# The suite observed: {_comment(observed['outcome'])}: {_comment(seen)}",
+            "",
+        ]
+    )
+    return (
+        head
+        + f"""
 import os
 import sys
 
@@ -119,6 +154,7 @@ VERDICT = {failure.verdict!r}
 SMOKE_X, SMOKE_Y = {SMOKE_X!r}, {SMOKE_Y!r}   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
 {contract}nan, inf = float("nan"), float("inf")
 {data}{_BODY}"""
+    )
 
 
 _BODY = r'''

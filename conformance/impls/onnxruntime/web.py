@@ -60,7 +60,7 @@ class OrtWeb(InPage):
 
     name = "onnxruntime-web"
     runs_what = "ONNX Runtime Web"
-    flavor = "webgpu"                       # page_ort.mjs FLAVORS
+    flavor = "webgpu"  # page_ort.mjs FLAVORS
     bundle = "ort.webgpu.min.mjs"
     provider = "WebGpuExecutionProvider"
     #: Sessions kept alive in the page at once (None: every session of the package being run). One: with several
@@ -70,9 +70,9 @@ class OrtWeb(InPage):
     has_variants = False
 
     def __init__(self, device: str = "auto", adapter: str | None = None, webgpu: str = "chromium"):
-        self.webgpu = webgpu                # wgpu or dawn: available() says it needs a browser
-        self._page = None                   # the page Session the state below belongs to
-        self._backend = None                # the browser backend that page is of
+        self.webgpu = webgpu  # wgpu or dawn: available() says it needs a browser
+        self._page = None  # the page Session the state below belongs to
+        self._backend = None  # the browser backend that page is of
         self._sessions: dict[tuple, dict] = {}
         self._ops: dict[str, str] = {}
         self._adapter: dict | None = None
@@ -107,9 +107,15 @@ class OrtWeb(InPage):
             self.call(self._page, ["ortRelease", 0, names])
 
     def describe(self) -> dict:
-        return {"implementation": self.name, "provider": self.provider, "onnxruntime-web": self.version,
-                "bundle": self.bundle, "browser": self.engine(self._backend), **adapter_fields(self._adapter),
-                "features": sorted(self.device_features or ())}
+        return {
+            "implementation": self.name,
+            "provider": self.provider,
+            "onnxruntime-web": self.version,
+            "bundle": self.bundle,
+            "browser": self.engine(self._backend),
+            **adapter_fields(self._adapter),
+            "features": sorted(self.device_features or ()),
+        }
 
     def run(self, case, inputs) -> ImplResult:
         mapping = record_for(case.package).ort
@@ -119,28 +125,40 @@ class OrtWeb(InPage):
         key = session_key(case.package, dtypes, attributes)
         made = self._session(page, key, mapping, dtypes, attributes)
         reused = made.get("reused", False)
-        report = {"provider": self.provider, "placements": made["placements"],
-                  "session_ms": 0.0 if reused else made["ms"], "session_reused": reused}
+        report = {
+            "provider": self.provider,
+            "placements": made["placements"],
+            "session_ms": 0.0 if reused else made["ms"],
+            "session_reused": reused,
+        }
         made["reused"] = True
         before = page.batches
         start = time.perf_counter()
-        feeds = {r: [inputs[r].dtype.name, list(inputs[r].shape), page.data_ref(inputs[r].tobytes())]
-                 for r in present}
+        feeds = {r: [inputs[r].dtype.name, list(inputs[r].shape), page.data_ref(inputs[r].tobytes())] for r in present}
         got = self.call(page, ["ortRun", 0, made["name"], feeds])
-        report.update(run_ms=_ms(got, "ms"), round_trips=page.batches - before,
-                      wall_ms=round((time.perf_counter() - start) * 1000, 3))
+        report.update(
+            run_ms=_ms(got, "ms"),
+            round_trips=page.batches - before,
+            wall_ms=round((time.perf_counter() - start) * 1000, 3),
+        )
         _console(report, None if reused else made.get("console"), got)
         if not isinstance(got, dict) or ("error" not in got and not isinstance(got.get("outputs"), dict)):
             raise PageUnavailable(f"{self.name}: the page answered ortRun with {str(got)[:200]}")
-        if got.get("trapped"):   # the page dropped that instance and its sessions; they are made again
+        if got.get("trapped"):  # the page dropped that instance and its sessions; they are made again
             self._sessions.clear()
             report["trapped"] = True
-            raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: its WebAssembly instance "
-                           f"trapped ({got.get('error')}); ONNX Runtime Web is loaded afresh for the next call",
-                           reason="runtime", report=report)
+            raise Rejected(
+                f"{self.name}: {mapping.op_type} refused the call at run time: its WebAssembly instance "
+                f"trapped ({got.get('error')}); ONNX Runtime Web is loaded afresh for the next call",
+                reason="runtime",
+                report=report,
+            )
         if "error" in got:
-            raise Rejected(f"{self.name}: {mapping.op_type} refused the call at run time: {got['error']}",
-                           reason="runtime", report=report)
+            raise Rejected(
+                f"{self.name}: {mapping.op_type} refused the call at run time: {got['error']}",
+                reason="runtime",
+                report=report,
+            )
         outputs = {}
         for role in mapping.outputs:
             entry = got["outputs"].get(role)
@@ -165,13 +183,16 @@ class OrtWeb(InPage):
         self._sessions.clear()
         self._adapter = self.call(page, ["adapterInfo", 0])
         features = self._adapter.get("features") if isinstance(self._adapter, dict) else None
-        self.device_features = frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) \
-            else frozenset()
+        self.device_features = (
+            frozenset(f for f in features if isinstance(f, str)) if isinstance(features, list) else frozenset()
+        )
         self.call(page, ["extend", 0, "ort"])
         loaded = self.call(page, ["ortLoad", 0, self.flavor])
         if not isinstance(loaded, dict) or "error" in loaded:
-            raise PageUnavailable(f"the page could not load ONNX Runtime Web ({self.bundle}): "
-                                  f"{loaded.get('error') if isinstance(loaded, dict) else loaded}")
+            raise PageUnavailable(
+                f"the page could not load ONNX Runtime Web ({self.bundle}): "
+                f"{loaded.get('error') if isinstance(loaded, dict) else loaded}"
+            )
         self.version = loaded.get("version")
         self._backend, self._page = backend, page
         return page
@@ -182,13 +203,16 @@ class OrtWeb(InPage):
             live = sum("name" in entry for entry in self._sessions.values())
             if self.live_sessions is not None and live >= self.live_sessions:
                 self._release_sessions()
-            name = f"{self._prefix}-{next(self._names)}"   # unique in the page: several implementations share it
+            name = f"{self._prefix}-{next(self._names)}"  # unique in the page: several implementations share it
             shown = ", ".join(f"{r} {d}" for r, d in dtypes.items() if d)
             try:
                 model = mapped_model(mapping, dtypes, attributes or None).SerializeToString()
             except Exception as exc:  # noqa: BLE001 -- onnx's own errors: the model cannot be written
-                self._sessions[key] = {"error": Rejected(f"{self.name}: no model for {mapping.op_type} with {shown}:"
-                                                         f" {exc}", reason="model")}
+                self._sessions[key] = {
+                    "error": Rejected(
+                        f"{self.name}: no model for {mapping.op_type} with {shown}: {exc}", reason="model"
+                    )
+                }
                 return self._raise(key)
             got = self.call(page, ["ortSession", 0, self.flavor, name, page.data_ref(model)])
             if not isinstance(got, dict):
@@ -200,14 +224,18 @@ class OrtWeb(InPage):
                 entry["error"] = ProviderFallback(
                     f"{self.name}: {mapping.op_type} with {shown}: a node of the model is not taken by "
                     f"{self.provider} and would run on the CPU (fallback disabled, so the session failed): "
-                    f"{got['error']}")
+                    f"{got['error']}"
+                )
             elif "error" in got:
-                entry["error"] = Rejected(f"{self.name}: no session for {mapping.op_type} with {shown}: "
-                                          f"{got['error']}", reason="model")
+                entry["error"] = Rejected(
+                    f"{self.name}: no session for {mapping.op_type} with {shown}: {got['error']}", reason="model"
+                )
             elif others or not placements:
                 placed = ", ".join(f"{n} on {p}" for p, n in placements.items()) or "no placement logged"
-                entry["error"] = ProviderFallback(f"{self.name}: {mapping.op_type} with {shown}: the session "
-                                                  f"placed nodes off {self.provider} ({placed})")
+                entry["error"] = ProviderFallback(
+                    f"{self.name}: {mapping.op_type} with {shown}: the session "
+                    f"placed nodes off {self.provider} ({placed})"
+                )
             self._sessions[key] = entry
         return self._raise(key)
 
@@ -234,7 +262,7 @@ class OrtWebJsep(OrtWeb):
     flavor = "jsep"
     bundle = "ort.min.mjs"
     provider = "JsExecutionProvider"
-    live_sessions = None   # it has no such hang, and re-making sessions would more than double its column's time
+    live_sessions = None  # it has no such hang, and re-making sessions would more than double its column's time
 
 
 def _ms(got, key: str) -> float | None:
@@ -256,7 +284,6 @@ def _console(report: dict, *sources) -> None:
         report["console"] = lines[:20]
 
 
-
 def ort_dist() -> Path | None:
     """``node_modules/onnxruntime-web/dist`` of the suite's own checkout (or of ``CONFORMANCE_ORT_WEB``, a package
     directory), None when neither has one."""
@@ -276,8 +303,9 @@ def ort_file(parts: list[str]) -> tuple[bytes, str] | None:
     dist = ort_dist()
     path = dist / name if dist is not None else None
     if path is None or not path.is_file():
-        raise RouteRefused(f"no {name} in onnxruntime-web's dist/ "
-                           f"({dist or 'node_modules/onnxruntime-web not found: run npm ci'})")
+        raise RouteRefused(
+            f"no {name} in onnxruntime-web's dist/ ({dist or 'node_modules/onnxruntime-web not found: run npm ci'})"
+        )
     try:
         body = read_confined(dist, path, MAX_DATA_FILE)
     except ConformanceError as err:

@@ -193,20 +193,36 @@ def repro_files(impl, failure) -> dict[str, bytes]:
     record = record_for(failure.package)
     mapping = record.ort
     inputs = {r: a for r, a in failure.inputs.items() if a is not None}
-    dtypes = {r: (failure.inputs[r].dtype.name if failure.inputs.get(r) is not None else None)
-              for r in mapping.inputs}
+    dtypes = {r: (failure.inputs[r].dtype.name if failure.inputs.get(r) is not None else None) for r in mapping.inputs}
     model = mapped_model(mapping, dtypes, dict(failure.attributes or {}) or None).SerializeToString()
-    case = {"case_id": failure.case_id, "package": failure.package, "kind": failure.kind,
-            "verdict": failure.verdict, "bundle": impl.bundle, "provider": impl.provider,
-            "inputs": {r: _tensor(a) for r, a in inputs.items() if r in mapping.inputs},
-            "expected": _expected(failure, record, failure.inputs), "observed_in_suite": _observed(failure)}
-    words = {"__TITLE__": f"{failure.case_id}: {failure.kind}", "__BUNDLE__": impl.bundle,
-             "__PROVIDER__": impl.provider, "__VERDICT__": failure.verdict, "__CASE__": failure.case_id,
-             "__OP__": mapping.op_type, "__ENABLE__": how_to_enable()}
+    case = {
+        "case_id": failure.case_id,
+        "package": failure.package,
+        "kind": failure.kind,
+        "verdict": failure.verdict,
+        "bundle": impl.bundle,
+        "provider": impl.provider,
+        "inputs": {r: _tensor(a) for r, a in inputs.items() if r in mapping.inputs},
+        "expected": _expected(failure, record, failure.inputs),
+        "observed_in_suite": _observed(failure),
+    }
+    words = {
+        "__TITLE__": f"{failure.case_id}: {failure.kind}",
+        "__BUNDLE__": impl.bundle,
+        "__PROVIDER__": impl.provider,
+        "__VERDICT__": failure.verdict,
+        "__CASE__": failure.case_id,
+        "__OP__": mapping.op_type,
+        "__ENABLE__": how_to_enable(),
+    }
     page = PAGE.replace("__ENABLE_JSON__", json.dumps(how_to_enable()).replace("</", "<\\/"))
     readme = README
     for key, text in words.items():
         page = page.replace(key, html.escape(str(text)))
         readme = readme.replace(key, str(text))
-    return {"index.html": page.encode(), "model.onnx": model, "case.json": json.dumps(case).encode(),
-            "README.md": readme.encode()}
+    return {
+        "index.html": page.encode(),
+        "model.onnx": model,
+        "case.json": json.dumps(case).encode(),
+        "README.md": readme.encode(),
+    }

@@ -28,5 +28,18 @@ from conformance.tools.mutate.mutants import (
 from conformance.tools.mutate.report import markdown, summarize, write
 from conformance.tools.mutate.runner import mutate_packages, run_mutant, run_suite
 
-__all__ = ["ARGUED_EQUIVALENT", "Mutant", "argue", "manifest_mutants", "mark_unrendered", "markdown",
-           "mutate_packages", "package_mutants", "run_mutant", "run_suite", "summarize", "template_mutants", "write"]
+__all__ = [
+    "ARGUED_EQUIVALENT",
+    "Mutant",
+    "argue",
+    "manifest_mutants",
+    "mark_unrendered",
+    "markdown",
+    "mutate_packages",
+    "package_mutants",
+    "run_mutant",
+    "run_suite",
+    "summarize",
+    "template_mutants",
+    "write",
+]

@@ -35,22 +35,28 @@ def load_arguments(path: Path = ARGUMENTS) -> dict[tuple[str, str], tuple[str, s
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the equivalence arguments: {exc}") from None
     if not isinstance(entries, list):
-        raise ValueError(f"{path}: expected a YAML list of {{package, pattern, why}} entries, got "
-                         f"{type(entries).__name__}")
+        raise ValueError(
+            f"{path}: expected a YAML list of {{package, pattern, why}} entries, got {type(entries).__name__}"
+        )
     for n, entry in enumerate(entries):
-        if not isinstance(entry, dict) or not {"package", "pattern", "why"} <= set(entry) <= \
-                {"package", "pattern", "why", "class"} or not all(isinstance(v, str) for v in entry.values()):
-            raise ValueError(f"{path}: entry {n} must have exactly the strings package, pattern and why (and "
-                             f"optionally class): {entry!r}")
+        if (
+            not isinstance(entry, dict)
+            or not {"package", "pattern", "why"} <= set(entry) <= {"package", "pattern", "why", "class"}
+            or not all(isinstance(v, str) for v in entry.values())
+        ):
+            raise ValueError(
+                f"{path}: entry {n} must have exactly the strings package, pattern and why (and "
+                f"optionally class): {entry!r}"
+            )
         if entry.get("class", "equivalent") not in CLASSES:
             raise ValueError(f"{path}: entry {n}: class {entry['class']!r} is not one of {', '.join(CLASSES)}")
         try:
             re.compile(entry["pattern"])
         except re.error as exc:
-            raise ValueError(f"{path}: entry {n}: pattern {entry['pattern']!r} is not a regular expression: "
-                             f"{exc}") from None
-    return {(entry["package"], entry["pattern"]): (entry.get("class", "equivalent"), entry["why"])
-            for entry in entries}
+            raise ValueError(
+                f"{path}: entry {n}: pattern {entry['pattern']!r} is not a regular expression: {exc}"
+            ) from None
+    return {(entry["package"], entry["pattern"]): (entry.get("class", "equivalent"), entry["why"]) for entry in entries}
 
 
 #: The arguments of ``equivalent.yaml``: (package short name, id pattern) -> (class, why).

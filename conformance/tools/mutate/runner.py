@@ -42,12 +42,24 @@ def mutation_device() -> str:
 
 
 # -- one pytest process per mutant ------------------------------------------------------------------
-def run_suite(specs: Path, report: Path, *, stop_first: bool = True, timeout: float = 600,
-              extra: list[str] | None = None) -> tuple[int, dict | None, str]:
-    cmd = [sys.executable, "-m", "pytest", str(TEST_KERNELS), f"--specs={specs}", f"--device={mutation_device()}",
-           f"--webgpu={default_backend()[2]}", "-q",
-           "-p", "no:cacheprovider", f"--conformance-report={report}", *(["-x"] if stop_first else []),
-           *(extra or [])]
+def run_suite(
+    specs: Path, report: Path, *, stop_first: bool = True, timeout: float = 600, extra: list[str] | None = None
+) -> tuple[int, dict | None, str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(TEST_KERNELS),
+        f"--specs={specs}",
+        f"--device={mutation_device()}",
+        f"--webgpu={default_backend()[2]}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--conformance-report={report}",
+        *(["-x"] if stop_first else []),
+        *(extra or []),
+    ]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
@@ -64,7 +76,7 @@ def stress_runs(m: Mutant) -> int:
 
 
 def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, timeout: float) -> Mutant:
-    work = scratch / package_dir.name / m.slug   # per package: the versions of an op share mutant ids
+    work = scratch / package_dir.name / m.slug  # per package: the versions of an op share mutant ids
     pkg = m.materialize(package_dir, work / package_dir.name)
     shutil.copy(test_json, pkg / "test.json")
     start = time.monotonic()
@@ -94,8 +106,9 @@ def run_mutant(m: Mutant, package_dir: Path, test_json: Path, scratch: Path, tim
 _WORKER: dict = {}
 
 
-def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
-                  stress: int = 0) -> tuple[str, str, str | None, str, float]:
+def _worker_check(
+    mid: str, mutant_dir: str, original_dir: str, test_json: str, stress: int = 0
+) -> tuple[str, str, str | None, str, float]:
     """(id, status, killing case, detail, seconds): the stored cases in order, stopping at the first failure;
     each accepted case ``stress`` times under --stress where that is not 0."""
     start = time.monotonic()
@@ -108,8 +121,13 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
     try:
         package = load_package(Path(mutant_dir))
     except ConformanceError as err:
-        return mid, "killed", f"{Path(original_dir).name}/manifest", " ".join(str(err).split())[:400], \
-            time.monotonic() - start
+        return (
+            mid,
+            "killed",
+            f"{Path(original_dir).name}/manifest",
+            " ".join(str(err).split())[:400],
+            time.monotonic() - start,
+        )
     try:
         for case in _WORKER[key]:
             try:
@@ -119,8 +137,13 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
             except AssertionError as err:
                 return mid, "killed", case.id, " ".join(str(err).split())[:400], time.monotonic() - start
             except Exception as err:  # the plugin reports any other error of a case as its failure
-                return mid, "killed", case.id, f"{type(err).__name__}: " + " ".join(str(err).split())[:400], \
-                    time.monotonic() - start
+                return (
+                    mid,
+                    "killed",
+                    case.id,
+                    f"{type(err).__name__}: " + " ".join(str(err).split())[:400],
+                    time.monotonic() - start,
+                )
         return mid, "survived", None, "", time.monotonic() - start
     finally:
         impl.device.clear_pipelines()
@@ -129,13 +152,25 @@ def _worker_check(mid: str, mutant_dir: str, original_dir: str, test_json: str,
 def _progress(progress: Progress, m: Mutant) -> str:
     """One line per mutant (what happened to it), with done / total, survivors so far and the time left."""
     progress.step(m.id, failed=m.status == "survived")
-    return (f"[{progress.line()}] {m.status:8} {m.package} {m.id}" + (f"  <- {m.killed_by}" if m.killed_by else "")
-            + f" ({m.seconds:.1f}s)")
+    return (
+        f"[{progress.line()}] {m.status:8} {m.package} {m.id}"
+        + (f"  <- {m.killed_by}" if m.killed_by else "")
+        + f" ({m.seconds:.1f}s)"
+    )
 
 
-def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None = None, out: Path | None = None,
-                    timeout: float = 300, limit: int | None = None, log=None, via_pytest: bool = False,
-                    arguments: dict[tuple[str, str], str] | None = None) -> dict:
+def mutate_packages(
+    package_dirs: list[Path],
+    *,
+    jobs: int = 2,
+    only: str | None = None,
+    out: Path | None = None,
+    timeout: float = 300,
+    limit: int | None = None,
+    log=None,
+    via_pytest: bool = False,
+    arguments: dict[tuple[str, str], str] | None = None,
+) -> dict:
     log = log or (lambda text: print(text, flush=True))
     scratch = Path(tempfile.mkdtemp(prefix="conformance-mutate-"))
     started = time.monotonic()
@@ -145,8 +180,8 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
     for directory in package_dirs:
         package = load_package(directory)
         root = package.root
-        short = package.manifest.name   # the op's name: what the equivalence arguments are keyed by
-        test_json = scratch / f"{package.name}.test.json"   # one per package: versions of an op share its name
+        short = package.manifest.name  # the op's name: what the equivalence arguments are keyed by
+        test_json = scratch / f"{package.name}.test.json"  # one per package: versions of an op share its name
         # every non-heavy case of the original package, with its expected outcome and outputs
         test_json.write_text(json.dumps(build_test(package, max_elements=1 << 20)))
         mutants = package_mutants(package)
@@ -161,16 +196,20 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
         copy_package(root, base / root.name)
         shutil.copy(test_json, base / root.name / "test.json")
         rc, data, tail = run_suite(base / root.name, base / "report.json", timeout=timeout, stop_first=False)
-        baselines[package.name] = {"passed": rc == 0, "totals": (data or {}).get("totals"),
-                                   "test_json_cases": sum(1 for c in (data or {}).get("cases", [])
-                                                          if c["id"].startswith("test.json/"))}
+        baselines[package.name] = {
+            "passed": rc == 0,
+            "totals": (data or {}).get("totals"),
+            "test_json_cases": sum(1 for c in (data or {}).get("cases", []) if c["id"].startswith("test.json/")),
+        }
         if rc != 0:
             raise SystemExit(f"the unmutated package {root} fails the suite; fix it first:\n{tail}")
-        log(f"{package.name}: {len(mutants)} mutants "
-            f"({sum(m.status == 'equivalent' for m in mutants)} equivalent), baseline passes")
+        log(
+            f"{package.name}: {len(mutants)} mutants "
+            f"({sum(m.status == 'equivalent' for m in mutants)} equivalent), baseline passes"
+        )
         all_mutants += mutants
         tasks += [(m, root, test_json) for m in mutants if m.status == "pending"]
-    progress = Progress("mutants", len(tasks), echo=False)   # the log prints its lines
+    progress = Progress("mutants", len(tasks), echo=False)  # the log prints its lines
     if via_pytest:
         with futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             pending = {pool.submit(run_mutant, m, root, tj, scratch, timeout): m for m, root, tj in tasks}
@@ -178,7 +217,7 @@ def mutate_packages(package_dirs: list[Path], *, jobs: int = 2, only: str | None
                 log(_progress(progress, fut.result()))
     else:
         by_key, jobs_args = {}, []
-        for m, root, tj in tasks:   # keyed by package too: the versions of an op share a template's mutant ids
+        for m, root, tj in tasks:  # keyed by package too: the versions of an op share a template's mutant ids
             mdir = m.materialize(root, scratch / "mutants" / m.slug / root.name)
             key = f"{root.name}/{m.id}"
             by_key[key] = m

@@ -30,7 +30,7 @@ class SessionOptions:
 
 
 def _fast_gelu(z):
-    return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z ** 3)))
+    return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
 
 
 def _gelu(z):
@@ -63,8 +63,12 @@ class InferenceSession:
         elif self.op == "LayerNormalization":
             scale, bias = feeds["scale"], feeds.get("bias")
             cols = x.shape[-1] if x.ndim else 0
-            if x.ndim < 1 or self.attributes.get("axis", -1) not in (-1, x.ndim - 1) or scale.shape != (cols,) \
-                    or (bias is not None and bias.shape != (cols,)):
+            if (
+                x.ndim < 1
+                or self.attributes.get("axis", -1) not in (-1, x.ndim - 1)
+                or scale.shape != (cols,)
+                or (bias is not None and bias.shape != (cols,))
+            ):
                 raise RuntimeError("LayerNormalization: scale and bias must be 1-D of the last axis' length")
             if z.size == 0:
                 y = z

@@ -12,22 +12,32 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'CPUExecutionProvider'
+PROVIDER = "CPUExecutionProvider"
 SESSION_CONFIG = {}
-INPUTS = ['X', 'bias']
-OUTPUTS = ['Y']
-VERDICT = 'onnxruntime-cpu accepts a call the manifest rejects (no-variant: vec8_f16_bias: biasOk is false: dim(shapes.bias, 0) = 1, dim(shapes.X, ranks.X - 1) = 8); it returned Y float16[8] (the values match numpy broadcasting of bias)'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'rejected', 'reason': 'no-variant: vec8_f16_bias: biasOk is false: dim(shapes.bias, 0) = 1, dim(shapes.X, ranks.X - 1) = 8'}
+INPUTS = ["X", "bias"]
+OUTPUTS = ["Y"]
+VERDICT = "onnxruntime-cpu accepts a call the manifest rejects (no-variant: vec8_f16_bias: biasOk is false: dim(shapes.bias, 0) = 1, dim(shapes.X, ranks.X - 1) = 8); it returned Y float16[8] (the values match numpy broadcasting of bias)"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "rejected",
+    "reason": "no-variant: vec8_f16_bias: biasOk is false: dim(shapes.bias, 0) = 1, dim(shapes.X, ranks.X - 1) = 8",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([0.92919921875, 2.609375, -0.59521484375, 1.5185546875, 1.591796875, 2.095703125, 2.55078125, 1.83984375], dtype='float16').reshape((8,)),
-    'input.bias': np.array([1.771484375], dtype='float16').reshape((1,)),
+    "input.X": np.array(
+        [0.92919921875, 2.609375, -0.59521484375, 1.5185546875, 1.591796875, 2.095703125, 2.55078125, 1.83984375],
+        dtype="float16",
+    ).reshape((8,)),
+    "input.bias": np.array([1.771484375], dtype="float16").reshape((1,)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -47,7 +57,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -68,7 +78,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -101,10 +111,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -114,15 +129,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

@@ -12,25 +12,56 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'CPUExecutionProvider'
+PROVIDER = "CPUExecutionProvider"
 SESSION_CONFIG = {}
-INPUTS = ['X']
-OUTPUTS = ['Y']
-VERDICT = 'onnxruntime-cpu accepts a call the manifest rejects (no-variant: vec4: baseOk is false: axisOk is false: attributes.axis = -2, -1 = -1; and attributes.axis = -2, ranks.X - 1 = 1); it returned Y float32[3, 8]'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'rejected', 'reason': 'no-variant: vec4: baseOk is false: axisOk is false: attributes.axis = -2, -1 = -1; and attributes.axis = -2, ranks.X - 1 = 1'}
+INPUTS = ["X"]
+OUTPUTS = ["Y"]
+VERDICT = "onnxruntime-cpu accepts a call the manifest rejects (no-variant: vec4: baseOk is false: axisOk is false: attributes.axis = -2, -1 = -1; and attributes.axis = -2, ranks.X - 1 = 1); it returned Y float32[3, 8]"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "rejected",
+    "reason": "no-variant: vec4: baseOk is false: axisOk is false: attributes.axis = -2, -1 = -1; and attributes.axis = -2, ranks.X - 1 = 1",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([
-        0.35438281297683716, -0.07421887665987015, -3.1759843826293945, 1.8919785022735596, -3.4512650966644287, -1.368703007698059, -0.17112110555171967, -1.4091578722000122,
-        2.788264274597168, -2.9660282135009766, 0.06090359389781952, -0.7556332349777222, -3.2307565212249756, -0.8118448257446289, 0.09591172635555267, -1.1949611902236938,
-        -2.0118703842163086, 1.690186858177185, 0.8214737176895142, -3.838625907897949, 1.3982148170471191, 1.0329623222351074, 2.244997978210449, -0.292577862739563,
-    ], dtype='float32').reshape((3, 8)),
+    "input.X": np.array(
+        [
+            0.35438281297683716,
+            -0.07421887665987015,
+            -3.1759843826293945,
+            1.8919785022735596,
+            -3.4512650966644287,
+            -1.368703007698059,
+            -0.17112110555171967,
+            -1.4091578722000122,
+            2.788264274597168,
+            -2.9660282135009766,
+            0.06090359389781952,
+            -0.7556332349777222,
+            -3.2307565212249756,
+            -0.8118448257446289,
+            0.09591172635555267,
+            -1.1949611902236938,
+            -2.0118703842163086,
+            1.690186858177185,
+            0.8214737176895142,
+            -3.838625907897949,
+            1.3982148170471191,
+            1.0329623222351074,
+            2.244997978210449,
+            -0.292577862739563,
+        ],
+        dtype="float32",
+    ).reshape((3, 8)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -50,7 +81,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -71,7 +102,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -104,10 +135,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -117,15 +153,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

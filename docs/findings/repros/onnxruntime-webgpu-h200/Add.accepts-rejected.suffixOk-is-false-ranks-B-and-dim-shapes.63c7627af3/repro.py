@@ -12,29 +12,73 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['A', 'B']
-OUTPUTS = ['C']
-VERDICT = 'onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_same: suffixOk is false: ranks.B = 3; and dim(shapes.B, ranks.B - 3) = 1, dim(shapes.A, ranks.A - 3) = 2); it returned C float16[2, 3, 4]'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'rejected', 'reason': 'no-variant: vec4_same: suffixOk is false: ranks.B = 3; and dim(shapes.B, ranks.B - 3) = 1, dim(shapes.A, ranks.A - 3) = 2'}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["A", "B"]
+OUTPUTS = ["C"]
+VERDICT = "onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_same: suffixOk is false: ranks.B = 3; and dim(shapes.B, ranks.B - 3) = 1, dim(shapes.A, ranks.A - 3) = 2); it returned C float16[2, 3, 4]"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "rejected",
+    "reason": "no-variant: vec4_same: suffixOk is false: ranks.B = 3; and dim(shapes.B, ranks.B - 3) = 1, dim(shapes.A, ranks.A - 3) = 2",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.A': np.array([
-        8.1875, -0.250732421875, -6.37890625, -4.578125, -1.482421875, 1.7265625, 2.064453125, 1.419921875,
-        -5.0546875, 1.2705078125, -2.525390625, -2.890625, -1.986328125, -0.87646484375, 0.406494140625, -2.3828125,
-        1.453125, -0.51611328125, -4.37109375, 3.4140625, -5.83203125, -5.12109375, 2.42578125, 1.0107421875,
-    ], dtype='float16').reshape((2, 3, 4)),
-    'input.B': np.array([
-        -5.640625, 1.8037109375, -2.4296875, 0.047943115234375, 4.81640625, 0.494140625, 4.234375, 0.267333984375,
-        -0.9423828125, 1.5224609375, -6.53515625, -1.7236328125,
-    ], dtype='float16').reshape((1, 3, 4)),
+    "input.A": np.array(
+        [
+            8.1875,
+            -0.250732421875,
+            -6.37890625,
+            -4.578125,
+            -1.482421875,
+            1.7265625,
+            2.064453125,
+            1.419921875,
+            -5.0546875,
+            1.2705078125,
+            -2.525390625,
+            -2.890625,
+            -1.986328125,
+            -0.87646484375,
+            0.406494140625,
+            -2.3828125,
+            1.453125,
+            -0.51611328125,
+            -4.37109375,
+            3.4140625,
+            -5.83203125,
+            -5.12109375,
+            2.42578125,
+            1.0107421875,
+        ],
+        dtype="float16",
+    ).reshape((2, 3, 4)),
+    "input.B": np.array(
+        [
+            -5.640625,
+            1.8037109375,
+            -2.4296875,
+            0.047943115234375,
+            4.81640625,
+            0.494140625,
+            4.234375,
+            0.267333984375,
+            -0.9423828125,
+            1.5224609375,
+            -6.53515625,
+            -1.7236328125,
+        ],
+        dtype="float16",
+    ).reshape((1, 3, 4)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -54,7 +98,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -75,7 +119,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -108,10 +152,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -121,15 +170,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

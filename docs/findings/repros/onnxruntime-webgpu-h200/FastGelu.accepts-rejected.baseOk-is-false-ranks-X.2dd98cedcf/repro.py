@@ -12,21 +12,25 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['X']
-OUTPUTS = ['Y']
-VERDICT = 'onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_bias: baseOk is false: ranks.X = 0); it returned Y float16[] (the values match bias ignored)'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'rejected', 'reason': 'no-variant: vec4_bias: baseOk is false: ranks.X = 0'}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["X"]
+OUTPUTS = ["Y"]
+VERDICT = "onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_bias: baseOk is false: ranks.X = 0); it returned Y float16[] (the values match bias ignored)"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {"outcome": "rejected", "reason": "no-variant: vec4_bias: baseOk is false: ranks.X = 0"}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([1.5], dtype='float16').reshape(()),
+    "input.X": np.array([1.5], dtype="float16").reshape(()),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -46,7 +50,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -67,7 +71,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -100,10 +104,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -113,15 +122,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

@@ -12,23 +12,30 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['X']
-OUTPUTS = ['Y']
-VERDICT = 'output Y differs from the reference: FAILED: 1 of 1 checked elements out of tolerance (100%), 0 unconstrained (non-finite x+bias); worst error = 2.77 x allowed'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'accepted', 'outputs': {'Y': {'dtype': 'float16', 'shape': (1,), 'atol': 6.4849853515625e-05, 'rtol': 0.0009794235229492188}},
-            'tolerance': 'Y: float16: |actual - expected| <= 6.48e-05 + 0.000979*|expected| (f16: one f16 rounding (1 ULP) + subnormal flush (2**-14) on top of the f32 budget)'}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["X"]
+OUTPUTS = ["Y"]
+VERDICT = "output Y differs from the reference: FAILED: 1 of 1 checked elements out of tolerance (100%), 0 unconstrained (non-finite x+bias); worst error = 2.77 x allowed"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "accepted",
+    "outputs": {"Y": {"dtype": "float16", "shape": (1,), "atol": 6.4849853515625e-05, "rtol": 0.0009794235229492188}},
+    "tolerance": "Y: float16: |actual - expected| <= 6.48e-05 + 0.000979*|expected| (f16: one f16 rounding (1 ULP) + subnormal flush (2**-14) on top of the f32 budget)",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([-3.162109375], dtype='float16').reshape((1,)),
-    'expected.Y': np.array([-0.0021302663113843797], dtype='float64').reshape((1,)),
+    "input.X": np.array([-3.162109375], dtype="float16").reshape((1,)),
+    "expected.Y": np.array([-0.0021302663113843797], dtype="float64").reshape((1,)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -48,7 +55,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -69,7 +76,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -102,10 +109,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -115,15 +127,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

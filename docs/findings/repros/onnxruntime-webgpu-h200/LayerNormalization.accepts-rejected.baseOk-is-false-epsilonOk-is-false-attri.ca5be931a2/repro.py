@@ -12,27 +12,64 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['X', 'scale', 'bias']
-OUTPUTS = ['Y']
-VERDICT = 'onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_bias: baseOk is false: epsilonOk is false: attributes.epsilon = 1.1754943508222874e-38); it returned Y float16[3, 8]'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'rejected', 'reason': 'no-variant: vec4_bias: baseOk is false: epsilonOk is false: attributes.epsilon = 1.1754943508222874e-38'}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["X", "scale", "bias"]
+OUTPUTS = ["Y"]
+VERDICT = "onnxruntime-webgpu accepts a call the manifest rejects (no-variant: vec4_bias: baseOk is false: epsilonOk is false: attributes.epsilon = 1.1754943508222874e-38); it returned Y float16[3, 8]"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "rejected",
+    "reason": "no-variant: vec4_bias: baseOk is false: epsilonOk is false: attributes.epsilon = 1.1754943508222874e-38",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([
-        -3.197265625, -6.75390625, -1.11328125, -6.28125, -5.2578125, 2.740234375, 0.77880859375, -1.2802734375,
-        -6.109375, -0.135986328125, -1.939453125, 0.63916015625, 2.3671875, -3.255859375, -0.11883544921875, -2.427734375,
-        1.3515625, -0.6669921875, -2.626953125, -5.4921875, -1.0107421875, 3.625, -3.56640625, -5.4296875,
-    ], dtype='float16').reshape((3, 8)),
-    'input.scale': np.array([-4.83984375, 6.34765625, 1.3203125, -2.73046875, -1.5625, -0.630859375, 5.56640625, -1.67578125], dtype='float16').reshape((8,)),
-    'input.bias': np.array([1.56640625, 6.19921875, -3.126953125, 2.310546875, -0.73095703125, 1.421875, -0.779296875, -2.720703125], dtype='float16').reshape((8,)),
+    "input.X": np.array(
+        [
+            -3.197265625,
+            -6.75390625,
+            -1.11328125,
+            -6.28125,
+            -5.2578125,
+            2.740234375,
+            0.77880859375,
+            -1.2802734375,
+            -6.109375,
+            -0.135986328125,
+            -1.939453125,
+            0.63916015625,
+            2.3671875,
+            -3.255859375,
+            -0.11883544921875,
+            -2.427734375,
+            1.3515625,
+            -0.6669921875,
+            -2.626953125,
+            -5.4921875,
+            -1.0107421875,
+            3.625,
+            -3.56640625,
+            -5.4296875,
+        ],
+        dtype="float16",
+    ).reshape((3, 8)),
+    "input.scale": np.array(
+        [-4.83984375, 6.34765625, 1.3203125, -2.73046875, -1.5625, -0.630859375, 5.56640625, -1.67578125],
+        dtype="float16",
+    ).reshape((8,)),
+    "input.bias": np.array(
+        [1.56640625, 6.19921875, -3.126953125, 2.310546875, -0.73095703125, 1.421875, -0.779296875, -2.720703125],
+        dtype="float16",
+    ).reshape((8,)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -52,7 +89,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -73,7 +110,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -106,10 +143,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -119,15 +161,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

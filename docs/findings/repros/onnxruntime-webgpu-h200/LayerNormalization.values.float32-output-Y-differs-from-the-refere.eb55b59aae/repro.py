@@ -12,20 +12,27 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['X', 'scale']
-OUTPUTS = ['Y']
-VERDICT = 'output Y differs from the reference: FAILED: 2 of 192 checked elements out of tolerance (1.04%), 0 unconstrained (rows with a non-finite value or an f32 overflow); worst error = 2.86 x allowed'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'accepted', 'outputs': {'Y': {'dtype': 'float32', 'shape': (64, 3), 'atol': None, 'rtol': 0.0}},
-            'tolerance': "Y: float32: |actual - expected| <= atol[i] + 0*|expected|, atol[i] per element (from 3.37e-06 to 0.000837; each element's own is in the 'allowed' column) (LayerNorm, row of n=3: 2 x (|scale| (shift + z_rel |z|) + u (|z scale| + |y|)), shift = (h + 3) u mean|x| / sqrt(var + eps), h = 8; + an f32 subnormal output may be flushed (2**-126))"}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["X", "scale"]
+OUTPUTS = ["Y"]
+VERDICT = "output Y differs from the reference: FAILED: 2 of 192 checked elements out of tolerance (1.04%), 0 unconstrained (rows with a non-finite value or an f32 overflow); worst error = 2.86 x allowed"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "accepted",
+    "outputs": {"Y": {"dtype": "float32", "shape": (64, 3), "atol": None, "rtol": 0.0}},
+    "tolerance": "Y: float32: |actual - expected| <= atol[i] + 0*|expected|, atol[i] per element (from 3.37e-06 to 0.000837; each element's own is in the 'allowed' column) (LayerNorm, row of n=3: 2 x (|scale| (shift + z_rel |z|) + u (|z scale| + |y|)), shift = (h + 3) u mean|x| / sqrt(var + eps), h = 8; + an f32 subnormal output may be flushed (2**-126))",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = dict(np.load(os.path.join(HERE, "data.npz")))
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -45,7 +52,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -66,7 +73,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -99,10 +106,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -112,15 +124,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")

@@ -12,24 +12,35 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROVIDER = 'WebGpuExecutionProvider'
-SESSION_CONFIG = {'session.disable_cpu_ep_fallback': '1'}
-INPUTS = ['X']
-OUTPUTS = ['Y']
-VERDICT = 'output Y differs from the reference: FAILED: 1 of 4 checked elements out of tolerance (25%), 0 unconstrained (rows with a non-finite value); worst error = 1.02 x allowed'
-SMOKE_X, SMOKE_Y = [-1.0, 0.0, 1.0, 2.0], [-0.15865526, 0.0, 0.8413447, 1.9544997]   # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
-EXPECTED = {'outcome': 'accepted', 'outputs': {'Y': {'dtype': 'float16', 'shape': (4,), 'atol': None, 'rtol': 0.0009765625}},
-            'tolerance': "Y: float16: |actual - expected| <= atol[i] + 0.000977*|expected|, atol[i] per element (from 6.11e-05 to 6.35e-05; each element's own is in the 'allowed' column) (Softmax, row of n=4: 2 x y ((3 + 3|x - max|) u + sum_rel + 3.5 u), sum_rel = h u + the terms' own errors, h = 8; + one f16 rounding of the f32 result (2**-10) + f16 subnormal flush (2**-14))"}
+PROVIDER = "WebGpuExecutionProvider"
+SESSION_CONFIG = {"session.disable_cpu_ep_fallback": "1"}
+INPUTS = ["X"]
+OUTPUTS = ["Y"]
+VERDICT = "output Y differs from the reference: FAILED: 1 of 4 checked elements out of tolerance (25%), 0 unconstrained (rows with a non-finite value); worst error = 1.02 x allowed"
+SMOKE_X, SMOKE_Y = (
+    [-1.0, 0.0, 1.0, 2.0],
+    [-0.15865526, 0.0, 0.8413447, 1.9544997],
+)  # smoke.onnx: Gelu(SMOKE_X) = SMOKE_Y (to 1e-4)
+EXPECTED = {
+    "outcome": "accepted",
+    "outputs": {"Y": {"dtype": "float16", "shape": (4,), "atol": None, "rtol": 0.0009765625}},
+    "tolerance": "Y: float16: |actual - expected| <= atol[i] + 0.000977*|expected|, atol[i] per element (from 6.11e-05 to 6.35e-05; each element's own is in the 'allowed' column) (Softmax, row of n=4: 2 x y ((3 + 3|x - max|) u + sum_rel + 3.5 u), sum_rel = h u + the terms' own errors, h = 8; + one f16 rounding of the f32 result (2**-10) + f16 subnormal flush (2**-14))",
+}
 nan, inf = float("nan"), float("inf")
 ARRAYS = {
-    'input.X': np.array([-1.2734375, 1.3974609375, -2.23828125, 1.7900390625], dtype='float16').reshape((4,)),
-    'expected.Y': np.array([0.026855857986285567, 0.38814633058013054, 0.010233229524562676, 0.5747645819090212], dtype='float64').reshape((4,)),
-    'atol.Y': np.array([6.12113525365849e-05, 6.284020688032594e-05, 6.110935661889902e-05, 6.354667327085155e-05], dtype='float64').reshape((4,)),
+    "input.X": np.array([-1.2734375, 1.3974609375, -2.23828125, 1.7900390625], dtype="float16").reshape((4,)),
+    "expected.Y": np.array(
+        [0.026855857986285567, 0.38814633058013054, 0.010233229524562676, 0.5747645819090212], dtype="float64"
+    ).reshape((4,)),
+    "atol.Y": np.array(
+        [6.12113525365849e-05, 6.284020688032594e-05, 6.110935661889902e-05, 6.354667327085155e-05], dtype="float64"
+    ).reshape((4,)),
 }
 
 
 def session(path):
     import onnxruntime as ort
+
     ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -49,7 +60,7 @@ def cannot_run():
     smoke = os.path.join(HERE, "smoke.onnx")
     if not os.path.exists(smoke):
         return None
-    try:   # a provider that is listed may still not start (no GPU it accepts)
+    try:  # a provider that is listed may still not start (no GPU it accepts)
         s = session(smoke)
         used = s.get_providers()[0]
         y = s.run(None, {"X": np.array(SMOKE_X, np.float32)})[0] if used == PROVIDER else None
@@ -70,7 +81,7 @@ def run():
         if s.get_providers()[0] != PROVIDER:
             return "rejected", f"the session runs on {s.get_providers()[0]}, not {PROVIDER}"
         ys = s.run(None, feeds)
-    except Exception as exc:   # onnxruntime's own errors (Fail, InvalidArgument, ...)
+    except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
         return "rejected", f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     return "accepted", {role: np.asarray(y) for role, y in zip(OUTPUTS, ys)}
 
@@ -103,10 +114,15 @@ def problems(outputs):
         if bad.any():
             ratio = np.where(bad, err / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny), 0.0)
             worst = [np.unravel_index(k, exp.shape) for k in np.argsort(-ratio, axis=None, kind="stable")[:5]]
-            rows = "; ".join(f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
-                             f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}" for i in worst if bad[i])
-            found.append(f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance "
-                         f"(worst: {rows})")
+            rows = "; ".join(
+                f"[{','.join(map(str, i))}] expected {exp[i]:.9g} got {a[i]:.9g} allowed "
+                f"{np.broadcast_to(allowed, exp.shape)[i]:.3g}"
+                for i in worst
+                if bad[i]
+            )
+            found.append(
+                f"{role}: {int(bad.sum())} of {int((~np.isnan(exp)).sum())} elements out of tolerance (worst: {rows})"
+            )
     return found
 
 
@@ -116,15 +132,18 @@ def main():
         print(f"cannot run here: {why}")
         return 2
     import onnxruntime as ort
+
     print(f"onnxruntime {ort.__version__}, {PROVIDER}, session config {SESSION_CONFIG}")
     for role in INPUTS:
         print(f"input {role}: {show(ARRAYS['input.' + role])}")
     if EXPECTED["outcome"] == "rejected":
         print(f"expected: the call is rejected ({EXPECTED['reason']})")
     else:
-        print("expected: the call is accepted, " + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}"
-                                                          for r, w in EXPECTED["outputs"].items())
-              + f", within {EXPECTED['tolerance']}")
+        print(
+            "expected: the call is accepted, "
+            + ", ".join(f"{r} {w['dtype']}{list(w['shape'])}" for r, w in EXPECTED["outputs"].items())
+            + f", within {EXPECTED['tolerance']}"
+        )
         for role in EXPECTED["outputs"]:
             if "expected." + role in ARRAYS:
                 print(f"  {role} (float64 reference): {show(ARRAYS['expected.' + role])}")
