@@ -48,7 +48,7 @@ function overrun(err) {
     case "MAX_OUTPUT":
       return `rendered ${err.length} characters, more than ${err.most} (MAX_OUTPUT)`;
     default:   // the JavaScript engine's own limit
-      return String((err.cause && err.cause.message) || err.message);
+      return String((err.cause?.message) || err.message);
   }
 }
 
@@ -81,7 +81,7 @@ function expression(source) {
 
 function environment(scope, bytes, budget) {
   const env = new Environment();
-  const features = (scope.device && scope.device.features) || [];
+  const features = (scope.device?.features) || [];
   const names = { ...LITERALS, range: budget.range, ...scope, ...functions(features, bytes) };
   for (const [name, value] of Object.entries(names)) {
     env.set(name, value);
@@ -94,7 +94,7 @@ function attempt(fn) {
     return fn();
   } catch (err) {
     if (err instanceof BudgetError) return { error: overrun(err), budget: true };
-    const error = String((err && err.message) || err);
+    const error = String((err?.message) || err);
     return err instanceof RangeError ? { error, budget: true } : { error };
   }
 }
@@ -136,5 +136,5 @@ const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of lines) {
   const req = JSON.parse(line);
   const results = attempt(() => (req.op === "eval" ? evaluate(req) : render(req)));
-  process.stdout.write(JSON.stringify(results.error ? results : { results }) + "\n");
+  process.stdout.write(`${JSON.stringify(results.error ? results : { results })}\n`);
 }

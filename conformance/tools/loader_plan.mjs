@@ -38,5 +38,5 @@ for await (const line of lines) {
   } catch (err) {   // the loader's own errors name the file and pointer; anything else needs its stack
     answer = { error: err.name === "ExpressionError" ? `${err.name}: ${err.message}` : String(err.stack || err) };
   }
-  process.stdout.write(JSON.stringify(answer) + "\n");
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
 }

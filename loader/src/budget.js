@@ -96,7 +96,7 @@ export class BudgetedInterpreter extends Interpreter {
   evaluate(node, env) {
     this.budget.charge(1);
     const result = super.evaluate(node, env);
-    const v = result && result.value;
+    const v = result?.value;
     if (typeof v === "string" || Array.isArray(v)) {
       const output = node && node.type === "Program";
       this.budget.built(v.length, output ? "the rendered text" : "a value", output ? "MAX_OUTPUT" : "MAX_VALUE");

@@ -41,7 +41,7 @@ function sha256Plain(bytes) {
 
 /** The hex SHA-256 of `bytes` (a Uint8Array). */
 export async function sha256(bytes) {
-  const subtle = globalThis.crypto && globalThis.crypto.subtle;
+  const subtle = globalThis.crypto?.subtle;
   if (!subtle) return sha256Plain(bytes);
   const digest = new Uint8Array(await subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");

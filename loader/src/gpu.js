@@ -153,7 +153,7 @@ export class Runtime {
       const size = sizeClass(bytes);
       const kind = `${usage}:${size}`;
       const queue = this.free.get(kind);
-      if (queue && queue.length) {
+      if (queue?.length) {
         const b = queue.shift();
         this.freeOrder.delete(b);
         this.freeBytes -= size;

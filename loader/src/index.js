@@ -12,7 +12,7 @@
 // false })` makes it afresh for every call, and the two answer every call alike.
 import { ContractError, KernelRuntimeError } from "./errors.js";
 import {
-  Batch, GpuTensor, Recording, batchRecording, batchState, callStatus, defaultDevice, deviceProfile, enterBatch,
+  GpuTensor, Recording, batchRecording, batchState, callStatus, defaultDevice, deviceProfile, enterBatch,
   existingRuntime, runtimeOf, tensorState,
 } from "./gpu.js";
 import { loadPackage } from "./package.js";
@@ -171,7 +171,7 @@ export async function getKernel(source, { version, device, fetch, cache } = {}) 
       for (const [role, t] of Object.entries(call.given)) {
         if (t === null || t.buffer === undefined) continue;
         const s = tensorState(inputs[role]);
-        if (rt.released(t.buffer) || (s && s.released)) {
+        if (rt.released(t.buffer) || s?.released) {
           throw new ContractError(`input '${role}': its buffer was released (to the loader, which may reuse it)`,
                                   { reason: "buffer-released", argument: role });
         }

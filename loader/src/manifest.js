@@ -4,7 +4,7 @@ import { compile } from "./expressions.js";
 import { ExpressionError } from "./errors.js";
 import { own } from "./own.js";
 
-const ptr = (...parts) => "/" + parts.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/");
+const ptr = (...parts) => `/${parts.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1")).join("/")}`;
 
 export function readManifest(raw, file = "manifest.json") {
   if (!raw || typeof raw !== "object" || !Array.isArray(raw.variants) || !Array.isArray(raw.inputs)) {

@@ -96,7 +96,7 @@ export async function loadPackage(source, { version, fetch: fetchFn = globalThis
   } catch (err) {
     throw err instanceof PackageError ? err : new PackageError(`not JSON: ${err.message}`, { file: metaWhere });
   }
-  if (!metadata || !metadata.manifest || typeof metadata.manifest.sha256 !== "string" ||
+  if (!metadata?.manifest || typeof metadata.manifest.sha256 !== "string" ||
       typeof metadata.templates !== "object") {
     throw new PackageError("metadata.json must give manifest.sha256 and templates {name: sha256}", { file: metaWhere });
   }

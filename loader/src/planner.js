@@ -65,7 +65,7 @@ function firstFalse(variant, scope, manifest) {
 
 // -- the call ------------------------------------------------------------------------------------
 function makeCall(manifest, inputs, profile, attributes, tunables) {
-  if (!profile || !profile.limits || !profile.features) {
+  if (!profile?.limits || !profile.features) {
     throw new TypeError("planCall needs a profile {limits, features}");
   }
   const roles = manifest.inputs.map((s) => s.role);
@@ -254,7 +254,7 @@ function integerSlot(value, what, pointer, manifest, minimum = 0) {
   return value;
 }
 
-function planPass(manifest, variant, spec, scope, constants, call, values) {
+function planPass(manifest, _variant, spec, scope, constants, call, values) {
   const limits = call.profile.limits;
   const wg = integerSlot(scope.evaluate(spec.workgroupSize), "workgroupSize", spec.workgroupSize.pointer, manifest, 1);
   const threads = integerSlot(scope.evaluate(spec.threads), "threads", spec.threads.pointer, manifest);

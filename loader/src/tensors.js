@@ -21,7 +21,7 @@ for (const [kind, dtype] of Object.entries(KINDS)) (ACCEPTS[dtype] ??= []).push(
 
 /** The dtype a typed array stands for, or null. */
 export function dtypeOf(data) {
-  const kind = data && data.constructor && data.constructor.name;
+  const kind = data?.constructor?.name;
   return own(KINDS, kind) ?? null;
 }
 
@@ -38,7 +38,7 @@ export function readInput(role, value) {
     throw new ContractError(`input '${role}': shape ${JSON.stringify(shape)} must be an array of non-negative integers`,
                             { reason: "shape", argument: role });
   }
-  const kind = data && data.constructor && data.constructor.name;
+  const kind = data?.constructor?.name;
   const dtype = value.dtype ?? dtypeOf(data);
   if (!ArrayBuffer.isView(data) || dtype === null || !has(ACCEPTS, dtype) || !ACCEPTS[dtype].includes(kind)) {
     const want = has(ACCEPTS, value.dtype) ? ACCEPTS[value.dtype].join(" or ")

@@ -44,7 +44,7 @@ export function publishedFiles(directory, edit = null) {
     manifest: { file: "manifest.json", sha256: sha256(files["manifest.json"]) },
     templates: Object.fromEntries(shaders.map((name) => [name, sha256(files[name])])),
   };
-  return { "metadata.json": encoder.encode(JSON.stringify(metadata, null, 1) + "\n"), ...files };
+  return { "metadata.json": encoder.encode(`${JSON.stringify(metadata, null, 1)}\n`), ...files };
 }
 
 /** Every published version of the op of `name` (version 1 in <op>/, N in <op>@N/) as getKernel's in-memory source;

@@ -30,14 +30,14 @@ const plan = (manifest, inputs, options = {}) => outcome(() => planSummary(planC
 
 test("a type variable and an attribute named constructor plan every golden call as T does", async () => {
   const original = readManifest(readManifestJson(GELU), `${GELU}/manifest.json`);
-  const constructor = renamed({ '"dtype":"T"': '"dtype":"constructor"', '"T":[': '"constructor":[',
+  const asConstructor = renamed({ '"dtype":"T"': '"dtype":"constructor"', '"T":[': '"constructor":[',
                                 "dtypes.T": "dtypes.constructor" },
                               (raw) => ({ ...raw, attributes: { constructor: { type: "int", default: 1 } } }));
   let planned = 0;
   for (const c of goldenCases(GELU)) {
     const options = { profile: profileOf(c.profile), tunables: c.tunables };
     const [a, b] = [await outcome(() => planSummary(planCall(original, c.inputs, options))),
-                    await outcome(() => planSummary(planCall(constructor, c.inputs, options)))];
+                    await outcome(() => planSummary(planCall(asConstructor, c.inputs, options)))];
     assert.deepEqual(refusal(b), refusal(a), c.id);
     planned += a.ok ? 1 : 0;
   }

@@ -33,10 +33,10 @@ const BOMBS = {
                        "range() of 200000000 characters or items, more than 1048576 (MAX_VALUE"],
   "two nested range(100000) loops": ["{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
                                      "rendering needs more than 4194304 units of work (RENDER_WORK_LIMIT"],
-  "a string doubled 40 times": [DOUBLED.replace("16", "40") + "{{ s.t }}", "units of work (RENDER_WORK_LIMIT"],
+  "a string doubled 40 times": [`${DOUBLED.replace("16", "40")}{{ s.t }}`, "units of work (RENDER_WORK_LIMIT"],
   "17 x 65536 characters of output": [DOUBLED + "{{ s.t }}".repeat(17),
                                       "characters or items, more than 1048576 (MAX_OUTPUT"],
-  "one step past V8's longest string": [DOUBLED + "{{ s.t.replace('', s.t) }}",
+  "one step past V8's longest string": [`${DOUBLED}{{ s.t.replace('', s.t) }}`,
                                         "the JavaScript engine's own limit: Invalid string length"],
 };
 

@@ -34,7 +34,7 @@
 
   async function pack(u8) {
     if (u8.byteLength <= INLINE_LIMIT) return { b64: u8.toBase64() };
-    const token = "d" + crypto.randomUUID();
+    const token = `d${crypto.randomUUID()}`;
     const r = await fetch(BLOB_BASE + token, { method: "POST", body: new Blob([u8]) });
     if (!r.ok) throw new Error(`download of ${u8.byteLength} bytes failed: HTTP ${r.status}`);
     return { blob: token };

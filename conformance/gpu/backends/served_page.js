@@ -7,7 +7,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const params = new URLSearchParams(location.search);
-  const log = (text) => { $("log").textContent = (text + "\n" + $("log").textContent).slice(0, 20000); };
+  const log = (text) => { $("log").textContent = (`${text}\n${$("log").textContent}`).slice(0, 20000); };
   const post = async (path, body) => {
     const r = await fetch(path, { method: "POST", body: JSON.stringify(body), cache: "no-store" });
     if (!r.ok) throw new Error(`${path}: HTTP ${r.status} ${(await r.text()).slice(0, 200)}`);

@@ -24,10 +24,10 @@ const TYPED = { float32: Float32Array, float16: globalThis.Float16Array || Uint1
 const CAPTURE_WHOLE = 16 << 20;
 const CAPTURE_END = 8 << 20;
 
-const message = (e) => (e && e.message ? `${e.name || "Error"}: ${e.message}` : String(e));
-const errorOf = (e) => ({ name: (e && e.name) || "Error", message: String((e && e.message) || e),
+const message = (e) => (e?.message ? `${e.name || "Error"}: ${e.message}` : String(e));
+const errorOf = (e) => ({ name: (e?.name) || "Error", message: String((e?.message) || e),
   reason: e && typeof e.reason === "string" ? e.reason : null, argument: e && e.argument != null ? String(e.argument) : null,
-  failures: e && e.failures && typeof e.failures === "object" ? e.failures : null });
+  failures: e?.failures && typeof e.failures === "object" ? e.failures : null });
 
 function settled(promise, what) {
   let timer;
@@ -59,7 +59,7 @@ function checkOutput(role, got) {
   const { data, shape, dtype } = got;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) throw new Error(`output ${role}: shape ${JSON.stringify(shape)} is not a list of non-negative integers`);
   if (!(dtype in ARRAYS)) throw new Error(`output ${role}: dtype ${JSON.stringify(dtype)} is not float32 or float16`);
-  const kind = data && data.constructor && data.constructor.name;
+  const kind = data?.constructor?.name;
   if (!ArrayBuffer.isView(data) || !ARRAYS[dtype].includes(kind)) throw new Error(`output ${role}: data is ${kind || typeof data}, not ${ARRAYS[dtype].join(" or ")} for ${dtype}`);
   if (data.length !== numel(shape)) throw new Error(`output ${role}: data has ${data.length} elements, its shape ${JSON.stringify(shape)} has ${numel(shape)}`);
   return { dtype, shape: [...shape], bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
@@ -111,7 +111,7 @@ export function watchDevice(real) {
         if (methods.has(key)) return methods.get(key);
         const value = Reflect.get(t, key, t);
         if (typeof value !== "function") return value;
-        const method = function (...args) { return value.apply(t, args.map(unwrap)); };
+        const method = (...args) => value.apply(t, args.map(unwrap));
         methods.set(key, method);
         return method;
       },
@@ -158,9 +158,9 @@ export function watchDevice(real) {
   /** What an output binding of `d` holds, as [buffer, offset, bytes it holds] or the reason it cannot be copied. */
   function bindingOf(d, index, total) {
     const group = d.groups[0];
-    if (!group || !group.entries) return "the dispatch had no bind group 0 made through the device the loader was given";
+    if (!group?.entries) return "the dispatch had no bind group 0 made through the device the loader was given";
     const entry = group.entries.find((e) => e.binding === index);
-    if (!entry || !entry.buffer) return `the dispatch bound no buffer at group 0 binding ${index}`;
+    if (!entry?.buffer) return `the dispatch bound no buffer at group 0 binding ${index}`;
     if (group.offsets.length !== group.dynamic.length) return `its bind group was set with ${group.offsets.length} dynamic offsets, its layout takes ${group.dynamic.length}`;
     const at = group.dynamic.indexOf(index);
     const offset = entry.offset + (at < 0 ? 0 : group.offsets[at]);
@@ -337,14 +337,14 @@ export function watchDevice(real) {
   });
 
   real.addEventListener("uncapturederror", (e) => {
-    if (call) call.errors.push(`${(e.error && e.error.constructor && e.error.constructor.name) || "GPUError"}: ${e.error && e.error.message}`);
+    if (call) call.errors.push(`${(e.error?.constructor?.name) || "GPUError"}: ${e.error?.message}`);
   });
 
   function begin(plan) {
     const outputsOf = [];   // per pass of the plan that dispatches: its output bindings [{role, index, start, bytes}]
-    const outputs = plan && plan.outputs && typeof plan.outputs === "object" ? plan.outputs : {};
+    const outputs = plan?.outputs && typeof plan.outputs === "object" ? plan.outputs : {};
     for (const p of (plan && Array.isArray(plan.passes) ? plan.passes : [])) {
-      const w = p && p.dispatch && p.dispatch.workgroups;
+      const w = p?.dispatch?.workgroups;
       if (!Array.isArray(w) || !w.every((n) => n > 0)) continue;
       outputsOf.push((Array.isArray(p.bindings) ? p.bindings : [])
         .filter((b) => b && b.buffer === "storage" && Object.hasOwn(outputs, b.arg) && ITEM[outputs[b.arg].dtype]
@@ -461,7 +461,7 @@ export function commands({ pack, unpack, requestAdapter = () => navigator.gpu.re
           files[v] = {};
           for (const [name, ref] of Object.entries(named)) files[v][name] = unpack(ref, uploads);
         }
-        const kernel = await settled(module.getKernel({ versions: files }, { version, device: WATCH && WATCH.device }), "getKernel()");
+        const kernel = await settled(module.getKernel({ versions: files }, { version, device: WATCH?.device }), "getKernel()");
         if (typeof kernel !== "function" || typeof kernel.plan !== "function") {
           return { error: { name: "LoaderInterface", message: "getKernel() did not resolve to a function with a plan method" } };
         }

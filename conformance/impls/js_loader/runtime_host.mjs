@@ -61,8 +61,8 @@ if (!IS_DENO && OPTS.jinja) {
       : next(specifier, context); }`;
   if (typeof register === "function") register(`data:text/javascript,${encodeURIComponent(hook)}`);
 }
-const message = (e) => (e && e.message ? `${e.name || "Error"}: ${e.message}` : String(e));
-const errorOf = (e) => ({ name: (e && e.name) || "Error", message: message(e) });
+const message = (e) => (e?.message ? `${e.name || "Error"}: ${e.message}` : String(e));
+const errorOf = (e) => ({ name: (e?.name) || "Error", message: message(e) });
 
 // -- bytes ---------------------------------------------------------------------------------------
 function scratchPath(name) {
@@ -130,7 +130,7 @@ async function denoAdapter() {
 
 const COMMANDS = commands({ pack: async (u8) => pack(u8), unpack: (ref) => unpack(ref),
                             requestAdapter: IS_DENO ? denoAdapter : nodeAdapter,
-                            onLost: (info) => { LOST = `${info && info.reason}: ${info && info.message}`; } });
+                            onLost: (info) => { LOST = `${info?.reason}: ${info?.message}`; } });
 
 async function deviceAnswer() {
   const got = await COMMANDS.loaderDevice();
@@ -184,8 +184,7 @@ async function* lines() {
   const chunks = IS_DENO ? Deno.stdin.readable : process.stdin;
   for await (const chunk of chunks) {
     buffered += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
-    let at;
-    while ((at = buffered.indexOf("\n")) >= 0) {
+    for (let at = buffered.indexOf("\n"); at >= 0; at = buffered.indexOf("\n")) {
       const line = buffered.slice(0, at);
       buffered = buffered.slice(at + 1);
       if (line.trim()) yield line;

@@ -67,7 +67,7 @@ function placementsOf(lines) {
 }
 
 function watch(ort) {   // uncaught WebGPU errors of ORT's own device are console lines of the command
-  const dev = ort.env.webgpu && ort.env.webgpu.device;
+  const dev = ort.env.webgpu?.device;
   if (dev && typeof dev.addEventListener === "function" && !dev.__wkcWatched) {
     dev.__wkcWatched = true;
     dev.addEventListener("uncapturederror", (e) =>
@@ -75,7 +75,7 @@ function watch(ort) {   // uncaught WebGPU errors of ORT's own device are consol
   }
 }
 
-const message = (e) => (e && e.message ? `${e.name && e.name !== "Error" ? e.name + ": " : ""}${e.message}` : String(e));
+const message = (e) => (e?.message ? `${e.name && e.name !== "Error" ? `${e.name}: ` : ""}${e.message}` : String(e));
 
 export function commands({ pack, unpack }) {
   async function load(flavor) {
