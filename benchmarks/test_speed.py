@@ -13,11 +13,11 @@ import pytest
 
 from conformance import BASELINE, ConformanceError, load_kernel
 from conformance.engine.package import REPO_SPECS
-from conformance.shader import render as render_module
 from conformance.gpu.device import get_device
-from conformance.shader.render import render, work_spent
 from conformance.gpu.runtime import Runtime
 from conformance.gpu.timing import Timer
+from conformance.shader import render as render_module
+from conformance.shader.render import render, work_spent
 from conformance.tools.bench import Baselines
 
 CALLS = {

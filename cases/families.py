@@ -134,7 +134,7 @@ class Ctx:
         step = self.modulus()
         out = []
         for r in dict.fromkeys(r % step for r in residues):
-            m = _first_change(lambda k: pred(step * k + r), limit // step)
+            m = _first_change(lambda k: pred(step * k + r), limit // step)  # noqa: B023 (called within this iteration, never after it)
             if m is None:
                 continue
             lo = step * (m - 1) + r
@@ -201,7 +201,7 @@ def buffer_limit(ctx: Ctx):
                 for o in states:
 
                     def ok(n):
-                        return ctx.accepted(ctx.call(shape(n), d, optional=o, profile=profile))
+                        return ctx.accepted(ctx.call(shape(n), d, optional=o, profile=profile))  # noqa: B023 (called within this iteration, never after it)
 
                     found = (
                         ctx.crossings(ok, limit, residues if not o else (0,)) if i == 0 else _crossings(ok, limit // 4)
@@ -337,7 +337,7 @@ def _overshoot_calls(ctx: Ctx, spec_at, kind: tuple, found: dict) -> None:
     while 2 * light < limit and spec_at(step * light * 2).nbytes <= OVERSHOOT_MAX_BYTES:
         light *= 2
     for r in range(step):
-        m = 1 if split(step + r) else _first_change(lambda k: split(step * k + r), 2 * light)
+        m = 1 if split(step + r) else _first_change(lambda k: split(step * k + r), 2 * light)  # noqa: B023 (called within this iteration, never after it)
         for n in range(step * m + r, step * (m + 64) + r, step) if m else ():  # a spare workgroup: a few sizes on
             spec = spec_at(n)
             plan = ctx.plan(spec) if spec.nbytes <= OVERSHOOT_MAX_BYTES else None
@@ -720,7 +720,7 @@ def _steps(ctx: Ctx, what: str) -> list[tuple[int, int]]:
 
     out = []
     for r in dict.fromkeys(r % step for r in (0, 1)):
-        m = _first_change(lambda k: planned(step * k + r), 2**16 // step)
+        m = _first_change(lambda k: planned(step * k + r), 2**16 // step)  # noqa: B023 (called within this iteration, never after it)
         if m is not None:
             out.append((step * (m - 1) + r, step * m + r))
     return out

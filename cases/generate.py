@@ -135,7 +135,7 @@ def derive(package: Package) -> Derivation:
     pool_entries = entries(analysis, planner, build_pool(m, planner, analysis))
     pool = search(analysis, pool_entries)
     items: list[Item] = []
-    for name, family in FAMILIES.items():
+    for family in FAMILIES.values():
         items += family(ctx)
     witnesses = list(pool.witnesses.values()) + list(pool.reached.values())
     witnesses += boundaries(analysis, pool, pool_entries, lambda spec: scope_of(planner, spec))

@@ -18,9 +18,9 @@ from cases.data import Recipe
 from cases.model import Case
 from cases.profiles import profile_from_dict, profile_to_dict
 from conformance.engine.package import REPO_SPECS
-from conformance.ops.registry import code_digest, find, op_of, source_of
 from conformance.errors import ConformanceError
 from conformance.files import parse_yaml, read_named
+from conformance.ops.registry import code_digest, find, op_of, source_of
 
 #: The cap on one golden file (the largest shipped is about 3 MiB), checked before it is parsed.
 MAX_GOLDEN_FILE = 64 << 20

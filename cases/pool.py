@@ -112,7 +112,7 @@ def thresholds(manifest, planner: Planner, analysis: Analysis, profile: str, tun
 
     found: set[int] = set()
     for j in range(len(atoms)):
-        n = _first_change(lambda k: None if values(k) is None else values(k)[j], MAX_POOL_NUMEL)
+        n = _first_change(lambda k: None if values(k) is None else values(k)[j], MAX_POOL_NUMEL)  # noqa: B023 (called within this iteration, never after it)
         if n is not None:
             found.update(k for k in (n - 1, n, n + 1) if 0 < k <= MAX_POOL_NUMEL + 1)
             found.update(-(-(n + 1) // k) * k for _, k in analysis.moduli())  # the next aligned size past it

@@ -66,10 +66,11 @@ KERNELS = {  # name: (array element type, f16 per invocation, body)
 
 def main(n: int) -> None:
     import wgpu
-    from conformance.tools.bench import Baselines
-    from conformance.gpu.device import get_device
+
     from conformance.engine.layout import split_workgroups
+    from conformance.gpu.device import get_device
     from conformance.gpu.timing import Timer
+    from conformance.tools.bench import Baselines
 
     dev = get_device("vulkan")
     d, usage = dev.device, wgpu.BufferUsage

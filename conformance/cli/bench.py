@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from pathlib import Path
 
 from conformance.cli.lazy import on_use

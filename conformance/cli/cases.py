@@ -135,7 +135,7 @@ def coverage_all(packages, failed: int) -> int:
             print(f"error: {package.root}: {exc if isinstance(exc, ConformanceError) else repr(exc)}", file=sys.stderr)
             failed += 1
     pooled = iter(branches.pooled([t for _, _, templates in reports for t in templates]))
-    for package, report, templates in reports:
+    for _package, report, templates in reports:
         mine = [next(pooled) for _ in templates]
         report.weak += weakness.dead_branches(mine)
         print(report.report())
@@ -216,7 +216,7 @@ def report_check(checked: list, command: str) -> int:
     ``diff --gate`` judges it too, so it does not fail the check. Returns the number of out-of-date files."""
     stale = 0
     print("golden case files against the manifests:")
-    for name, path, delta, text, why in checked:
+    for name, _path, delta, text, why in checked:
         if delta.differs:
             stale += 1
             print(f"  {name}: {delta.summary()}: out of date")
@@ -228,7 +228,7 @@ def report_check(checked: list, command: str) -> int:
             print(f"  {name}: up to date")
     if stale:
         print(f"run `{command}`, review the diff and commit it")
-    for name, path, delta, text, _ in checked:
+    for _name, path, delta, text, _ in checked:
         if delta.differs:
             print(f"\n{path}: out of date ({delta.summary()})")
             for label, ids in (("added", delta.added), ("removed", delta.removed), ("changed", delta.changed)):

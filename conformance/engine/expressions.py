@@ -35,7 +35,7 @@ from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from conformance.engine.closures import Scope, closure
+from conformance.engine.closures import Scope, closure  # noqa: F401 (Scope is re-exported: planner.py imports it from here)
 from conformance.engine.dtypes import WGSL_BYTES
 from conformance.errors import ExpressionError
 

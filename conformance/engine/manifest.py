@@ -544,7 +544,7 @@ class Manifest:
         rules.update({n: Rule(n, e.tree, e.pointer) for n, e in constants.items() if e is not None})
         table = RuleTable(rules, file=self.file)
         constant_names = tuple(dict.fromkeys([*self.top_constant_names, *constants]))
-        for name, expr in constants.items():
+        for expr in constants.values():
             if expr is not None:
                 self._check_names(expr, set(rules), problems)
                 try:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from conformance.engine.manifest import Manifest, load_manifest
 from conformance.config import REPO_SPECS
+from conformance.engine.manifest import Manifest, load_manifest
 from conformance.errors import ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, confined, read_confined
 

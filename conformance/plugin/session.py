@@ -21,15 +21,15 @@ from conformance.certify.checker import Checker
 from conformance.certify.implementations import load_implementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.report.quote import control_free
-from conformance.certify.repro.collect import ReproCollector
 from conformance.certify.report.templates import report_templates
+from conformance.certify.repro.collect import ReproCollector
 from conformance.certify.testjson import load_test_cases
 from conformance.engine.manifest import load_manifest
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, manifest_path
 from conformance.errors import ConformanceError
 from conformance.ops import missing_record_note
-from conformance.plugin.keys import COMPILATIONS_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY
 from conformance.plugin.columns import Column, column_error, expand
+from conformance.plugin.keys import COMPILATIONS_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY
 from conformance.plugin.state import state_of
 
 
@@ -76,7 +76,7 @@ class CaseRunner:
                     package = Package(path.parent, load_manifest(path))
                     note = missing_record_note(package.name)
                     if note:  # once per package, up front (not once per case as RecordNotFound)
-                        warnings.warn(pytest.PytestWarning(note))
+                        warnings.warn(pytest.PytestWarning(note), stacklevel=1)  # about the package, not a caller
                     golden_or_generated = self._cases(package)
                     self._weak += report_flags(package, golden_or_generated)
                     generated = golden_or_generated + load_test_cases(package)
@@ -133,7 +133,10 @@ class CaseRunner:
             raise ConformanceError(f"--golden {self.golden}: {why}; run `{command}` and commit it")
         own = REPO_SPECS.resolve() in package.root.resolve().parents  # the suite's own packages have golden files
         if own:
-            warnings.warn(pytest.PytestWarning(f"{package.name}: generating its cases ({why}; `{command}` writes it)"))
+            warnings.warn(
+                pytest.PytestWarning(f"{package.name}: generating its cases ({why}; `{command}` writes it)"),
+                stacklevel=1,
+            )
         generated = case_generator.generate(package)
         self._sources.append(
             f"{package.name}: generated here ({len(generated)} cases; {why if own else 'no --golden DIR given'})"

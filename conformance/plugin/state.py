@@ -20,8 +20,8 @@ import pytest
 from _pytest.junitxml import xml_key  # the --junitxml writer of this run, to name each case's classname
 
 from conformance.certify import evidence
-from conformance.certify.repro import index as repro_index
 from conformance.certify.outcomes import verdict_for
+from conformance.certify.repro import index as repro_index
 from conformance.errors import ConformanceError
 from conformance.plugin import expectations, progress, reporting, summary
 from conformance.plugin.keys import COMPILATIONS_KEY, EXPECTATION_KEY, REPRO_KEY, UNAVAILABLE, VERDICT_KEY, WORKER_KEY

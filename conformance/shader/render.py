@@ -25,14 +25,13 @@ import weakref
 
 from jinja2 import FunctionLoader, StrictUndefined, nodes
 from jinja2.compiler import CodeGenerator
-from jinja2.exceptions import SecurityError
+from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
-from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from conformance.engine.package import Package, template_digest
-from conformance.engine.planner import Planner
 from conformance.engine.plan import PassPlan, Plan
+from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, TemplateError
 
 MAX_OUTPUT = 1 << 20

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import cases
 from conformance.certify.testjson import MAX_ELEMENTS, TEST_FILE, build_test
-from conformance.impls.js_loader.published import template_digests
 from conformance.engine.package import Package, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE
 from conformance.errors import ContractError, ExpressionError
 from conformance.files import check_output, write_output
+from conformance.impls.js_loader.published import template_digests
 from conformance.tools import bench, portable
 from conformance.tools.jsjinja import ENGINE, EngineUnavailable, JsJinja, open_engine
 

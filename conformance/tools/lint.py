@@ -16,19 +16,19 @@ from functools import partial
 from pathlib import Path
 
 import cases
-from cases.weakness import dead_branch, idle_branch
 from cases import workers
+from cases.weakness import dead_branch, idle_branch
 from conformance.engine.dtypes import WGSL_DTYPE
 from conformance.engine.package import REPO_SPECS, Package, duplicate_names, find_package_dirs, load_package
 from conformance.engine.planner import Planner
 from conformance.errors import ConformanceError, ExpressionError, KernelRuntimeError, ManifestError, TemplateError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
+from conformance.ops import missing_record_note
 from conformance.shader.branches import pooled, template_coverage
 from conformance.shader.render import render, template_environment
 from conformance.tools import portable
 from conformance.tools.jsjinja import EngineUnavailable
 from conformance.tools.loader_plans import compare_package, open_planner
-from conformance.ops import missing_record_note
 
 #: ``@group(0) @binding(1) var<storage, read> x: array<f32>;`` -> group, index, address space, name, type.
 DECLARATION = re.compile(

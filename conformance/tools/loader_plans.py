@@ -13,12 +13,12 @@ import json
 import shutil
 from pathlib import Path
 
-from conformance.impls.js_loader.plans import Difference, call_of, differences, python_result
 from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.planner import Planner
 from conformance.errors import ManifestError
 from conformance.files import MAX_PACKAGE_FILE, read_confined
+from conformance.impls.js_loader.plans import Difference, call_of, differences, python_result
 from conformance.tools.jsjinja import EngineUnavailable, JsJinja, _entry, locate
 
 SCRIPT = Path(__file__).with_name("loader_plan.mjs")

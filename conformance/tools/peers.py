@@ -128,7 +128,7 @@ def run_torch_peers(result: dict, max_elements: int) -> list[dict]:
         tensors = {r: torch.randn(s, device="cuda", dtype=dtype) for r, s in row_inputs(row).items()}
         x = tensors[record.roles[0]]
         fn, name = record.torch_peer(tensors)
-        copy = _cuda_time(lambda: x.clone())
+        copy = _cuda_time(lambda: x.clone())  # noqa: B023 (called within this iteration, never after it)
         t = _cuda_time(fn)
         copy_gbps = 2 * x.numel() * x.element_size() / copy / 1e9
         out.append(peer_row(row, name, t, cuda_copy_gbps=copy_gbps, ours_vs_cuda_copy=row["gbps"] / copy_gbps))
@@ -262,7 +262,9 @@ def run_ort_webgpu_peers(result: dict, max_elements: int, *, target_seconds: flo
             for output in sess.get_outputs():
                 binding.bind_output(output.name, "webgpu", 0)
             seconds, reps, readback = time_bound_runs(
-                lambda: sess.run_with_iobinding(binding), fence, target_seconds=target_seconds
+                lambda: sess.run_with_iobinding(binding),  # noqa: B023 (called within this iteration, never after it)
+                fence,
+                target_seconds=target_seconds,
             )
         except Exception as exc:  # a Rejected session, or ORT failing at this size: said, not raised
             out.append(note(f"{name} {row['dtype']} {n} elements: not timed: {short_error(exc)}"))

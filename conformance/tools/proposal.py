@@ -141,7 +141,7 @@ def _add(package_dir: Path, packages: dict, proposal: Path, into: Path) -> tuple
             proposal.parent,
             proposal.parent / source,
             MAX_PACKAGE_FILE,
-            lambda message, **_: ManifestError(f"{source}: {message}", file=str(proposal), pointer=pointer),
+            lambda message, **_: ManifestError(f"{source}: {message}", file=str(proposal), pointer=pointer),  # noqa: B023 (called within this iteration, never after it)
         )
         (dst / name).write_bytes(text)
     path.write_text(json.dumps(raw, indent=2) + "\n")

@@ -19,8 +19,8 @@ import cases as case_generator
 from cases.golden import CASES_DIR, load_matching_golden
 from cases.weakness import report_flags
 from conformance.certify import report
-from conformance.certify.evidence import left_out_entry
 from conformance.certify.checker import Checker
+from conformance.certify.evidence import left_out_entry
 from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, CaseNotApplicable, CaseSkipped, verdict_for
 from conformance.certify.testjson import StoredCase, load_test_cases

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from conformance.certify.report import device_line
+from conformance.engine.profile import DeviceProfile
 from conformance.errors import DeviceError
 from conformance.gpu.backends import chromium
 from conformance.gpu.device import Device
-from conformance.engine.profile import DeviceProfile
 from tests.conftest import UNUSED_PLUGINS
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tests.browsers.test_onnxruntime_web import _impl, _open, _write, check, repro_server  # noqa: F401 (a fixture)
 from tests.hostile.conftest import make_specs, run_conformance  # noqa: F401 (a fixture)
 from tests.hostile.test_broken_kernels import GELU

@@ -23,7 +23,7 @@ def test_known_infeasible_conditions_are_explained(report):
     by = {(c.variant, c.condition, c.value): c for c in report.conditions}
     if ("scalar_bias", "true", False) in by:
         assert by[("scalar_bias", "true", False)].gap.startswith("constant")
-    for (variant, cond, value), c in by.items():
+    for (_variant, cond, value), c in by.items():
         if cond == "numel(shapes.X) == numel(shapes.Y)" and not value:
             assert c.gap.startswith("never false") and "output Y has shape shapes.X" in c.gap
 

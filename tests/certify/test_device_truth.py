@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from conformance.certify import report
-from conformance.certify.report import matrix
 from conformance.certify.device_truth import plan_for_device
+from conformance.certify.report import matrix
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import BASELINE, DeviceProfile

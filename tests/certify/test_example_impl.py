@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from conformance.certify.implementations import load_implementation
-from tests.docs import manual
 from tests.certify.conftest import REPO, run_conformance
+from tests.docs import manual
 
 EXAMPLE = REPO / "docs" / "examples" / "numpy_gelu.py"
 

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 import cases
-from conformance.shader.render import case_plans
-
 from conformance.certify.testjson import TEST_FORMAT, decode_array, encode_array, load_test_cases
 from conformance.engine.package import load_package
+from conformance.shader.render import case_plans
 from conformance.tools.export import BENCH_FORMAT, METADATA_FILE, METADATA_FORMAT, export_package
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from conformance.certify.report import html as report_html
 from conformance.engine.package import REPO_SPECS
-from tests.certify.conftest import REPO, open_page as _open, run_conformance
+from tests.certify.conftest import REPO, run_conformance
+from tests.certify.conftest import open_page as _open
 
 GELU = "com.microsoft.Gelu"
 TEMPLATE = "elementwise-bias-gelu.wgsl.jinja"

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.certify import report
-from conformance.certify.report import matrix
-from conformance.certify.report import failure_lines, outside_sections
+from conformance.certify.report import failure_lines, matrix, outside_sections
 
 
 def _verdict(case_id, status, **fields):

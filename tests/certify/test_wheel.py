@@ -7,8 +7,8 @@ shipped packages. Marked ``packaging`` (run with ``--run-packaging``): it builds
 
 import json
 import os
-import site
 import shutil
+import site
 import subprocess
 import time
 import venv

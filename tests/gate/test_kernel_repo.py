@@ -19,7 +19,6 @@ import pytest
 import yaml
 
 import conformance
-
 from tests.docs import manual
 from tests.gate.conftest import FASTGELU, ROOT, git
 

@@ -8,9 +8,9 @@ import os
 import pathlib
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 
 from conformance.__main__ import main
 from conformance.tools import skeleton as written

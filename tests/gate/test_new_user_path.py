@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import tomllib
 import venv
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 import conformance

@@ -3,18 +3,17 @@ a copy of a shipped package, is an error naming the place, the construct and the
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 
 import pytest
 
 import cases
 from conformance.__main__ import main
 from conformance.engine.package import load_package
-from conformance.tools import portable
 from conformance.tools import jsjinja as portable_errors
+from conformance.tools import portable
 from conformance.tools.jsjinja import OVERRIDE, open_engine
 from conformance.tools.lint import lint
 from tests.gate.conftest import GELU, ROOT, edit_manifest, variant

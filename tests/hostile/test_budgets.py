@@ -6,8 +6,8 @@ fast machine, a slow one and a busy one: the tests below also run with a clock t
 from __future__ import annotations
 
 import copy
-import json
 import itertools
+import json
 import re
 
 import pytest

@@ -14,9 +14,9 @@ import json
 import pytest
 
 from cases.golden import load_golden
-from conformance.impls.js_loader.plans import python_result
 from conformance.engine.package import load_package
 from conformance.engine.planner import Planner
+from conformance.impls.js_loader.plans import python_result
 from conformance.tools.jsjinja import EngineUnavailable
 from conformance.tools.loader_plans import compare_package, open_planner
 from tests.loader.driver import call_loader

@@ -9,7 +9,7 @@ import shutil
 import textwrap
 
 from conformance.engine.package import REPO_SPECS
-from tests.hostile.conftest import ROOT, TEMPLATE, edit, run_cli
+from tests.hostile.conftest import TEMPLATE, edit, run_cli
 
 GELU = "com.microsoft.Gelu"
 

@@ -1,6 +1,7 @@
 """Every tool the README tells a developer to run comes with an extra of ``pyproject.toml``."""
 
 import re
+
 import tomllib
 
 from tests.docs import manual

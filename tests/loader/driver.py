@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.impls.js_loader.published import published_files
 from conformance.config import loader_entry
 from conformance.engine.package import Package
 from conformance.engine.profile import BASELINE
+from conformance.impls.js_loader.published import published_files
 
 INDEX = loader_entry(".")
 HERE = Path(__file__).resolve().parent

@@ -10,9 +10,9 @@ from conformance.certify.implementations import ManifestImplementation
 from conformance.certify.outcomes import CaseFailed, CaseSkipped, verdict_for
 from conformance.engine.package import load_package
 from conformance.tools.mutate.mutants import package_mutants
+from tests.conftest import golden_cases
 
 from .conftest import LAYERNORM, SOFTMAX
-from tests.conftest import golden_cases
 
 #: (package, mutant kind, text of its description, line of the template it changes)
 PLANTED = [

@@ -1,7 +1,6 @@
 """``python -m conformance bench`` on the real device at small sizes, and its reporting."""
 
 import json
-import time
 
 from conformance import load_kernel
 from conformance.gpu.timing import Timer, Timing

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conformance import load_kernel
-from conformance.gpu import runtime
-from conformance.gpu.device import get_device
 from conformance.certify.checker import _breach
 from conformance.certify.implementations import ImplResult
+from conformance.gpu import runtime
+from conformance.gpu.device import get_device
 from tests.hostile.conftest import ROOT, TEMPLATE, edit
 
 FASTGELU = "com.microsoft.FastGelu"

@@ -10,9 +10,8 @@ import pytest
 from conformance.certify.outcomes import CaseFailed
 from conformance.impls.js_loader.runtime import unavailable
 from tests.browsers.test_js_loader import MISBEHAVING, PLANTS, WRAPPER, check, loader_impl
-from tests.browsers.test_js_loader_evidence import GETKERNEL, NOTHING, ON_THE_CPU
+from tests.browsers.test_js_loader_evidence import GETKERNEL, NOTHING, ON_THE_CPU, planted
 from tests.browsers.test_js_loader_evidence import PLANTS as WORK_PLANTS
-from tests.browsers.test_js_loader_evidence import planted
 from tests.loader.planted import planted_loader
 
 RUNTIMES = [

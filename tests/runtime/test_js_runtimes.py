@@ -14,11 +14,11 @@ import pytest
 
 from cases.data import make_inputs
 from conformance.certify.device_truth import plan_context, plan_for_device
-from conformance.impls.js_loader.plans import differences, python_result
-from conformance.impls.js_loader.published import published_files
 from conformance.engine.package import REPO_SPECS, load_package
 from conformance.engine.planner import Planner
 from conformance.engine.profile import KNOWN_FEATURES, LIMIT_NAMES, DeviceProfile
+from conformance.impls.js_loader.plans import differences, python_result
+from conformance.impls.js_loader.published import published_files
 from conformance.impls.js_loader.runtime import RUNTIMES, JsRuntime, RuntimeTimeout, RuntimeUnavailable, unavailable
 from conformance.ops.registry import find
 from reference import compare

@@ -120,7 +120,7 @@ def test_the_compiler_refuses_a_masking_that_misplaces_a_comment_end(device):
     wgsl = body("// note\f if (arrayLength(&y) < params.count + 16u) { return; }", "y[i] = x[i];")
     start = wgsl.index("//")
     newline_only = [(start, wgsl.index("\n", start))]
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (wgpu-py raises its own validation error types; any refusal is the point)
         device.device.create_shader_module(code=comments_masked(wgsl, newline_only))
     device.device.create_shader_module(code=comments_masked(wgsl))
 

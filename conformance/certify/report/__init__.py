@@ -21,9 +21,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from conformance.certify.report import html as report_html
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines
 from conformance.certify.outcomes import CHECK_STATUSES, NOT_APPLICABLE, STATUSES
+from conformance.certify.report import html as report_html
 from conformance.certify.report.quote import cell, code_block, code_span
 from conformance.files import check_output, write_output
 

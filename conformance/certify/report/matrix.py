@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.certify.report import quote
 from conformance.certify.evidence import WEAK_NOTE, WEAK_TITLE, assess, cell_line, flag_lines, weak_of
 from conformance.certify.outcomes import NOT_APPLICABLE, STATUSES
-from conformance.certify.report import failing, failure_lines, outside_sections, result_of, summarize
+from conformance.certify.report import failing, failure_lines, outside_sections, quote, result_of, summarize
 from conformance.certify.report.check import check_report
 from conformance.errors import ConformanceError
 from conformance.files import read_named

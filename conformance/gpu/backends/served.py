@@ -42,8 +42,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from conformance.errors import ConformanceError
-from conformance.gpu.backends.page_modules import EXTENSIONS, IMPORTS, MIME, ROUTES, RouteRefused, imports_generation
 from conformance.gpu.backends.page import (
     DEFAULT_TIMEOUT,
     RUNTIME_JS,
@@ -53,6 +51,7 @@ from conformance.gpu.backends.page import (
     Session,
     WebGPUError,
 )
+from conformance.gpu.backends.page_modules import EXTENSIONS, IMPORTS, MIME, ROUTES, RouteRefused, imports_generation
 
 SERVED_JS = (Path(__file__).with_name("served_page.js")).read_text()
 MAX_ANSWER_BYTES = 64 << 20  # one JSON request of a page (an answer with its inline reads)

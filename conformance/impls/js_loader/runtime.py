@@ -41,8 +41,8 @@ import numpy as np
 
 from conformance.config import JS_RUNTIMES, REPO_LOADER
 from conformance.errors import ConformanceError
-from conformance.impls.js_loader.files import jinja_dist
 from conformance.gpu.backends.page import WebGPUError
+from conformance.impls.js_loader.files import jinja_dist
 
 RUNTIMES = JS_RUNTIMES
 HOST = Path(__file__).with_name("runtime_host.mjs")

@@ -17,8 +17,8 @@ import json
 
 import numpy as np
 
-from conformance.impls.onnxruntime.models import mapped_model
 from conformance.gpu.backends.enable_webgpu import how_to_enable
+from conformance.impls.onnxruntime.models import mapped_model
 from conformance.ops import record_for
 
 PAGE = """<!doctype html>

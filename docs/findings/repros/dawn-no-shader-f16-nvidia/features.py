@@ -20,6 +20,7 @@ for a in wgpu.gpu.enumerate_adapters_sync():
     )
 try:
     import pydawn  # noqa: F401  (dawn-python)
+
     from conformance.gpu.backends.dawn import enumerate_adapters
 
     for a in enumerate_adapters():
