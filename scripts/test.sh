@@ -44,6 +44,10 @@ finish_beside() {  # finish_beside NAME: its log, then its exit status
 }
 stop_beside() { for pid in "${beside[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap stop_beside EXIT
+step "style: ruff check, ruff format --check (pyproject.toml [tool.ruff]) and Biome's lint of the JavaScript (biome.jsonc)"
+python3 -m ruff check --quiet .
+python3 -m ruff format --check --quiet .
+node_modules/.bin/biome lint --error-on-warnings --no-errors-on-unmatched
 start_beside cases python3 -m cases --check
 step "lint: schema, reachable variants, every variant renders and compiles, bindings agree, portable to @huggingface/jinja"
 python3 -m conformance lint specs --device vulkan --require-js
