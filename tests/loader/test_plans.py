@@ -8,9 +8,9 @@ import json
 import pytest
 
 from cases.golden import load_golden
-from conformance.certify.loader_plans import python_result
 from conformance.engine.package import REPO_SPECS, find_package_dirs, load_package
 from conformance.engine.planner import Planner
+from conformance.impls.js_loader.plans import python_result
 from conformance.tools.jsjinja import EngineUnavailable
 from conformance.tools.loader_plans import compare_package, open_planner
 from tests.loader.planted import ROOT, planted_loader
@@ -51,26 +51,43 @@ def test_the_plans_compared_are_the_golden_ones(planner):
         got = python_result(planner_py, case)
         if case.accepted:
             assert got["plan"]["variant"] == case.expect["variant"], case.id
-            assert [[p["dispatch"]["threads"], p["dispatch"]["workgroups"]] for p in got["plan"]["passes"]] == \
-                [[p["threads"], p["workgroups"]] for p in case.expect["passes"]], case.id
+            assert [[p["dispatch"]["threads"], p["dispatch"]["workgroups"]] for p in got["plan"]["passes"]] == [
+                [p["threads"], p["workgroups"]] for p in case.expect["passes"]
+            ], case.id
         elif case.expect["outcome"] == "rejected":
             assert got["error"]["reason"] == case.expect["reason"], case.id
 
 
 # (file, old text, planted text, package, what the first difference must name)
 PLANTS = {
-    "dispatch-split-off-by-one": ("layout.js", "const x = Math.ceil(groups / (y * z));",
-                                  "const x = Math.floor(groups / (y * z));", "com.microsoft.Softmax",
-                                  "dispatch.workgroups"),
-    "when-out-of-priority-order": ("manifest.js", "variants.sort((a, b) => b.priority - a.priority);",
-                                   "variants.sort((a, b) => a.priority - b.priority);", "com.microsoft.Gelu",
-                                   "variant"),
-    "uniform-field-in-wrong-slot": ("planner.js", "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]);",
-                                    "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]).reverse();",
-                                    "com.microsoft.LayerNormalization", "uniformBytes"),
-    "integer-division-for-float-division": ("expressions.js", "program = parse(tokenize(`{{ ${source} }}`, OPTIONS));",
-                                            "program = parse(tokenize(`{{ ${source.replace(/(?<!\\/)\\/(?!\\/)/g, \"//\")} }}`, OPTIONS));",
-                                            "float-division", "fields.scale"),
+    "dispatch-split-off-by-one": (
+        "layout.js",
+        "const x = Math.ceil(groups / (y * z));",
+        "const x = Math.floor(groups / (y * z));",
+        "com.microsoft.Softmax",
+        "dispatch.workgroups",
+    ),
+    "when-out-of-priority-order": (
+        "manifest.js",
+        "variants.sort((a, b) => b.priority - a.priority);",
+        "variants.sort((a, b) => a.priority - b.priority);",
+        "com.microsoft.Gelu",
+        "variant",
+    ),
+    "uniform-field-in-wrong-slot": (
+        "planner.js",
+        "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]);",
+        "const fieldList = b.fields.map((f) => [f.name, f.type, fieldValue(manifest, f, scope)]).reverse();",
+        "com.microsoft.LayerNormalization",
+        "uniformBytes",
+    ),
+    "integer-division-for-float-division": (
+        "expressions.js",
+        "program = parse(tokenize(`{{ ${source} }}`, OPTIONS));",
+        'program = parse(tokenize(`{{ ${source.replace(/(?<!\\/)\\/(?!\\/)/g, "//")} }}`, OPTIONS));',
+        "float-division",
+        "fields.scale",
+    ),
 }
 
 
